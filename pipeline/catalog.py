@@ -1,0 +1,88 @@
+"""DuckDB views over the committed results: one view per table, current rows only.
+
+A run regraded under the same grader id (because it changed) appears in several committed
+batches; the views keep, per (grader_id, run_uri), only the rows of its latest batch, so
+nothing is counted twice. `RESULTS/catalog.duckdb` holds the same views for the duckdb CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import duckdb
+
+from .scoring import model_sql
+from .store import ResultStore
+from .tables import TABLES
+
+MART_MODELS = ("marts/trends", "marts/version_diffs")
+
+
+def _source(store: ResultStore, table: str) -> str:
+    glob = store.url(store.path(table, "grader=*", "batch=*", "*.parquet"))
+    return f"read_parquet('{glob}', hive_partitioning = true, union_by_name = true)"
+
+
+def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
+                 marts: bool = True) -> list[str]:
+    """Create the committed-results views on `con`; return the names of the views made."""
+    commits = store.commits()
+    if not commits:
+        raise FileNotFoundError(
+            f"{store.uri} holds no committed results; run `rungrade grade RUNS --out "
+            f"{store.uri}` first")
+    if not store.local:
+        con.register_filesystem(store.fs)
+    batches = ", ".join(f"('{c['batch_id']}', '{c['grader_id']}')" for c in commits)
+    con.execute(f"create or replace table _commits (batch_id varchar, grader_id varchar); "
+                f"insert into _commits values {batches}")
+    con.execute(f"""
+        create or replace view _current as
+        select grader_id, run_uri, max(batch) as batch
+        from {_source(store, 'runs')}
+        where batch in (select batch_id from _commits)
+        group by grader_id, run_uri
+    """)
+    made = []
+    for table in TABLES:
+        con.execute(f"""
+            create or replace view {table} as
+            select t.* exclude (grader, batch), t.batch as batch_id
+            from {_source(store, table)} as t
+            semi join _current as c
+                on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
+        """)
+        made.append(table)
+    if marts:
+        for model in MART_MODELS:
+            name = model.rsplit("/", 1)[-1]
+            try:
+                sql = model_sql(model)
+            except FileNotFoundError:
+                continue
+            con.execute(f"create or replace view {name} as {sql}")
+            made.append(name)
+    return made
+
+
+def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every results view defined."""
+    con = duckdb.connect()
+    create_views(con, ResultStore(results, endpoint_url))
+    return con
+
+
+def write_catalog(store: ResultStore) -> str | None:
+    """Write RESULTS/catalog.duckdb (local results only); return its path."""
+    if not store.local:
+        return None
+    path = store.path("catalog.duckdb")
+    tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+    con = duckdb.connect(tmp)
+    try:
+        create_views(con, store)
+    finally:
+        con.close()
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,159 @@
+"""Built-in contract checks: does the named output exist, and what happened on error paths.
+
+Each function returns expressions over the clause frame (see frame.py). Deciding checks give
+`passed` or `failed`; a check that cannot settle its property gives `undecided` and says in
+`detail` what is still open.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .grader import Check, check
+
+PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
+PRIMARY = pl.col("kind").is_in(["ensures", "program_ensures"]) & ~pl.col("on_degraded_path")
+
+
+def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
+    """The start of an output, cut at `size` characters with an ellipsis when longer."""
+    text = expr.str.strip_chars()
+    return pl.when(text.str.len_chars() > size).then(
+        pl.concat_str(text.str.slice(0, size), pl.lit("…"))
+    ).otherwise(text)
+
+
+def quoted(expr: pl.Expr) -> pl.Expr:
+    return pl.concat_str(pl.lit("“"), expr, pl.lit("”"))
+
+
+def where(expr: pl.Expr) -> pl.Expr:
+    """`bindings/{service}/{name}` for a clause's output, as evidence of an absence."""
+    return pl.format("bindings/{}/{}", pl.coalesce("output_service", "service"),
+                     pl.col("output_name"))
+
+
+@check("output_published")
+def output_published() -> Check:
+    """The output a clause names was published as a binding and is not empty."""
+    absent_note = (
+        pl.when(pl.col("binding_uri").is_not_null())
+        .then(pl.format("{} is empty", pl.col("binding_uri")))
+        .otherwise(pl.format("no binding {}.* in the run; the log marks the service '{}'",
+                             where(pl.col("output_name")), pl.col("log_status")))
+    )
+    return Check(
+        applies=PRIMARY & pl.col("output_name").is_not_null(),
+        outcome=pl.when(pl.col("has_output")).then(PASSED).otherwise(FAILED),
+        detail=pl.format("output `{}` is published and non-empty", pl.col("output_name")),
+        evidence=pl.when(pl.col("has_output")).then(quoted(excerpt(pl.col("binding_text"))))
+        .otherwise(absent_note),
+        confidence=pl.when(pl.col("has_output")).then(95).otherwise(90),
+    )
+
+
+@check("output_named")
+def output_named() -> Check:
+    """A primary clause that names no output cannot be located; the question stays open."""
+    return Check(
+        applies=PRIMARY & pl.col("output_name").is_null(),
+        outcome=UNDECIDED,
+        detail=pl.format("which published output establishes: {}", quoted(pl.col("text"))),
+        evidence=pl.lit("the clause names no output file"),
+        confidence=pl.lit(0),
+        recommendation=pl.format("name the output this clause is about, e.g. "
+                                 "\"- `output-name`: {}\"", pl.col("text")),
+    )
+
+
+@check("meets_description")
+def meets_description() -> Check:
+    """Deferred: whether an existing output meets the clause's description needs judgment."""
+    return Check(
+        applies=PRIMARY & pl.col("output_name").is_not_null() & pl.col("has_output")
+        & (pl.col("description").str.count_matches(r"\S+") >= 3),
+        outcome=UNDECIDED,
+        detail=pl.format("requires judgment: does `{}` meet {}?", pl.col("output_name"),
+                         quoted(pl.col("description"))),
+        evidence=quoted(excerpt(pl.col("binding_text"))),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "state a property of `{}` that can be checked: a format (JSON, list, table), a "
+            "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
+            "or an exact phrase", pl.col("output_name")),
+    )
+
+
+@check("degraded_path")
+def degraded_path() -> Check:
+    """Primary ensures of a service graded on its degraded path are recorded, not judged."""
+    return Check(
+        applies=pl.col("on_degraded_path"),
+        outcome=UNDECIDED,
+        detail=pl.format(
+            "not held against `{}`: it errored with declared error '{}' and is graded on its "
+            "degraded path", pl.col("service"), pl.col("error_name")),
+        evidence=pl.format("error '{}': {}", pl.col("error_name"),
+                           excerpt(pl.col("error_detail").fill_null(""), 200)),
+        confidence=pl.lit(0),
+    )
+
+
+@check("condition_triggered")
+def condition_triggered() -> Check:
+    """A conditional whose condition did not occur (or cannot be told) leaves its path untested."""
+    return Check(
+        applies=(pl.col("kind") == "conditional") & ~pl.col("triggered").fill_null(False),
+        outcome=UNDECIDED,
+        detail=pl.when(pl.col("triggered").is_null())
+        .then(pl.format("branch condition {} cannot be told from the run log: untested",
+                        quoted(pl.col("condition"))))
+        .otherwise(pl.format("condition {} did not occur in this run: degraded path untested",
+                             quoted(pl.col("condition")))),
+        evidence=pl.when(pl.col("errored"))
+        .then(pl.format("the service errored with '{}', which this condition does not name",
+                        pl.col("error_name")))
+        .otherwise(pl.format("`{}` did not error (log: {})", pl.col("service"),
+                             pl.col("log_status"))),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "untested conditional path: add a run (or fixture) in which {} occurs, to exercise "
+            "{}", quoted(pl.col("condition")), quoted(pl.col("description"))),
+    )
+
+
+@check("degraded_output_provided")
+def degraded_output_provided() -> Check:
+    """When the condition occurred, the service must still publish its degraded output."""
+    outputs = pl.col("service_outputs")
+    return Check(
+        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
+        outcome=pl.when(outputs.list.len() > 0).then(PASSED).otherwise(FAILED),
+        detail=pl.format("after error '{}', `{}` provides {}", pl.col("error_name"),
+                         pl.col("service"), quoted(pl.col("description"))),
+        evidence=pl.when(outputs.list.len() > 0)
+        .then(pl.format("published: {}", outputs.list.join(", ")))
+        .otherwise(pl.format("`{}` published no non-empty binding after error '{}'",
+                             pl.col("service"), pl.col("error_name"))),
+        confidence=pl.when(outputs.list.len() > 0).then(70).otherwise(90),
+    )
+
+
+@check("error_declared")
+def error_declared() -> Check:
+    """The error a service signalled must be one it declared."""
+    return Check(
+        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
+        outcome=pl.when(pl.col("error_declared")).then(PASSED).otherwise(FAILED),
+        detail=pl.format("error '{}' is one of `{}`'s declared errors", pl.col("error_name"),
+                         pl.col("service")),
+        evidence=pl.format("declared: {}", pl.col("declared_errors").list.join(", ")),
+        confidence=pl.lit(95),
+    )
+
+
+def builtin_checks() -> list[Check]:
+    return [
+        output_published(), output_named(), meets_description(), degraded_path(),
+        condition_triggered(), degraded_output_provided(), error_declared(),
+    ]

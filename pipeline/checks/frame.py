@@ -1,0 +1,128 @@
+"""The clause frame: one row per gradable clause, joined with its output and its service.
+
+Checks are expressions over this frame. Its columns (beyond those of `clauses`):
+  binding_text, binding_uri, binding_size, binding_extension, binding_truncated, has_output
+  service_kind, errored, error_name, error_detail, declared_errors, log_status
+  service_outputs (non-empty bindings the service published), details (sub-item texts)
+  condition_kind ('error' | 'branch'), triggered (bool, null when the log cannot tell)
+  error_declared, on_degraded_path (primary ensures not held against an errored service)
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# Words that mark a conditional ensures as an error fallback rather than a branch.
+ERROR_WORDS = (
+    r"(?i)\b(error|errors|errored|fail|fails|failed|failure|unavailable|down|timeout|timed out|"
+    r"times out|cannot|can't|unable|missing|no |not |empty|invalid|unreachable|refused|denied|"
+    r"exceed|exceeds|rate.limit)"
+)
+
+
+def normalised(expr: pl.Expr) -> pl.Expr:
+    """Names compare case-insensitively with `-`, `_` and spaces treated alike."""
+    return expr.str.strip_chars().str.strip_chars("`").str.to_lowercase().str.replace_all(
+        r"[\s_\-]+", "-"
+    )
+
+
+def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
+                 bindings: pl.DataFrame) -> pl.DataFrame:
+    outputs = (
+        bindings.with_columns(
+            normalised(pl.col("name")).alias("output_key"),
+            (pl.col("text").str.strip_chars().str.len_chars() > 0).alias("_nonempty"),
+        )
+        # .md before .json before anything else when one name was published twice
+        .sort(["run_uri", "service", "output_key",
+               pl.col("extension").replace_strict({"md": 0, "json": 1}, default=2,
+                                                  return_dtype=pl.Int8)])
+        .unique(["run_uri", "service", "output_key"], keep="first", maintain_order=True)
+    )
+    per_service = (
+        outputs.filter("_nonempty")
+        .group_by("run_uri", "service")
+        .agg(pl.col("name").sort().alias("service_outputs"))
+    )
+    details = (
+        clauses.filter(pl.col("kind") == "detail")
+        .group_by("run_uri", "service", "parent_position")
+        .agg(pl.col("text").sort_by("position").alias("details"))
+        .rename({"parent_position": "position"})
+    )
+    svc = services.select(
+        "run_uri", "service", pl.col("kind").alias("service_kind"), "errored", "error_name",
+        "error_detail", "declared_errors", "log_status",
+    )
+    top = clauses.filter(pl.col("kind") != "detail").with_columns(
+        normalised(pl.col("output_name")).alias("output_key"),
+        pl.coalesce("output_service", "service").alias("_output_service"),
+    )
+    frame = (
+        top.join(svc, on=["run_uri", "service"], how="left")
+        .join(
+            outputs.select(
+                "run_uri", pl.col("service").alias("_output_service"), "output_key",
+                pl.col("text").alias("binding_text"), pl.col("uri").alias("binding_uri"),
+                pl.col("size_bytes").alias("binding_size"),
+                pl.col("extension").alias("binding_extension"),
+                pl.col("truncated").alias("binding_truncated"),
+            ),
+            on=["run_uri", "_output_service", "output_key"], how="left",
+        )
+        .join(per_service.rename({"service": "_output_service"}),
+              on=["run_uri", "_output_service"], how="left")
+        .join(details, on=["run_uri", "service", "position"], how="left")
+        .with_columns(
+            pl.col("service_outputs").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("details").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("errored").fill_null(False),
+            (pl.col("binding_text").str.strip_chars().str.len_chars() > 0)
+            .fill_null(False).alias("has_output"),
+        )
+    )
+    return _conditionals(frame).drop("_output_service")
+
+
+def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
+    """Decide, per conditional clause, whether its condition was triggered in this run."""
+    cond = pl.col("condition").fill_null("")
+    cond_words = cond.str.to_lowercase().str.replace_all(r"[\s_\-]+", " ")
+    error_words = pl.col("error_name").fill_null("").str.to_lowercase().str.replace_all(
+        r"[\s_\-]+", " ")
+    names_error = (pl.col("error_name").is_not_null()) & cond_words.str.contains(
+        error_words, literal=True)
+    is_error_kind = cond.str.contains(ERROR_WORDS) | names_error
+    frame = frame.with_columns(
+        pl.when(pl.col("kind") != "conditional").then(None)
+        .when(is_error_kind).then(pl.lit("error")).otherwise(pl.lit("branch"))
+        .alias("condition_kind"),
+        names_error.alias("_names_error"),
+    )
+    # When no conditional of the service names the error, every error conditional applies.
+    any_named = pl.col("_names_error").any().over("run_uri", "service")
+    triggered = (
+        pl.when(pl.col("condition_kind").is_null()).then(None)
+        .when(pl.col("condition_kind") == "branch").then(None)
+        .when(~pl.col("errored")).then(False)
+        .when(pl.col("_names_error")).then(True)
+        .otherwise(~any_named)
+    )
+    declared = pl.col("declared_errors").list.eval(
+        pl.element().str.to_lowercase().str.replace_all(r"[\s_\-]+", "-")
+    ).list.contains(pl.col("error_name").fill_null("").str.to_lowercase()
+                    .str.replace_all(r"[\s_\-]+", "-"))
+    frame = frame.with_columns(
+        triggered.alias("triggered"),
+        (pl.col("errored") & declared.fill_null(False)).alias("error_declared"),
+    )
+    # An errored service with a declared error and a triggered conditional is graded on its
+    # degraded path: its primary ensures are not held against it.
+    degraded = (
+        (pl.col("triggered").fill_null(False) & pl.col("error_declared")).any()
+        .over("run_uri", "service")
+    )
+    return frame.with_columns(
+        (degraded & (pl.col("kind") != "conditional")).alias("on_degraded_path")
+    ).drop("_names_error")

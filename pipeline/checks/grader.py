@@ -1,0 +1,115 @@
+"""Code-first graders: a grader id and an ordered, non-empty list of checks.
+
+A check is a small named function registered with `@check`. It returns a `Check`: polars
+expressions over the clause frame (one row per clause, joined with its output) that say which
+rows it judges and, for each, the outcome, the property it had to establish (detail), the
+evidence and a confidence. Nothing here loops over rows: a grader runs as a few vectorized
+`select`s over all clauses of a batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import polars as pl
+
+from ..tables import COLUMNS, conform
+
+GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
+EVIDENCE_CAP = 2000
+
+
+class GraderError(ValueError):
+    """A grader definition that cannot be used (bad id, no checks, unknown check)."""
+
+
+def validate_grader_id(grader_id: str) -> str:
+    if not isinstance(grader_id, str) or not GRADER_ID.match(grader_id):
+        raise GraderError(
+            f"grader id {grader_id!r} is malformed: expected '<name>.grader/v<integer>', "
+            "for example 'prose.contract.grader/v1' (lowercase name, version from 1)"
+        )
+    return grader_id
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check, as expressions over the clause frame. `applies` selects the rows it judges."""
+
+    applies: pl.Expr
+    outcome: pl.Expr
+    detail: pl.Expr
+    evidence: pl.Expr
+    confidence: pl.Expr
+    # A testable rewrite to suggest when this check leaves its clause undecided.
+    recommendation: pl.Expr | None = None
+    name: str = ""
+
+
+CheckFactory = Callable[..., Check]
+REGISTRY: dict[str, CheckFactory] = {}
+
+
+def check(name: str) -> Callable[[CheckFactory], CheckFactory]:
+    """Register a check factory under `name`; the factory's result carries that name."""
+
+    def register(factory: CheckFactory) -> CheckFactory:
+        def build(*args, **kwargs) -> Check:
+            return replace(factory(*args, **kwargs), name=name)
+
+        build.__name__ = factory.__name__
+        build.__doc__ = factory.__doc__
+        build.check_name = name  # type: ignore[attr-defined]
+        REGISTRY[name] = build
+        return build
+
+    return register
+
+
+@dataclass(frozen=True)
+class Grader:
+    grader_id: str
+    checks: tuple[Check, ...]
+
+    def __init__(self, grader_id: str, checks: Sequence[Check]):
+        object.__setattr__(self, "grader_id", validate_grader_id(grader_id))
+        checks = tuple(checks)
+        if not checks:
+            raise GraderError(f"grader {grader_id} has no checks: a grader with no evidence "
+                              "cannot pass anything; give it at least one check")
+        names = [c.name for c in checks]
+        if len(set(names)) != len(names):
+            raise GraderError(f"grader {grader_id} lists a check twice: {names}")
+        object.__setattr__(self, "checks", checks)
+
+    def with_id(self, grader_id: str) -> Grader:
+        return Grader(grader_id, self.checks)
+
+
+def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
+    """Apply every check to the clause frame; one output row per (clause, applicable check)."""
+    keys = ["run_id", "run_uri", "service", "clause_id"]
+    lazy = frame.lazy()
+    parts = [
+        lazy.filter(c.applies).select(
+            *keys,
+            pl.lit(c.name).alias("check"),
+            c.outcome.alias("outcome"),
+            c.detail.alias("detail"),
+            c.evidence.str.slice(0, EVIDENCE_CAP).alias("evidence"),
+            c.confidence.clip(0, 100).cast(pl.Int64).alias("confidence"),
+            (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
+            .alias("recommendation"),
+            pl.lit(order).alias("check_order"),
+        )
+        for order, c in enumerate(grader.checks)
+    ]
+    out = pl.concat(parts, how="vertical_relaxed").collect()
+    out = out.sort(["run_uri", "service", "clause_id", "check_order"]).drop("check_order")
+    return conform("checks", out.with_columns(pl.lit(grader.grader_id).alias("grader_id")))
+
+
+__all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "check",
+           "run_checks", "validate_grader_id"]

@@ -1,0 +1,91 @@
+"""Per-run `grade` reports (JSON), with exactly the fields of the contract grader's report.
+
+Built with polars aggregations over the batch tables; the only per-run step is serialising.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import polars as pl
+
+
+def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    return verdicts.join(
+        clauses.select("run_uri", "service", "clause_id", "position", "kind", "text",
+                       "condition", "description"),
+        on=["run_uri", "service", "clause_id"], how="left",
+    )
+
+
+def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
+    """Return {file name: JSON text} for every graded run of the batch."""
+    runs = tables["runs"].filter(pl.col("status") == "graded")
+    if runs.is_empty():
+        return {}
+    rows = _clause_rows(tables["clauses"], tables["clause_verdicts"])
+    services = tables["services"].select("run_uri", "service", "position")
+    clause_lists = (
+        rows.sort("run_uri", "service", "position")
+        .group_by("run_uri", "service", maintain_order=True)
+        .agg(pl.struct("text", "verdict", "evidence", "confidence").alias("ensures_clauses"))
+    )
+    service_lists = (
+        services.join(clause_lists, on=["run_uri", "service"], how="left")
+        .join(tables["service_scores"].select("run_uri", "service", "service_score"),
+              on=["run_uri", "service"], how="left")
+        .with_columns(pl.col("ensures_clauses").fill_null(
+            pl.lit([], dtype=clause_lists.schema["ensures_clauses"])))
+        .sort("run_uri", "position")
+        .group_by("run_uri", maintain_order=True)
+        .agg(pl.struct(pl.col("service").alias("name"), "ensures_clauses", "service_score")
+             .alias("services"))
+    )
+    provided = (
+        tables["checks"].filter(pl.col("check") == "degraded_output_provided")
+        .select("run_uri", "clause_id", (pl.col("outcome") == "passed").alias("provided"))
+    )
+    conditionals = (
+        frame.filter(pl.col("kind") == "conditional")
+        .join(provided, on=["run_uri", "clause_id"], how="left")
+        .sort("run_uri", "service", "position")
+        .group_by("run_uri", maintain_order=True)
+        .agg(pl.struct(
+            pl.col("text").alias("clause"),
+            pl.col("service"),
+            pl.col("triggered").alias("condition_triggered"),
+            pl.col("provided").alias("degraded_output_provided"),
+        ).alias("conditional_ensures"))
+    )
+    unevaluable = (
+        rows.filter(pl.col("verdict") == "not_evaluable")
+        .sort("run_uri", "service", "position")
+        .group_by("run_uri", maintain_order=True)
+        .agg(
+            pl.struct(pl.col("text").alias("clause"), "service", pl.col("reason").alias("why"))
+            .alias("unevaluable_clauses"),
+            pl.format("{}: {}", pl.col("service"), pl.col("recommendation"))
+            .filter(pl.col("recommendation").is_not_null()).alias("recommendations"),
+        )
+    )
+    report = (
+        runs.select("run_id", "run_uri", "program")
+        .join(tables["run_scores"].select("run_uri", "overall_score", "overall_verdict"),
+              on="run_uri", how="left")
+        .join(service_lists, on="run_uri", how="left")
+        .join(conditionals, on="run_uri", how="left")
+        .join(unevaluable, on="run_uri", how="left")
+        .sort("run_uri")
+    )
+    out: dict[str, str] = {}
+    fields = ("run_id", "program", "overall_score", "overall_verdict", "services",
+              "conditional_ensures", "unevaluable_clauses", "recommendations")
+    lists = ("services", "conditional_ensures", "unevaluable_clauses", "recommendations")
+    for rec in report.iter_rows(named=True):
+        body = {k: rec[k] if k not in lists else rec[k] or [] for k in fields}
+        name = f"{rec['run_id']}.json"
+        if name in out:  # one run id under two prefixes: tell them apart by their uri
+            name = f"{rec['run_id']}~{hashlib.sha1(rec['run_uri'].encode()).hexdigest()[:8]}.json"
+        out[name] = json.dumps(body, ensure_ascii=False, indent=2)
+    return out

@@ -1,0 +1,222 @@
+"""Contract markdown (program.md, services/*.md): front matter, components, sections, items.
+
+The parser is tolerant by design: anything it does not recognise is kept as free text and
+never raises. Two section syntaxes exist in the wild, `### Ensures` headings and older
+lowercase `ensures:` colon blocks; when a component has both for one section, the heading wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+SECTIONS = (
+    "description", "services", "requires", "ensures", "errors", "invariants", "strategies",
+    "environment", "runtime", "memory", "shape", "wiring", "execution", "fixtures", "expects",
+    "expects not", "slots", "config", "delegation",
+)
+# Colon blocks only ever existed for the list-like sections.
+COLON_SECTIONS = ("requires", "ensures", "errors", "invariants", "strategies")
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_COLON_BLOCK = re.compile(r"^(" + "|".join(COLON_SECTIONS) + r")\s*:\s*$", re.IGNORECASE)
+_ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+_CONDITIONAL = re.compile(r"^if\s+(.+?)\s*:\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_BACKTICK_NAME = re.compile(r"^`([^`]+)`\s*(\([^)]*\))?\s*[:—–-]\s*(.*)$", re.DOTALL)
+_BACKTICK_ONLY = re.compile(r"^`([^`]+)`\s*(\([^)]*\))?\s*$")
+_PLAIN_NAME = re.compile(r"^([A-Za-z0-9_][\w.\-/]*)\s*(\([^)]*\))?\s*:\s*(.*)$", re.DOTALL)
+
+
+@dataclass
+class Item:
+    """One list item of a section. Sub-items point at their parent by position."""
+
+    position: int
+    text: str
+    name: str | None = None
+    description: str = ""
+    condition: str | None = None
+    annotation: str | None = None
+    parent_position: int | None = None
+    depth: int = 0
+
+    @property
+    def optional(self) -> bool:
+        return bool(self.annotation and "optional" in self.annotation.lower())
+
+
+@dataclass
+class Component:
+    """A program, a service, or an inline `## name` component of a program file."""
+
+    name: str
+    kind: str
+    sections: dict[str, list[Item]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def items(self, section: str) -> list[Item]:
+        return self.sections.get(section, [])
+
+
+@dataclass
+class Contract:
+    front_matter: dict
+    title: str | None
+    main: Component
+    inline: list[Component]
+    front_matter_error: str | None = None
+
+    def component(self, name: str) -> Component | None:
+        key = normalise_name(name)
+        for comp in self.inline:
+            if normalise_name(comp.name) == key:
+                return comp
+        return None
+
+
+def normalise_name(name: str) -> str:
+    """Compare names the way authors mean them: case, `-`, `_` and spaces are equivalent."""
+    return re.sub(r"[\s_\-]+", "-", name.strip().strip("`").lower())
+
+
+def split_front_matter(text: str) -> tuple[dict, str, str | None]:
+    """Return (front matter, body, error). Only YAML's safe loader ever sees run content."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, text, None
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            raw = "\n".join(lines[1:end])
+            body = "\n".join(lines[end + 1:])
+            try:
+                data = yaml.safe_load(raw) if raw.strip() else {}
+            except yaml.YAMLError as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                return {}, body, f"front matter is not valid YAML: {first}"
+            if not isinstance(data, dict):
+                return {}, body, "front matter is not a mapping"
+            return data, body, None
+    return {}, text, "front matter has no closing '---'"
+
+
+def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]:
+    """Split an item's first line into (name, description, condition, annotation)."""
+    head = text.strip()
+    cond = _CONDITIONAL.match(head)
+    if cond:
+        return None, cond.group(2).strip(), cond.group(1).strip(), None
+    for pattern in (_BACKTICK_NAME, _PLAIN_NAME):
+        m = pattern.match(head)
+        if m:
+            annotation = m.group(2)[1:-1].strip() if m.group(2) else None
+            return m.group(1).strip(), m.group(3).strip(), None, annotation
+    m = _BACKTICK_ONLY.match(head)
+    if m:
+        return m.group(1).strip(), "", None, (m.group(2) or "")[1:-1].strip() or None
+    return None, head, None, None
+
+
+def _parse_items(lines: list[str]) -> list[Item]:
+    """Items with indentation-based nesting; continuation lines join the item above."""
+    items: list[Item] = []
+    stack: list[tuple[int, Item]] = []  # (indent, item) of open ancestors
+    in_fence = False
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            if items:
+                items[-1].text += "\n" + line.strip()
+            continue
+        if in_fence:
+            if items:
+                items[-1].text += "\n" + line
+            continue
+        m = _ITEM.match(line.expandtabs(4))
+        if m:
+            indent = len(m.group(1))
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            parent = stack[-1][1] if stack else None
+            item = Item(
+                position=len(items),
+                text=m.group(2).strip(),
+                parent_position=parent.position if parent else None,
+                depth=len(stack),
+            )
+            items.append(item)
+            stack.append((indent, item))
+        elif line.strip() and items and (line[:1].isspace() or not stack):
+            items[-1].text += " " + line.strip()
+        elif line.strip() and items:
+            # An unindented line of prose ends the list; later items start a new one.
+            stack.clear()
+    for item in items:
+        item.name, item.description, item.condition, item.annotation = parse_item_text(item.text)
+    return items
+
+
+def _section_key(heading: str) -> str | None:
+    key = re.sub(r"[`*_:]", "", heading).strip().lower()
+    key = re.sub(r"\s+", " ", key)
+    return key if key in SECTIONS else None
+
+
+def _parse_component(name: str, kind: str, lines: list[str]) -> Component:
+    comp = Component(name=name, kind=kind)
+    heading_blocks: dict[str, list[str]] = {}
+    colon_blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    in_fence = False
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if not in_fence:
+            h = _HEADING.match(line)
+            if h:
+                key = _section_key(h.group(2)) if len(h.group(1)) == 3 else None
+                if len(h.group(1)) == 3:
+                    current = heading_blocks.setdefault(key, []) if key else None
+                    continue
+                if current is not None:
+                    current.append(line)  # '####' and deeper are free text of the section
+                continue
+            c = _COLON_BLOCK.match(line.strip()) if not line[:1].isspace() else None
+            if c:
+                current = colon_blocks.setdefault(c.group(1).lower(), [])
+                continue
+        if current is not None:
+            current.append(line)
+    for key, block in {**colon_blocks, **heading_blocks}.items():
+        comp.sections[key] = _parse_items(block)
+        comp.texts[key] = "\n".join(block).strip()
+    return comp
+
+
+def parse_contract(text: str, default_name: str = "", default_kind: str = "service") -> Contract:
+    """Parse contract markdown. Never raises on content; problems are reported as fields."""
+    front, body, fm_error = split_front_matter(text)
+    name = str(front.get("name") or default_name)
+    kind = str(front.get("kind") or default_kind)
+    title = None
+    chunks: list[tuple[str, list[str]]] = [("", [])]
+    in_fence = False
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        h = None if in_fence else _HEADING.match(line)
+        if h and len(h.group(1)) == 1 and title is None:
+            title = h.group(2)
+            continue
+        if h and len(h.group(1)) == 2:
+            chunks.append((h.group(2).strip(), []))
+            continue
+        chunks[-1][1].append(line)
+    main = _parse_component(name, kind, chunks[0][1])
+    inline = []
+    for heading, lines in chunks[1:]:
+        comp_name = re.split(r"\s+[(\[—–-]", heading.strip("` "), maxsplit=1)[0].strip("` ")
+        inline.append(_parse_component(comp_name, "service", lines))
+    return Contract(front, title, main, inline, fm_error)

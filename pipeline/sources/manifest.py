@@ -1,0 +1,165 @@
+"""manifest.md: the wiring graph of a run (services, their sources, outputs, errors, order).
+
+Real manifests drift from the template (ASCII arrows, annotated headings, extra sections), so
+the parser reads what it recognises and ignores the rest rather than failing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_ARROW_RIGHT = re.compile(r"\s*(?:→|->|=>)\s*")
+_ARROW_LEFT = re.compile(r"\s*(?:←|<-|<=)\s*")
+_KEY = re.compile(r"^([A-Za-z][\w ]*?)\s*:\s*(.*)$")
+_ITEM = re.compile(r"^\s*[-*+]\s+(.*)$")
+_ORDER = re.compile(r"^\s*(\d+)[.)]\s+`?([^`(\s]+)`?\s*(?:\((.*)\))?")
+_FROM = re.compile(r"^`?([^`(:]+?)`?\s*\(from\s+`?([^`)]+?)`?\)\s*(?::\s*(.*))?$")
+
+
+@dataclass
+class Output:
+    name: str
+    target: str | None
+    public: bool
+
+
+@dataclass
+class ServiceWiring:
+    name: str
+    heading: str
+    source: str | None = None
+    workspace: str | None = None
+    inputs: list[tuple[str, str | None]] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    delegates: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Manifest:
+    program: str | None
+    services: list[ServiceWiring]
+    order: list[str]
+    returns: dict[str, str | None]  # caller-facing output -> service that produces it
+    requires: list[str]
+
+    def service(self, name: str) -> ServiceWiring | None:
+        return next((s for s in self.services if s.name == name), None)
+
+
+def _strip_name(text: str) -> str:
+    return text.strip().strip("`*").strip()
+
+
+def _parse_output(text: str) -> Output:
+    public = False
+    body = text.strip()
+    if body.lower().startswith("(public)"):
+        public, body = True, body[len("(public)"):].strip()
+    parts = _ARROW_RIGHT.split(body, maxsplit=1)
+    target = parts[1].strip().strip("`") if len(parts) == 2 else None
+    if target and target.startswith("bindings/"):
+        public = True
+    return Output(_strip_name(parts[0]), target, public)
+
+
+def _parse_input(text: str) -> tuple[str, str | None]:
+    parts = _ARROW_LEFT.split(text, maxsplit=1)
+    return _strip_name(parts[0]), parts[1].strip() if len(parts) == 2 else None
+
+
+def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
+    name = _strip_name(re.split(r"\s+[(\[—–]|\s+-\s", heading.strip(), maxsplit=1)[0])
+    svc = ServiceWiring(name=name, heading=heading.strip())
+    key = None
+    for line in lines:
+        m_item = _ITEM.match(line)
+        if m_item and key:
+            value = m_item.group(1).strip()
+            if value.lower().startswith("(none"):
+                continue
+            if key == "inputs":
+                svc.inputs.append(_parse_input(value))
+            elif key == "outputs":
+                svc.outputs.append(_parse_output(value))
+            elif key == "errors":
+                svc.errors.append(_strip_name(re.split(r"\s*:\s", value, maxsplit=1)[0]))
+            elif key == "delegates":
+                svc.delegates.append(_strip_name(value))
+            continue
+        m_key = _KEY.match(line.strip())
+        if m_key and not line[:1].isspace():
+            key = m_key.group(1).strip().lower()
+            value = m_key.group(2).strip().strip("`")
+            if key == "source":
+                svc.source = value or None
+            elif key == "workspace":
+                svc.workspace = value or None
+            elif value and not value.lower().startswith("(none") and key in ("inputs", "outputs"):
+                # One-line forms such as `outputs: report → bindings/x/report.md`.
+                if key == "outputs":
+                    svc.outputs.append(_parse_output(value))
+                else:
+                    svc.inputs.append(_parse_input(value))
+    return svc
+
+
+def parse_manifest(text: str) -> Manifest:
+    """Parse manifest.md. Never raises on content; unknown sections are skipped."""
+    program = None
+    sections: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("# ") and program is None:
+            title = line[2:].strip()
+            program = title.split(":", 1)[1].strip() if ":" in title else title
+            continue
+        if line.startswith("## "):
+            sections.append((line[3:].strip().lower(), []))
+        elif sections:
+            sections[-1][1].append(line)
+    services: list[ServiceWiring] = []
+    order: list[str] = []
+    returns: dict[str, str | None] = {}
+    requires: list[str] = []
+    for title, lines in sections:
+        if title.startswith("graph") or title.startswith("services") or title.startswith("wiring"):
+            heading, block = None, []
+            for line in lines:
+                if line.startswith("### "):
+                    if heading is not None:
+                        services.append(_parse_service_block(heading, block))
+                    heading, block = line[4:], []
+                elif line.strip() != "---":
+                    block.append(line)
+            if heading is not None:
+                services.append(_parse_service_block(heading, block))
+        elif title.startswith("execution"):
+            for line in lines:
+                m = _ORDER.match(line)
+                if m:
+                    order.append(_strip_name(m.group(2)))
+        elif title.startswith("caller"):
+            key = None
+            for line in lines:
+                m_key = _KEY.match(line.strip())
+                if m_key and not _ITEM.match(line):
+                    key = m_key.group(1).lower()
+                    continue
+                m_item = _ITEM.match(line)
+                if not m_item or key not in ("returns", "requires"):
+                    continue
+                value = m_item.group(1).strip()
+                m_from = _FROM.match(value)
+                head = m_from.group(1) if m_from else re.split(r"\s*:\s", value, maxsplit=1)[0]
+                name = _strip_name(head)
+                if key == "returns":
+                    returns[name] = _strip_name(m_from.group(2)) if m_from else None
+                else:
+                    requires.append(name)
+    names = {s.name for s in services}
+    for name in order:
+        if name not in names and name != "caller":
+            services.append(ServiceWiring(name=name, heading=name))
+            names.add(name)
+    return Manifest(program, services, order, returns, requires)

@@ -1,0 +1,272 @@
+"""Read one OpenProse era-A run folder and flatten it into table rows, or refuse it.
+
+This is the only per-run Python of the pipeline: it reads files and emits plain rows for the
+`runs`, `services`, `clauses`, `bindings` and `refusals` tables. Judging happens later, on
+whole columns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from .bucket import Bucket, RunRef
+from .contract import Component, Contract, normalise_name, parse_contract
+from .manifest import Manifest, parse_manifest
+from .state_log import parse_error_file, parse_state_log
+
+CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
+DEFAULT_BINDING_CAP = 64 << 10
+ERA_B_MARKERS = ("manifest.run.md", "forme.manifest.json", "root.prose.md", "vm.log.md")
+
+
+@dataclass
+class RunRows:
+    """Rows one run contributes to each source table."""
+
+    runs: list[dict] = field(default_factory=list)
+    services: list[dict] = field(default_factory=list)
+    clauses: list[dict] = field(default_factory=list)
+    bindings: list[dict] = field(default_factory=list)
+    refusals: list[dict] = field(default_factory=list)
+
+    def extend(self, other: RunRows) -> None:
+        for name in ("runs", "services", "clauses", "bindings", "refusals"):
+            getattr(self, name).extend(getattr(other, name))
+
+
+class Refusal(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+def clause_id(service: str, kind: str, position: int, text: str) -> str:
+    digest = hashlib.sha1(f"{service}\x1f{kind}\x1f{position}\x1f{text}".encode())
+    return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=4096)
+def _contract(text: str, name: str, kind: str) -> Contract:
+    # Service snapshots repeat across the runs of a program: parse each distinct text once.
+    return parse_contract(text, name, kind)
+
+
+@lru_cache(maxsize=1024)
+def _manifest(text: str) -> Manifest:
+    return parse_manifest(text)
+
+
+def decode(data: bytes) -> tuple[str, bool]:
+    """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), True
+
+
+def _base_run(ref: RunRef, now: str) -> dict:
+    return {
+        "run_id": ref.run_id, "source": "prose", "layout": "prose-a", "run_uri": ref.uri,
+        "program": None, "completed": None, "ended_at": None, "fingerprint": ref.fingerprint,
+        "discovered_at": now, "file_count": len(ref.files),
+        "total_bytes": sum(f.size for f in ref.files.values()), "status": "refused",
+    }
+
+
+def refuse(ref: RunRef, reason: str, detail: str, now: str | None = None,
+           run: dict | None = None) -> RunRows:
+    row = run or _base_run(ref, now or _now())
+    row["status"] = "refused"
+    return RunRows(runs=[row], refusals=[
+        {"run_id": ref.run_id, "run_uri": ref.uri, "reason": reason, "detail": detail}
+    ])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP,
+             now: str | None = None) -> RunRows:
+    """Flatten one run folder. Returns graded-table rows, or a single refusal row.
+
+    Refuses (closed set, see tables.REFUSAL_REASONS): unsafe-path, unsupported-layout,
+    missing-program, missing-manifest, incomplete-run, no-outputs, no-ensures,
+    unreadable-file; any unexpected exception becomes internal-error with a short traceback.
+    """
+    now = now or _now()
+    run = _base_run(ref, now)
+    try:
+        return _read(bucket, ref, run, binding_cap)
+    except Refusal as refusal:
+        return refuse(ref, refusal.reason, refusal.detail, run=run)
+    except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the run
+        tb = traceback.format_exception(exc, limit=-3)
+        return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
+
+
+def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
+    files = ref.files
+    for rel, info in files.items():
+        if info.link_target is not None and not bucket.inside(info.link_target):
+            raise Refusal("unsafe-path", f"{rel} links outside the runs root")
+    if ref.files.get(".", None) is not None and ref.files["."].link_target is not None:
+        raise Refusal("unsafe-path", "the run folder itself is a symlink")
+    if "program.md" not in files and any(m in files for m in ERA_B_MARKERS):
+        run["layout"] = "prose-b"
+        raise Refusal("unsupported-layout", "OpenProse era-B layout (root.prose.md, vm.log.md)")
+    if "program.md" not in files:
+        raise Refusal("missing-program", "no program.md in the run folder")
+    if "manifest.md" not in files:
+        raise Refusal("missing-manifest", "no manifest.md: a program without a services list")
+
+    def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
+        if files[rel].link_target is not None:
+            raise Refusal("unsafe-path", f"{rel} is a symlink (never followed)")
+        try:
+            data, _ = bucket.read(f"{ref.path}/{rel}", cap)
+        except OSError as exc:
+            raise Refusal("unreadable-file", f"{rel}: {exc}") from exc
+        return decode(data)[0]
+
+    program_text = text_of("program.md")
+    manifest = _manifest(text_of("manifest.md"))
+    log = parse_state_log(text_of("state.md")) if "state.md" in files else None
+    program = _contract(program_text, manifest.program or "", "program")
+    program_name = str(program.front_matter.get("name") or manifest.program or (
+        log.program if log else None) or "program")
+    run["program"] = program_name
+    run["completed"] = bool(log and log.completed)
+    run["ended_at"] = log.ended_at if log else None
+    if log is None:
+        raise Refusal("incomplete-run", "no state.md: completion cannot be established")
+    if not log.completed:
+        raise Refusal("incomplete-run", "state.md does not end with a '---end' line")
+
+    binding_files = sorted(
+        rel for rel in files
+        if rel.startswith("bindings/") and rel.count("/") >= 2
+        and not rel.startswith("bindings/caller/") and files[rel].link_target is None
+    )
+    if not binding_files:
+        raise Refusal("no-outputs", "no bindings/{service}/ files in the run")
+
+    rows = RunRows()
+    blobs = _read_bindings(bucket, ref, binding_files, binding_cap)
+    for rel in binding_files:
+        service, _, fname = rel[len("bindings/"):].partition("/")
+        data, truncated = blobs[rel]
+        text, bad = decode(data)
+        stem, dot, ext = fname.rpartition(".")
+        rows.bindings.append({
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
+            "name": stem if dot else fname, "uri": f"{ref.uri}/{rel}",
+            "extension": ext.lower() if dot else "", "size_bytes": files[rel].size,
+            "sha256": hashlib.sha256(data).hexdigest(), "text": text, "truncated": truncated,
+            "decode_errors": bad or b"\x00" in data,
+        })
+
+    statuses = log.service_status()
+    published = {}
+    for b in rows.bindings:
+        published.setdefault(normalise_name(b["name"]), b["service"])
+    wirings = manifest.services
+    errored_names: list[tuple[str, str | None, str]] = []
+
+    for position, wiring in enumerate(wirings):
+        comp, source = _service_contract(ref, files, text_of, wiring.name, wiring.source, program)
+        declared = [*(comp_error_names(comp) if comp else []), *wiring.errors]
+        declared = list(dict.fromkeys(declared))
+        err_rel = f"workspace/{wiring.name}/__error.md"
+        error_name = error_detail = None
+        if err_rel in files:
+            err = parse_error_file(text_of(err_rel))
+            error_name, error_detail = err.name, err.detail[:2000]
+        step = statuses.get(wiring.name)
+        if step and step.status == "errored" and error_name is None:
+            error_name, error_detail = step.error_name, step.note
+        errored = err_rel in files or bool(step and step.status == "errored")
+        if errored:
+            errored_names.append((wiring.name, error_name, error_detail or ""))
+        rows.services.append({
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": wiring.name, "kind": "service",
+            "contract_source": source, "declared_errors": declared, "errored": errored,
+            "error_name": error_name, "error_detail": error_detail,
+            "log_status": step.status if step else "absent", "position": position + 1,
+        })
+        if comp:
+            rows.clauses.extend(_clause_rows(ref, wiring.name, comp, "ensures", wiring.name))
+
+    # The program's own ensures are graded as a component of kind 'program' (position 0).
+    if program.main.items("ensures"):
+        first_error = errored_names[0] if errored_names else (None, None, None)
+        log_error = log.errors[0] if log.errors else None
+        rows.services.insert(0, {
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": program_name,
+            "kind": "program", "contract_source": "program.md",
+            "declared_errors": comp_error_names(program.main),
+            "errored": bool(errored_names or log.errors), "error_name": first_error[1],
+            "error_detail": first_error[2] or log_error, "log_status": "completed",
+            "position": 0,
+        })
+        for row in _clause_rows(ref, program_name, program.main, "program_ensures", None):
+            if row["output_name"]:
+                key = normalise_name(row["output_name"])
+                returned_by = manifest.returns.get(row["output_name"])
+                row["output_service"] = returned_by or published.get(key)
+            rows.clauses.append(row)
+
+    if not any(c["kind"] != "detail" for c in rows.clauses):
+        raise Refusal("no-ensures", "no service or program declares an ensures clause")
+    run["status"] = "graded"
+    rows.runs.append(run)
+    return rows
+
+
+def _read_bindings(bucket: Bucket, ref: RunRef, rels: list[str], cap: int):
+    paths = {f"{ref.path}/{rel}": rel for rel in rels}
+    try:
+        blobs = bucket.read_many(list(paths), cap)
+    except OSError as exc:
+        raise Refusal("unreadable-file", f"a binding could not be read: {exc}") from exc
+    return {paths[p]: blob for p, blob in blobs.items()}
+
+
+def comp_error_names(comp: Component) -> list[str]:
+    return [i.name for i in comp.items("errors") if i.name and i.parent_position is None]
+
+
+def _service_contract(ref, files, text_of, name, source, program: Contract):
+    """Find a service's contract: its manifest source, services/{name}.md, or inline."""
+    candidates = []
+    if source:
+        candidates.append(source.lstrip("./"))
+    candidates += [f"services/{name}.md", f"services/{name}.prose.md"]
+    for rel in candidates:
+        if rel in files:
+            return _contract(text_of(rel), name, "service").main, rel
+    inline = program.component(name)
+    if inline is not None:
+        return inline, f"program.md#{name}"
+    return None, None
+
+
+def _clause_rows(ref: RunRef, service: str, comp: Component, kind: str,
+                 output_service: str | None) -> list[dict]:
+    rows = []
+    for item in comp.items("ensures"):
+        top = item.parent_position is None
+        row_kind = ("conditional" if item.condition else kind) if top else "detail"
+        rows.append({
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
+            "clause_id": clause_id(service, row_kind, item.position, item.text),
+            "position": item.position, "parent_position": item.parent_position,
+            "kind": row_kind, "output_name": item.name if top and not item.condition else None,
+            "output_service": output_service, "condition": item.condition, "text": item.text,
+            "description": item.description, "optional": item.optional,
+        })
+    return rows

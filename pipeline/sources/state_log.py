@@ -1,0 +1,126 @@
+"""state.md: the append-only execution log of a run.
+
+A run is complete only when its last non-empty line starts with `---end `. Each service's
+status is the last mark the log gives it: `completed` (✓ or ok), `errored` (✗ name),
+`terminated` (⊘), or `started` when a step line carries no mark yet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_STEP = re.compile(r"^\s*(\d+[a-z]*)\s*(?:→|->)\s*(.*)$")
+_TAG = re.compile(r"^\[([\w-]+)\]\s*(.*)$")
+_MARK = re.compile(r"\s+(✓|✗|⊘|ok\b|OK\b)\s*(.*)$")
+_HEADER = re.compile(r"^#\s*run:\s*(\S+)\s*(.*)$")
+
+
+@dataclass
+class Step:
+    step: str
+    name: str
+    tag: str | None
+    status: str
+    error_name: str | None
+    note: str | None
+
+
+@dataclass
+class StateLog:
+    run_id: str | None = None
+    program: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    completed: bool = False
+    ended_at: str | None = None
+    errors: list[str] = field(default_factory=list)
+    resumed: int = 0
+
+    def service_status(self) -> dict[str, Step]:
+        """The last step seen for each service (input and vm-action lines excluded)."""
+        latest: dict[str, Step] = {}
+        for step in self.steps:
+            if step.tag is None or step.tag == "eval":
+                latest[step.name] = step
+        return latest
+
+
+def _parse_step(number: str, rest: str) -> Step | None:
+    rest = rest.strip()
+    if rest.startswith("∥") or rest.startswith("||"):
+        return None  # parallel fan-out markers name no single service
+    tag = None
+    m_tag = _TAG.match(rest)
+    if m_tag:
+        tag, rest = m_tag.group(1).lower(), m_tag.group(2)
+    m_mark = _MARK.search(rest)
+    status, error_name, note = "started", None, None
+    if m_mark:
+        mark, tail = m_mark.group(1), m_mark.group(2).strip()
+        rest = rest[: m_mark.start()]
+        if mark == "✗":
+            status = "errored"
+            head = re.split(r"\s*\(", tail, maxsplit=1)
+            error_name = head[0].strip() or None
+            note = tail[len(head[0]):].strip() or None
+        else:
+            status = "terminated" if mark == "⊘" else "completed"
+            note = tail or None
+    name = rest.strip().strip("`")
+    name = re.split(r"\s+\(", name, maxsplit=1)[0].strip()
+    if not name:
+        return None
+    return Step(number, name, tag, status, error_name, note)
+
+
+def parse_state_log(text: str) -> StateLog:
+    """Parse state.md. Never raises on content; unknown lines are skipped."""
+    log = StateLog()
+    last = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        last = stripped
+        header = _HEADER.match(stripped)
+        if header and log.run_id is None:
+            log.run_id = header.group(1)
+            log.program = header.group(2).strip() or None
+            continue
+        if stripped.startswith("program:") and log.program is None:
+            log.program = stripped.split(":", 1)[1].strip() or None
+            continue
+        if stripped.startswith("---error"):
+            log.errors.append(stripped[len("---error"):].strip())
+            continue
+        if stripped.startswith("---resume"):
+            log.resumed += 1
+            continue
+        m = _STEP.match(stripped)
+        if m:
+            step = _parse_step(m.group(1), m.group(2))
+            if step:
+                log.steps.append(step)
+    if last.startswith("---end "):
+        log.completed = True
+        log.ended_at = last[len("---end"):].strip() or None
+    return log
+
+
+@dataclass
+class ErrorFile:
+    name: str | None
+    detail: str
+
+
+def parse_error_file(text: str) -> ErrorFile:
+    """Parse workspace/{service}/__error.md: `# Error: name` and a free-text detail."""
+    name = None
+    detail_lines = []
+    for line in text.splitlines():
+        m = re.match(r"^#\s*Error\s*:\s*(.+?)\s*$", line, re.IGNORECASE)
+        if m and name is None:
+            name = m.group(1).strip("` ")
+        else:
+            detail_lines.append(line)
+    return ErrorFile(name, "\n".join(detail_lines).strip())

@@ -1,0 +1,144 @@
+"""The tables between stages: one column list per table, used to build frames and schemas.
+
+Every stage hands the next one polars DataFrames with exactly these columns. The pandera
+schemas below are applied by the tests and by `rungrade grade --validate`, never per row in
+the hot path.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+REFUSAL_REASONS = {
+    "missing-program": "the run folder has no program.md",
+    "missing-manifest": "the run folder has no manifest.md",
+    "no-outputs": "no service published any binding",
+    "incomplete-run": "state.md is missing or does not end with a '---end' line",
+    "no-ensures": "no service declares an ensures clause, so there is nothing to grade",
+    "unreadable-file": "a file the grader needs could not be read",
+    "unsafe-path": "the run holds a symlink that leaves the runs root (never followed)",
+    "unsupported-layout": "the run uses a layout this grader does not grade yet",
+    "internal-error": "the grader raised while processing this run",
+}
+OUTCOMES = ("passed", "failed", "undecided")
+VERDICTS = ("satisfied", "partially_satisfied", "violated", "not_evaluable")
+RUN_VERDICTS = ("satisfied", "partial", "violated", "not_evaluable")
+CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail")
+
+Str, Int, Bool, F64 = pl.String, pl.Int64, pl.Boolean, pl.Float64
+
+COLUMNS: dict[str, dict[str, pl.DataType]] = {
+    "runs": {
+        "run_id": Str, "source": Str, "layout": Str, "run_uri": Str, "program": Str,
+        "completed": Bool, "ended_at": Str, "fingerprint": Str, "discovered_at": Str,
+        "file_count": Int, "total_bytes": Int, "status": Str,
+    },
+    "services": {
+        "run_id": Str, "run_uri": Str, "service": Str, "kind": Str, "contract_source": Str,
+        "declared_errors": pl.List(Str), "errored": Bool, "error_name": Str,
+        "error_detail": Str, "log_status": Str, "position": Int,
+    },
+    "clauses": {
+        "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str, "position": Int,
+        "parent_position": Int, "kind": Str, "output_name": Str, "output_service": Str,
+        "condition": Str, "text": Str, "description": Str, "optional": Bool,
+    },
+    "bindings": {
+        "run_id": Str, "run_uri": Str, "service": Str, "name": Str, "uri": Str,
+        "extension": Str, "size_bytes": Int, "sha256": Str, "text": Str, "truncated": Bool,
+        "decode_errors": Bool,
+    },
+    "refusals": {"run_id": Str, "run_uri": Str, "reason": Str, "detail": Str},
+    "checks": {
+        "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
+        "check": Str, "outcome": Str, "detail": Str, "evidence": Str, "confidence": Int,
+        "recommendation": Str,
+    },
+    "clause_verdicts": {
+        "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
+        "verdict": Str, "outcome": Str, "evidence": Str, "confidence": Int, "reason": Str,
+        "recommendation": Str,
+    },
+    "service_scores": {
+        "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clauses": Int,
+        "satisfied": Int, "partially_satisfied": Int, "violated": Int, "not_evaluable": Int,
+        "evaluable": Int, "service_score": F64, "passes": Bool,
+    },
+    "run_scores": {
+        "grader_id": Str, "run_id": Str, "run_uri": Str, "program": Str, "services": Int,
+        "services_scored": Int, "services_passing": Int, "services_failing": Int,
+        "clauses": Int, "overall_score": F64, "overall_verdict": Str, "outcome_verdict": Str,
+    },
+}
+# Tables read from runs; the grader id is stamped on them when a batch is stored.
+SOURCE_TABLES = ("runs", "services", "clauses", "bindings", "refusals")
+GRADED_TABLES = ("checks", "clause_verdicts", "service_scores", "run_scores")
+TABLES = SOURCE_TABLES + GRADED_TABLES
+
+
+def empty(table: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=COLUMNS[table])
+
+
+def frame(table: str, rows: list[dict]) -> pl.DataFrame:
+    """Build a table from row dicts, with exactly the table's columns and types."""
+    if not rows:
+        return empty(table)
+    return pl.DataFrame(rows, schema=COLUMNS[table], strict=False)
+
+
+def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
+    """Select and cast a frame to the table's columns (extra columns dropped, missing = null)."""
+    cols = COLUMNS[table]
+    return df.select(
+        [
+            (pl.col(c) if c in df.columns else pl.lit(None)).cast(t).alias(c)
+            for c, t in cols.items()
+        ]
+    )
+
+
+def pandera_schema(table: str):
+    """The pandera (polars backend) schema of a table, with the closed vocabularies checked."""
+    import pandera.polars as pa
+
+    allowed = {
+        ("refusals", "reason"): list(REFUSAL_REASONS),
+        ("checks", "outcome"): list(OUTCOMES),
+        ("clause_verdicts", "outcome"): list(OUTCOMES),
+        ("clause_verdicts", "verdict"): list(VERDICTS),
+        ("run_scores", "overall_verdict"): list(RUN_VERDICTS),
+        ("run_scores", "outcome_verdict"): list(OUTCOMES),
+        ("clauses", "kind"): list(CLAUSE_KINDS),
+        ("runs", "status"): ["graded", "refused"],
+    }
+    ranges = {
+        ("checks", "confidence"): (0, 100),
+        ("clause_verdicts", "confidence"): (0, 100),
+        ("service_scores", "service_score"): (0, 100),
+        ("run_scores", "overall_score"): (0, 100),
+    }
+    required = {"run_id", "run_uri", "grader_id", "service", "clause_id", "verdict", "outcome",
+                "reason", "check", "kind", "name"}
+    columns = {}
+    for col, dtype in COLUMNS[table].items():
+        checks = []
+        if (table, col) in allowed:
+            checks.append(pa.Check.isin(allowed[(table, col)]))
+        if (table, col) in ranges:
+            checks.append(pa.Check.in_range(*ranges[(table, col)]))
+        columns[col] = pa.Column(dtype, checks=checks, nullable=col not in required)
+    return pa.DataFrameSchema(columns, strict=True, name=table)
+
+
+def validate(tables: dict[str, pl.DataFrame]) -> None:
+    """Validate every known table in `tables`; raises pandera's SchemaError on a mismatch."""
+    for name, df in tables.items():
+        if name in COLUMNS:
+            pandera_schema(name).validate(conform_extra(name, df))
+
+
+def conform_extra(table: str, df: pl.DataFrame) -> pl.DataFrame:
+    # Stored tables carry partition columns (grader_id, batch_id) beyond the stage schema.
+    extra = [c for c in df.columns if c not in COLUMNS[table]]
+    return df.drop(extra)

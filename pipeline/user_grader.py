@@ -1,0 +1,27 @@
+"""Load a user's grader from a Python file that defines a module-level `grader`."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from .checks.grader import Grader, GraderError
+
+
+def load_grader(path: Path | str) -> Grader:
+    """Import `path` and return its `grader`; refuses files without a valid Grader."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"grader file {path} does not exist")
+    name = f"rungrade_user_grader_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # so worker processes can unpickle what it defines
+    spec.loader.exec_module(module)
+    grader = getattr(module, "grader", None)
+    if not isinstance(grader, Grader):
+        raise GraderError(f"{path} must define `grader = Grader('<name>.grader/v<N>', [...])`")
+    return grader
