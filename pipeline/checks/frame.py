@@ -40,11 +40,15 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
                                                   return_dtype=pl.Int8)])
         .unique(["run_uri", "service", "output_key"], keep="first", maintain_order=True)
     )
-    per_service = (
-        outputs.filter("_nonempty")
-        .group_by("run_uri", "service")
-        .agg(pl.col("name").sort().alias("service_outputs"))
-    )
+    nonempty = outputs.filter("_nonempty")
+    per_service = pl.concat([
+        nonempty.group_by("run_uri", "service").agg(pl.col("name").sort().alias("service_outputs")),
+        # a program's outputs are everything its services published
+        nonempty.join(services.filter(pl.col("kind") == "program").select("run_uri", "service")
+                      .rename({"service": "program"}), on="run_uri")
+        .group_by("run_uri", pl.col("program").alias("service"))
+        .agg(pl.col("name").unique().sort().alias("service_outputs")),
+    ])
     details = (
         clauses.filter(pl.col("kind") == "detail")
         .group_by("run_uri", "service", "parent_position")
@@ -85,29 +89,37 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     return _conditionals(frame).drop("_output_service")
 
 
+def _tokens(expr: pl.Expr) -> pl.Expr:
+    """Lowercase word tokens with a plural 's' dropped, for matching errors to conditions."""
+    return (
+        expr.fill_null("").str.to_lowercase().str.extract_all(r"[\p{L}\p{N}]+")
+        .list.eval(pl.element().str.replace(r"(\w\w)s$", "$1")).list.unique()
+    )
+
+
 def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
-    """Decide, per conditional clause, whether its condition was triggered in this run."""
+    """Decide, per conditional clause, whether its condition was triggered in this run.
+
+    Error conditionals of an errored service are matched to the error by shared words
+    ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
+    and when none shares a word, every error conditional of the service triggers.
+    """
     cond = pl.col("condition").fill_null("")
-    cond_words = cond.str.to_lowercase().str.replace_all(r"[\s_\-]+", " ")
-    error_words = pl.col("error_name").fill_null("").str.to_lowercase().str.replace_all(
-        r"[\s_\-]+", " ")
-    names_error = (pl.col("error_name").is_not_null()) & cond_words.str.contains(
-        error_words, literal=True)
-    is_error_kind = cond.str.contains(ERROR_WORDS) | names_error
+    overlap = _tokens(pl.col("error_name")).list.set_intersection(
+        _tokens(pl.col("condition"))).list.len()
+    is_error_kind = cond.str.contains(ERROR_WORDS) | (overlap > 0)
     frame = frame.with_columns(
         pl.when(pl.col("kind") != "conditional").then(None)
         .when(is_error_kind).then(pl.lit("error")).otherwise(pl.lit("branch"))
         .alias("condition_kind"),
-        names_error.alias("_names_error"),
+        pl.when(pl.col("kind") == "conditional").then(overlap).alias("_overlap"),
     )
-    # When no conditional of the service names the error, every error conditional applies.
-    any_named = pl.col("_names_error").any().over("run_uri", "service")
+    best = pl.col("_overlap").filter(pl.col("condition_kind") == "error").max().over(
+        "run_uri", "service")
     triggered = (
-        pl.when(pl.col("condition_kind").is_null()).then(None)
-        .when(pl.col("condition_kind") == "branch").then(None)
+        pl.when(pl.col("condition_kind") != "error").then(None)
         .when(~pl.col("errored")).then(False)
-        .when(pl.col("_names_error")).then(True)
-        .otherwise(~any_named)
+        .otherwise(pl.col("_overlap") == best)
     )
     declared = pl.col("declared_errors").list.eval(
         pl.element().str.to_lowercase().str.replace_all(r"[\s_\-]+", "-")
@@ -125,4 +137,4 @@ def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
     )
     return frame.with_columns(
         (degraded & (pl.col("kind") != "conditional")).alias("on_degraded_path")
-    ).drop("_names_error")
+    ).drop("_overlap")
