@@ -26,7 +26,8 @@ def test_lowercase_colon_blocks():
 
 
 def test_heading_section_wins_over_colon_block():
-    items = ensures("ensures:\n- old: from the colon block\n\n### Ensures\n- `new`: from the heading\n")
+    items = ensures("ensures:\n- old: from the colon block\n\n"
+                    "### Ensures\n- `new`: from the heading\n")
     assert [i.name for i in items] == ["new"]
 
 
@@ -74,7 +75,8 @@ def test_inline_components_are_parsed_separately():
 
 def test_unicode_and_fenced_code_blocks():
     items = ensures("### Ensures\n- `summary`: a “concise” summary — 3 bullets → caller\n"
-                    "- `example`: output shaped like\n  ```json\n  {\"- not\": \"an item\"}\n  ```\n"
+                    "- `example`: output shaped like\n"
+                    "  ```json\n  {\"- not\": \"an item\"}\n  ```\n"
                     "- `last`: after the fence\n")
     assert [i.name for i in items] == ["summary", "example", "last"]
     assert "“concise”" in items[0].description and "→" in items[0].description

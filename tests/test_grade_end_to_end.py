@@ -60,7 +60,8 @@ def test_tables_are_readable_without_our_code(results):
     for table in TABLES:
         n = con.sql(f"select count(*) from read_parquet('{out}/{table}/**/*.parquet', "
                     "hive_partitioning = true)").fetchall()[0][0]
-        assert n == pl.scan_parquet(out / table / "**" / "*.parquet").select(pl.len()).collect().item()
+        scanned = pl.scan_parquet(out / table / "**" / "*.parquet").select(pl.len())
+        assert n == scanned.collect().item()
     cols = con.sql(f"select * from read_parquet('{out}/run_scores/**/*.parquet', "
                    "hive_partitioning = true) limit 0").columns
     assert {"grader_id", "grader", "batch", "overall_score", "overall_verdict"} <= set(cols)
@@ -92,7 +93,8 @@ def test_every_ensures_clause_is_graded_exactly_once(results):
                 expected = 0
             else:
                 path, _, inline = source.partition("#")
-                text = open(os.path.join(run["run_uri"], path), encoding="utf-8").read()
+                with open(os.path.join(run["run_uri"], path), encoding="utf-8") as handle:
+                    text = handle.read()
                 contract = parse_contract(text)
                 comp = contract.component(inline) if inline else contract.main
                 expected = sum(1 for i in comp.items("ensures") if i.parent_position is None)

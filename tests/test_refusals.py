@@ -62,7 +62,7 @@ def test_symlink_out_of_root_is_refused_and_not_followed(make_run, run_root, tmp
     os.symlink(secret, run / "bindings/writer/report.md")
     row = refusal_of(run_root)
     assert row["reason"] == "unsafe-path"
-    refs, tables = grade_folder(run_root)
+    _, tables = grade_folder(run_root)
     assert "TOP SECRET" not in str(tables["bindings"].to_dicts())
 
 
