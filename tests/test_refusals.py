@@ -102,3 +102,4 @@ def test_found_equals_graded_plus_refused(make_run, run_root):
     graded = runs.filter(pl.col("status") == "graded").height
     assert graded + tables["refusals"].height == len(refs)
     assert graded == 1
+

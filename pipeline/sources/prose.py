@@ -241,17 +241,22 @@ def comp_error_names(comp: Component) -> list[str]:
 
 
 def _service_contract(ref, files, text_of, name, source, program: Contract):
-    """Find a service's contract: its manifest source, services/{name}.md, or inline."""
-    candidates = []
-    if source:
-        candidates.append(source.lstrip("./"))
+    """Find a service's contract: its manifest source, services/{name}.md, or inline.
+
+    A source naming the program file itself (`program.md`, `program.md#name`) points at the
+    inline `## name` component, never at the program's own sections.
+    """
+    path, _, anchor = (source or "").lstrip("./").partition("#")
+    inline = program.component(anchor or name)
+    if path == "program.md":
+        return (inline, f"program.md#{inline.name}") if inline else (None, None)
+    candidates = [path] if path else []
     candidates += [f"services/{name}.md", f"services/{name}.prose.md"]
     for rel in candidates:
         if rel in files:
             return _contract(text_of(rel), name, "service").main, rel
-    inline = program.component(name)
     if inline is not None:
-        return inline, f"program.md#{name}"
+        return inline, f"program.md#{inline.name}"
     return None, None
 
 
