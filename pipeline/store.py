@@ -2,7 +2,7 @@
 
 Layout (RESULTS may be a local folder or s3://bucket/prefix):
     {table}/grader={grader_slug}/batch={batch_id}/part-0.parquet
-    reports/{run_id}.json
+    reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
     _commits/{batch_id}.json      written last: a batch without it does not exist
     _staging/{batch_id}/...        parts being written; removed when a batch is published
 
@@ -103,7 +103,7 @@ class ResultStore:
         for name, text in reports.items():
             tmp = f"{staging}/reports/{name}"
             self._put(tmp, text.encode())
-            moves.append((tmp, self.path("reports", name)))
+            moves.append((tmp, self.path("reports", f"grader={slug}", name)))
         for src, dst in moves:
             self._move(src, dst)
         marker = {"batch_id": batch_id, "grader_id": grader_id,

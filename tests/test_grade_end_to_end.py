@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.sources.contract import parse_contract
+from pipeline.store import grader_slug
 from pipeline.tables import TABLES, validate
 
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
@@ -135,7 +136,8 @@ def test_scores_recomputed_independently_match(results):
 
 def test_reports_have_exactly_the_report_fields(results):
     out, summary = results
-    reports = sorted((out / "reports").glob("*.json"))
+    reports = sorted((out / "reports" / f"grader={grader_slug(summary['grader_id'])}")
+                     .glob("*.json"))
     assert len(reports) == summary["graded"]
     scores = {r["run_id"]: r for r in load(out, "run_scores").iter_rows(named=True)}
     for path in reports:
