@@ -218,8 +218,9 @@ def trend(
 ) -> None:
     """Runs, scores and verdicts per grader id × program × day (the `trends` mart).
 
-    A run's day is the date its run id starts with. Exit codes: 0 done (also when no day
-    matches); 2 no results, unknown grader id or a malformed date.
+    A run's day is the date its run id starts with.
+
+    Exit codes: 0 done (also when no day matches); 2 no results, unknown id or bad date.
     """
     import polars as pl
 
@@ -264,10 +265,11 @@ def diff(
 ) -> None:
     """What changed between two grader ids on the runs both graded.
 
-    Shows the paired mean score delta with its 95% confidence interval, the verdict flips
-    (from → to), the runs whose score moved most and the flipped clauses. "Most recent" means
-    the grader id whose first committed batch is newest. Exit codes: 0 done; 2 no results,
-    an unknown grader id, or fewer than two grader ids.
+    Shows the paired mean score delta (95% CI), verdict flips, runs that moved, flipped clauses.
+
+    "Most recent" grader id = the one whose first committed batch is newest.
+
+    Exit codes: 0 done; 2 no results, an unknown grader id, or fewer than two grader ids.
     """
     import polars as pl
 
@@ -330,11 +332,11 @@ def report(
         help="Grader id the flip matrix compares to (default: the most recent).")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """Write one self-contained HTML page: score distribution, trend per grader id over time,
-    and the verdict flip matrix between two grader ids.
+    """Write one offline HTML page: score distribution, trends, flip matrix of two grader ids.
 
-    Charts are embedded as PNG images; the page loads nothing from the network. Exit codes:
-    0 done; 2 no results or an unknown grader id.
+    Charts are embedded as PNG images; the page loads nothing from the network.
+
+    Exit codes: 0 done; 2 no results or an unknown grader id.
     """
     from .analysis import ResultsQueryError
     from .html_report import build_report
