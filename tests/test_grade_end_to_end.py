@@ -136,9 +136,11 @@ def test_scores_recomputed_independently_match(results):
 
 def test_reports_have_exactly_the_report_fields(results):
     out, summary = results
-    reports = sorted((out / "reports" / f"grader={grader_slug(summary['grader_id'])}")
-                     .glob("*.json"))
-    assert len(reports) == summary["graded"]
+    archived = sorted((out / "reports" / f"grader={grader_slug(summary['grader_id'])}")
+                      .glob("*.json"))
+    reports = sorted((out / "reports").glob("*.json"))
+    assert len(reports) == len(archived) == summary["graded"]
+    assert [p.read_bytes() for p in reports] == [p.read_bytes() for p in archived]
     scores = {r["run_id"]: r for r in load(out, "run_scores").iter_rows(named=True)}
     for path in reports:
         report = json.loads(path.read_text())
