@@ -1,5 +1,8 @@
 """Built-in contract checks: does the named output exist, and what happened on error paths.
 
+What an output must contain is checked by library.py; this file holds the checks every
+clause meets first (is its output there?) and the conditional-ensures bookkeeping.
+
 Each function returns expressions over the clause frame (see frame.py). Deciding checks give
 `passed` or `failed`; a check that cannot settle its property gives `undecided` and says in
 `detail` what is still open.
@@ -29,8 +32,7 @@ def quoted(expr: pl.Expr) -> pl.Expr:
 
 def where(expr: pl.Expr) -> pl.Expr:
     """`bindings/{service}/{name}` for a clause's output, as evidence of an absence."""
-    return pl.format("bindings/{}/{}", pl.coalesce("output_service", "service"),
-                     pl.col("output_name"))
+    return pl.format("bindings/{}/{}", pl.coalesce("output_service", "service"), expr)
 
 
 @check("output_published")
@@ -63,24 +65,6 @@ def output_named() -> Check:
         confidence=pl.lit(0),
         recommendation=pl.format("name the output this clause is about, e.g. "
                                  "\"- `output-name`: {}\"", pl.col("text")),
-    )
-
-
-@check("meets_description")
-def meets_description() -> Check:
-    """Deferred: whether an existing output meets the clause's description needs judgment."""
-    return Check(
-        applies=PRIMARY & pl.col("output_name").is_not_null() & pl.col("has_output")
-        & (pl.col("description").str.count_matches(r"\S+") >= 3),
-        outcome=UNDECIDED,
-        detail=pl.format("requires judgment: does `{}` meet {}?", pl.col("output_name"),
-                         quoted(pl.col("description"))),
-        evidence=quoted(excerpt(pl.col("binding_text"))),
-        confidence=pl.lit(0),
-        recommendation=pl.format(
-            "state a property of `{}` that can be checked: a format (JSON, list, table), a "
-            "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
-            "or an exact phrase", pl.col("output_name")),
     )
 
 
@@ -124,18 +108,27 @@ def condition_triggered() -> Check:
 
 @check("degraded_output_provided")
 def degraded_output_provided() -> Check:
-    """When the condition occurred, the service must still publish its degraded output."""
+    """When the condition occurred, the service must still publish its degraded output: the
+    output its degraded text names, or else any non-empty binding."""
+    named = pl.col("output_scope") == "named"
     outputs = pl.col("service_outputs")
+    provided = pl.when(named).then(pl.col("has_output")).otherwise(outputs.list.len() > 0)
     return Check(
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
-        outcome=pl.when(outputs.list.len() > 0).then(PASSED).otherwise(FAILED),
+        outcome=pl.when(provided).then(PASSED).otherwise(FAILED),
         detail=pl.format("after error '{}', `{}` provides {}", pl.col("error_name"),
                          pl.col("service"), quoted(pl.col("description"))),
-        evidence=pl.when(outputs.list.len() > 0)
+        evidence=pl.when(named & provided)
+        .then(pl.format("published `{}`: {}", pl.col("target_output"),
+                        quoted(excerpt(pl.col("binding_text")))))
+        .when(named)
+        .then(pl.format("no non-empty `{}` was published after error '{}'",
+                        pl.col("target_output"), pl.col("error_name")))
+        .when(provided)
         .then(pl.format("published: {}", outputs.list.join(", ")))
         .otherwise(pl.format("`{}` published no non-empty binding after error '{}'",
                              pl.col("service"), pl.col("error_name"))),
-        confidence=pl.when(outputs.list.len() > 0).then(70).otherwise(90),
+        confidence=pl.when(provided).then(pl.when(named).then(90).otherwise(70)).otherwise(90),
     )
 
 
@@ -152,8 +145,9 @@ def error_declared() -> Check:
     )
 
 
-def builtin_checks() -> list[Check]:
+def contract_checks() -> list[Check]:
+    """Existence and error-path checks, in the order the built-in grader runs them."""
     return [
-        output_published(), output_named(), meets_description(), degraded_path(),
-        condition_triggered(), degraded_output_provided(), error_declared(),
+        output_published(), output_named(), degraded_path(), condition_triggered(),
+        degraded_output_provided(), error_declared(),
     ]

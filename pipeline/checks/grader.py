@@ -46,6 +46,9 @@ class Check:
     # A testable rewrite to suggest when this check leaves its clause undecided.
     recommendation: pl.Expr | None = None
     name: str = ""
+    # A list column of the frame: the check then judges one row per element (a clause with
+    # three stated counts gets three rows); the element is `pl.col(each)` in the expressions.
+    each: str | None = None
 
 
 CheckFactory = Callable[..., Check]
@@ -88,12 +91,19 @@ class Grader:
         return Grader(grader_id, self.checks)
 
 
+def _rows(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
+    """The rows a check judges: one per clause, or one per element of its `each` column."""
+    if c.each is None:
+        return lazy.filter(c.applies)
+    return lazy.filter(pl.col(c.each).list.len() > 0).explode(c.each).filter(c.applies)
+
+
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     """Apply every check to the clause frame; one output row per (clause, applicable check)."""
     keys = ["run_id", "run_uri", "service", "clause_id"]
     lazy = frame.lazy()
     parts = [
-        lazy.filter(c.applies).select(
+        _rows(lazy, c).select(
             *keys,
             pl.lit(c.name).alias("check"),
             c.outcome.alias("outcome"),
@@ -107,7 +117,8 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         for order, c in enumerate(grader.checks)
     ]
     out = pl.concat(parts, how="vertical_relaxed").collect()
-    out = out.sort(["run_uri", "service", "clause_id", "check_order"]).drop("check_order")
+    out = out.sort(["run_uri", "service", "clause_id", "check_order"], maintain_order=True)
+    out = out.drop("check_order")
     return conform("checks", out.with_columns(pl.lit(grader.grader_id).alias("grader_id")))
 
 
