@@ -181,7 +181,8 @@ def test_diff_reports_exactly_the_flips_the_changed_rule_implies(graded):
     satisfied_before = {tuple(r) for r in _verdicts(results, BASE_ID)
                         .filter(pl.col("verdict") == "satisfied").select(KEY).iter_rows()}
     assert short & satisfied_before <= flipped <= short
-    assert set(flips["base_verdict"]) == {"satisfied"}
+    # the base had the output published (a passed check), so none of them was violated there
+    assert set(flips["base_verdict"]) <= {"satisfied", "partially_satisfied", "not_evaluable"}
     assert set(flips["head_verdict"]) <= {"violated", "partially_satisfied"}
 
     # the run whose outputs are all long enough did not move at all
@@ -240,8 +241,9 @@ def test_paired_mean_delta_and_its_confidence_interval(graded):
     # per-service deltas add up: each service score moved by what its clauses say
     services = analysis.version_diff(analysis.open_results(str(results))).services
     moved = services.filter(pl.col("score_delta").fill_null(0) != 0)
-    assert set(moved["service"]) == {"classifier", "responder", "researcher", "writer",
-                                     "ticket-triage"}
+    # the writer's one short output (a one-bullet tldr) already fails "exactly 3 bullet
+    # points" under the base, so its score does not move
+    assert set(moved["service"]) == {"classifier", "responder", "researcher", "ticket-triage"}
 
 
 def test_identical_checks_under_two_ids_show_no_change(tmp_path):
