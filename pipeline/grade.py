@@ -38,7 +38,8 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader
     clauses = clause_frame(tables["clauses"], tables["services"], tables["bindings"])
     checks = run_checks(grader, clauses)
     tables["checks"] = checks
-    tables["clause_verdicts"] = clause_verdicts(clauses, checks, grader.grader_id)
+    tables["clause_verdicts"] = clause_verdicts(clauses, checks, grader.grader_id,
+                                                grader.preconditions)
     tables.update({name: conform(name, df) for name, df in run_models(tables).items()})
     return tables, clauses
 

@@ -20,7 +20,12 @@ def load_grader(path: Path | str) -> Grader:
         raise ImportError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # so worker processes can unpickle what it defines
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except GraderError as exc:
+        raise GraderError(f"{path}: {exc}") from exc
+    except Exception as exc:  # a user's file: say which one failed and why, not a traceback
+        raise GraderError(f"{path} could not be loaded: {type(exc).__name__}: {exc}") from exc
     grader = getattr(module, "grader", None)
     if not isinstance(grader, Grader):
         raise GraderError(f"{path} must define `grader = Grader('<name>.grader/v<N>', [...])`")

@@ -508,6 +508,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
+    df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
     df = _quantities(df)
     df = _ranges(df)

@@ -45,6 +45,7 @@ def output_published() -> Check:
                              where(pl.col("output_name")), pl.col("log_status")))
     )
     return Check(
+        precondition=True,
         applies=PRIMARY & pl.col("output_name").is_not_null(),
         outcome=pl.when(pl.col("has_output")).then(PASSED).otherwise(FAILED),
         detail=pl.format("output `{}` is published and non-empty", pl.col("output_name")),
@@ -114,6 +115,7 @@ def degraded_output_provided() -> Check:
     outputs = pl.col("service_outputs")
     provided = pl.when(named).then(pl.col("has_output")).otherwise(outputs.list.len() > 0)
     return Check(
+        precondition=True,
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
         outcome=pl.when(provided).then(PASSED).otherwise(FAILED),
         detail=pl.format("after error '{}', `{}` provides {}", pl.col("error_name"),
@@ -136,6 +138,7 @@ def degraded_output_provided() -> Check:
 def error_declared() -> Check:
     """The error a service signalled must be one it declared."""
     return Check(
+        precondition=True,
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
         outcome=pl.when(pl.col("error_declared")).then(PASSED).otherwise(FAILED),
         detail=pl.format("error '{}' is one of `{}`'s declared errors", pl.col("error_name"),

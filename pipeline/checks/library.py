@@ -14,7 +14,7 @@ import polars as pl
 
 from .clause_analysis import JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
-from .grader import Check, check
+from .grader import SECRET_PATTERNS, Check, check
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -30,12 +30,6 @@ NAMED = CONTENT & (pl.col("output_scope") == "named")
 # Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
 EDGE_BEFORE, EDGE_AFTER = r"(?:^|[^\p{L}\p{N}_])", r"(?:[^\p{L}\p{N}_]|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
-SECRET_PATTERNS = (
-    r"AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----|\bsk-[A-Za-z0-9_\-]{20,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bxox[baprs]-[A-Za-z0-9\-]{10,}|\bAIza[0-9A-Za-z_\-]{35}"
-    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{20,}|(?i:password|passwd|pwd|secret|api[_\-]?key|token)"
-    r"\s*[:=]\s*\S{6,}"
-)
 FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
     "numbered_list": "a numbered list", "bulleted_list": "a bulleted list", "list": "a list",

@@ -1,21 +1,27 @@
 """From checks to one verdict per clause, by one documented mapping (README, "Clause verdicts").
 
-Per clause, over the checks that applied to it (every check counts alike, the check that the
-output was published included), the first row that matches decides:
+Checks come in two roles. A *precondition* (`Check(precondition=True)`; built in:
+`output_published`, `degraded_output_provided`, `error_declared`) establishes that there is
+something to judge; every other check is a *requirement* the clause states. Per clause, the
+first row that matches decides:
 
-| checks of the clause                  | verdict             | confidence                    |
-|---------------------------------------|---------------------|-------------------------------|
-| none applied                          | not_evaluable       | 0                             |
-| none decided (all undecided)          | not_evaluable       | 0                             |
-| some failed, none passed              | violated            | weakest failed check          |
-| some failed, some passed              | partially_satisfied | weakest failed check          |
-| all decided ones passed               | satisfied           | weakest passed check × decided |
-|                                       |                     | / (decided + undecided)       |
+| checks of the clause                              | verdict             | confidence          |
+|---------------------------------------------------|---------------------|---------------------|
+| none applied                                      | not_evaluable       | 0                   |
+| a precondition failed (e.g. the output is missing) | violated           | weakest failed one  |
+| requirements failed, none passed                  | violated            | weakest failed one  |
+| requirements failed and passed                    | partially_satisfied | weakest failed one  |
+| requirements passed, none failed                  | satisfied           | weakest passed one, |
+|                                                   |                     | - 20 per undecided  |
+|                                                   |                     | requirement         |
+| requirements all undecided                        | not_evaluable       | 0                   |
+| no requirement, preconditions passed              | satisfied           | weakest passed one  |
 
 Then any verdict with confidence under 50 becomes not_evaluable, with the reason. A failure is
-established whatever stayed open, so it is not discounted; a satisfaction is only as strong as
-the share of the clause's checks that settled anything ("a good report" is published, but the
-open question of what "good" means halves the confidence: not_evaluable). `outcome` keeps the
+established whatever stayed open, so it is not discounted; a satisfaction loses 20 points for
+each requirement left open (a quality word, a vague word, what the clause says beyond what the
+checks read), so at most two open questions beside strong passes keep a clause evaluable; a
+clause whose requirements are all open ("a good report") is not_evaluable. `outcome` keeps the
 strongest-outcome verdict of all the clause's checks: failed > undecided > passed (undecided
 when no check applied).
 """
@@ -27,10 +33,17 @@ import polars as pl
 from ..tables import conform
 
 CONFIDENCE_FLOOR = 50
+OPEN_PENALTY = 20
+PRECONDITIONS = ("output_published", "degraded_output_provided", "error_declared")
 
 
-def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str) -> pl.DataFrame:
-    """One row per clause of `frame` (every clause, whether or not a check applied)."""
+def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
+                    preconditions: tuple[str, ...] = PRECONDITIONS) -> pl.DataFrame:
+    """One row per clause of `frame` (every clause, whether or not a check applied).
+
+    `preconditions` names the checks that play that role (a Grader's `.preconditions`).
+    """
+    pre = pl.col("check").is_in(list(preconditions))
     passed, failed = pl.col("outcome") == "passed", pl.col("outcome") == "failed"
     undecided = pl.col("outcome") == "undecided"
     rank = pl.col("outcome").replace_strict({"failed": 0, "passed": 1, "undecided": 2},
@@ -38,11 +51,16 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str) -
     per_clause = checks.with_row_index("_order").group_by(
         "run_uri", "service", "clause_id", maintain_order=True).agg(
         pl.len().alias("n_checks"),
-        passed.sum().alias("n_passed"),
-        failed.sum().alias("n_failed"),
-        undecided.sum().alias("n_open"),
-        pl.col("confidence").filter(failed).min().alias("failed_conf"),
-        pl.col("confidence").filter(passed).min().alias("passed_conf"),
+        (pre & failed).sum().alias("n_pre_failed"),
+        (~pre & passed).sum().alias("n_passed"),
+        (~pre & failed).sum().alias("n_failed"),
+        (~pre & undecided).sum().alias("n_open"),
+        pl.col("confidence").filter(pre & failed).min().alias("pre_failed_conf"),
+        pl.col("confidence").filter(pre & passed).min().alias("pre_passed_conf"),
+        pl.col("confidence").filter(~pre & failed).min().alias("failed_conf"),
+        pl.col("confidence").filter(~pre & passed).min().alias("passed_conf"),
+        failed.any().alias("_any_failed"),
+        undecided.any().alias("_any_open"),
         # evidence of a failure first, then of a pass, then whatever an open check quoted
         pl.col("evidence").sort_by(rank, "_order").first().alias("evidence"),
         pl.col("detail").filter(failed).alias("failed_details"),
@@ -50,27 +68,35 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str) -
         pl.col("recommendation").filter(undecided).drop_nulls().first().alias("recommendation"),
     )
     n_failed, n_passed, n_open = pl.col("n_failed"), pl.col("n_passed"), pl.col("n_open")
+    pre_failed = pl.col("n_pre_failed") > 0
     verdict = (
-        pl.when((n_failed > 0) & (n_passed > 0)).then(pl.lit("partially_satisfied"))
+        pl.when(pl.col("n_checks") == 0).then(pl.lit("not_evaluable"))
+        .when(pre_failed).then(pl.lit("violated"))
+        .when((n_failed > 0) & (n_passed > 0)).then(pl.lit("partially_satisfied"))
         .when(n_failed > 0).then(pl.lit("violated"))
         .when(n_passed > 0).then(pl.lit("satisfied"))
-        .otherwise(pl.lit("not_evaluable"))
+        .when(n_open > 0).then(pl.lit("not_evaluable"))
+        .otherwise(pl.lit("satisfied"))
     )
     confidence = (
-        pl.when(n_failed > 0).then(pl.col("failed_conf"))
+        pl.when(pl.col("n_checks") == 0).then(0)
+        .when(pre_failed).then(pl.col("pre_failed_conf"))
+        .when(n_failed > 0).then(pl.col("failed_conf"))
         .when(n_passed > 0).then(
-            (pl.col("passed_conf") * n_passed / (n_passed + n_open)).floor())
-        .otherwise(0)
+            pl.min_horizontal("passed_conf", "pre_passed_conf") - OPEN_PENALTY * n_open)
+        .when(n_open > 0).then(0)
+        .otherwise(pl.col("pre_passed_conf"))
         .clip(0, 100).cast(pl.Int64)
     )
     out = (
         frame.select("run_id", "run_uri", "service", "clause_id")
         .join(per_clause, on=["run_uri", "service", "clause_id"], how="left")
-        .with_columns(pl.col("n_checks", "n_passed", "n_failed", "n_open").fill_null(0))
+        .with_columns(pl.col("n_checks", "n_pre_failed", "n_passed", "n_failed", "n_open")
+                      .fill_null(0))
         .with_columns(verdict.alias("_verdict"), confidence.alias("confidence"))
         .with_columns(
-            pl.when(n_failed > 0).then(pl.lit("failed"))
-            .when((n_open > 0) | (pl.col("n_checks") == 0)).then(pl.lit("undecided"))
+            pl.when(pl.col("_any_failed").fill_null(False)).then(pl.lit("failed"))
+            .when(pl.col("_any_open").fill_null(True)).then(pl.lit("undecided"))
             .otherwise(pl.lit("passed")).alias("outcome"),
             pl.when((pl.col("_verdict") != "not_evaluable")
                     & (pl.col("confidence") < CONFIDENCE_FLOOR))
