@@ -88,12 +88,12 @@ QUANTITY_FORMS = [
      + UNIT),
     ("min", START + SCOPE + r"(\d+)\s*\+()\s*" + ADJ + UNIT),
     ("min", START + SCOPE + NUM + r"\s+or\s+more()\s+" + ADJ + UNIT),
-    ("over", START + SCOPE + r"(?:more\s+than|over|above|longer\s+than|greater\s+than)\s+" + NUM
-     + r"()\s+" + ADJ + UNIT),
     ("max", START + SCOPE + r"(?:at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|a\s+"
      r"maximum\s+of|maximum\s+of|max\.?|not\s+exceeding|no\s+longer\s+than|within)\s+" + NUM
      + r"()\s+" + ADJ + UNIT),
     ("max", START + SCOPE + NUM + r"\s+or\s+(?:fewer|less)()\s+" + ADJ + UNIT),
+    ("over", START + SCOPE + r"(?:more\s+than|over|above|longer\s+than|greater\s+than)\s+" + NUM
+     + r"()\s+" + ADJ + UNIT),
     ("under", START + SCOPE + r"(?:under|fewer\s+than|less\s+than|below|shorter\s+than)\s+"
      + NUM + r"()\s+" + ADJ + UNIT),
     ("exact", START + SCOPE + r"(?:exactly|precisely|just|only)\s+" + NUM + r"()\s+" + ADJ
@@ -341,8 +341,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             scope.str.strip_chars().alias("scope_text"),
             phrase.alias("phrase"),
         )))
-    singular = pl.element().struct.field("unit").str.replace(r"(?:e?s)$", "").str.replace(
-        r"ie$", "y")
+    singular = pl.element().struct.field("unit").str.replace(r"s$", "")
     measure = singular.replace_strict(MEASURES, default="items", return_dtype=pl.String)
     valid = (
         ~pl.element().struct.field("unit").is_in(NOT_UNITS)
@@ -488,8 +487,8 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
             pl.int_ranges(1, pl.col("details").list.len() + 1).alias("_part"))
         .explode("details", "_part").drop_nulls("details")
         .with_columns(pl.col("details").str.extract_groups(
-            r"(?s)^\s*(?:`(?P<a>[^`]+)`\s*(?:\([^)]*\))?\s*[:—–]?|(?P<b>[\p{L}_][\w.\-]*)\s*"
-            r"(?:\([^)]*\))?\s*[:—–])\s*(?P<rest>.*)$").alias("_g"))
+            r"(?s)^\s*(?:`(?P<a>[^`]+)`\s*(?:(?:\([^)]*\))?\s*[:—–])?|(?P<b>[\p{L}_][\w.\-]*)"
+            r"\s*(?:\([^)]*\))?\s*[:—–])\s*(?P<rest>.*)$").alias("_g"))
         .select("_row", "_part",
                 pl.coalesce(pl.col("_g").struct.field("a"), pl.col("_g").struct.field("b"))
                 .str.strip_chars().alias("_field"),
