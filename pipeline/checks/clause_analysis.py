@@ -548,7 +548,17 @@ def _residual(text: pl.Expr) -> pl.Expr:
 
 def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
     """Return `frame` with the requirement columns described in the module docstring."""
-    frame = frame.with_row_index("_row")
+    # Runs of one program repeat its contract: each distinct clause text is read once.
+    key = pl.concat_str(pl.col("description").fill_null(""),
+                        pl.col("details").list.join("\x1f"), separator="\x1e").alias("_akey")
+    frame = frame.with_columns(key)
+    distinct = (frame.select("_akey", "description", "details").unique("_akey")
+                .with_row_index("_row"))
+    read = _requirements(distinct).drop("description", "details")
+    return frame.join(read, on="_akey", how="left", maintain_order="left").drop("_akey")
+
+
+def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     parts = _analyse_parts(_parts(frame))
     clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t")
     sub = parts.filter(pl.col("_part") > 0)

@@ -101,6 +101,13 @@ def _rest(text: pl.Expr) -> pl.Expr:
 
 def output_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """Return `frame` with the measurement columns described in the module docstring."""
+    # one output can serve several clauses (a program's ensures, a conditional): measure once
+    texts = frame.select("binding_text").unique().drop_nulls()
+    facts = _facts(texts)
+    return frame.join(facts, on="binding_text", how="left", maintain_order="left")
+
+
+def _facts(frame: pl.DataFrame) -> pl.DataFrame:
     text = pl.col("binding_text").str.strip_chars()
     items = pl.col("output_text").str.extract_all(LIST_ITEM).list.eval(
         pl.element().str.replace(r"^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+", "").str.strip_chars())
