@@ -157,3 +157,28 @@ def test_a_conditional_naming_no_output_is_judged_on_all_the_service_published(t
                .sort("run_id"))
     assert literal["outcome"].to_list() == ["passed", "failed"]
     assert literal["evidence"].to_list()[1] == "no “stale” in the outputs of `svc`"
+
+
+def test_an_unnamed_log_error_triggers_only_conditionals_it_names(tmp_path):
+    """`---error … timeout` then `---resume`: the program errored, but not with "no sources"."""
+    program = ("- `report`: the brief\n"
+               "- if fact-checking finds no sources: every claim in `report` is marked "
+               "“unverified”\n"
+               "- if the search hits a timeout: a `report` stating \"partial\"")
+    write_service_run(tmp_path, run_id(1), ensures="- `report`: a brief", errors=ERRORS,
+                      outputs={"report.md": "A partial brief."}, program_ensures=program,
+                      log="---error 2026-11-10T06:41:12Z timeout\n---resume\n")
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter((pl.col("service") == "demo") & (pl.col("kind") == "conditional"))
+    assert dict(cond.select("condition", "triggered").iter_rows()) == {
+        "fact-checking finds no sources": False, "the search hits a timeout": True}
+    untested = tables["checks"].filter(pl.col("check") == "condition_triggered")
+    assert untested["evidence"].to_list() == [
+        "the service errored with '(unnamed)', which this condition does not name"]
+    # the triggered one is graded on its output; an unnamed error is neither declared nor not
+    timeout = cond.filter(pl.col("condition") == "the search hits a timeout")["clause_id"].item()
+    graded = tables["checks"].filter(pl.col("clause_id") == timeout)
+    assert dict(graded.select("check", "outcome").iter_rows()) == {
+        "degraded_output_provided": "passed", "literal": "passed"}
+    assert tables["clause_verdicts"].filter(pl.col("clause_id") == timeout)["verdict"].item() \
+        == "satisfied"

@@ -128,6 +128,9 @@ CASES = [
     Case("followed-by-one-paragraph-fails", "a score, followed by exactly one paragraph",
          "**Score: 7**\n\nBecause.\n\nAnd also.", "count", "failed", "violated",
          "`out` has 2 paragraphs after its first line"),
+    Case("followed-by-one-sentence-on-one-line", "a score from 0-100, followed by exactly one "
+         "sentence", "**Risk: 68/100** — the change touches every request path.", "count",
+         "passed", "satisfied", "`out` has 1 sentences after its first line"),
     Case("distinct-urls-passes", "at least 2 distinct URLs",
          "See https://a.example/x and https://b.example/y.", "count", "passed", "satisfied",
          "`out` has 2 distinct URLs"),

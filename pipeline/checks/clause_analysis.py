@@ -59,7 +59,9 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
        r"|independent|credible|reputable|primary|key|main|concrete|numbered|bulleted|bullet"
        r"|markdown|json|top-level|non-empty|additional|new|valid|actionable|total|consecutive"
        r"|plain|prose|more|cited|named|source)\s+)?")
-UNIT = r"([\p{L}][\p{L}\-]*)"
+# A unit, and a container noun after it that the phrase keeps ("3 comment objects").
+UNIT = (r"([\p{L}][\p{L}\-]*)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?|records?"
+        r"|lines?|bullets?|points?))?")
 SCOPE = r"(each\s+(?:[\p{L}\-]+\s+){0,2}?|followed\s+by\s+(?:[\p{L}\-]+\s+)??)?"
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").

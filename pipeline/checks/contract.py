@@ -16,6 +16,8 @@ from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
 PRIMARY = pl.col("kind").is_in(["ensures", "program_ensures"]) & ~pl.col("on_degraded_path")
+# An error the log records without a name (`---error … timeout`) is still told apart.
+ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
@@ -77,8 +79,8 @@ def degraded_path() -> Check:
         outcome=UNDECIDED,
         detail=pl.format(
             "not held against `{}`: it errored with declared error '{}' and is graded on its "
-            "degraded path", pl.col("service"), pl.col("error_name")),
-        evidence=pl.format("error '{}': {}", pl.col("error_name"),
+            "degraded path", pl.col("service"), ERROR),
+        evidence=pl.format("error '{}': {}", ERROR,
                            excerpt(pl.col("error_detail").fill_null(""), 200)),
         confidence=pl.lit(0),
     )
@@ -97,7 +99,7 @@ def condition_triggered() -> Check:
                              quoted(pl.col("condition")))),
         evidence=pl.when(pl.col("errored"))
         .then(pl.format("the service errored with '{}', which this condition does not name",
-                        pl.col("error_name")))
+                        ERROR))
         .otherwise(pl.format("`{}` did not error (log: {})", pl.col("service"),
                              pl.col("log_status"))),
         confidence=pl.lit(0),
@@ -118,30 +120,32 @@ def degraded_output_provided() -> Check:
         precondition=True,
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
         outcome=pl.when(provided).then(PASSED).otherwise(FAILED),
-        detail=pl.format("after error '{}', `{}` provides {}", pl.col("error_name"),
+        detail=pl.format("after error '{}', `{}` provides {}", ERROR,
                          pl.col("service"), quoted(pl.col("description"))),
         evidence=pl.when(named & provided)
         .then(pl.format("published `{}`: {}", pl.col("target_output"),
                         quoted(excerpt(pl.col("binding_text")))))
         .when(named)
         .then(pl.format("no non-empty `{}` was published after error '{}'",
-                        pl.col("target_output"), pl.col("error_name")))
+                        pl.col("target_output"), ERROR))
         .when(provided)
         .then(pl.format("published: {}", outputs.list.join(", ")))
         .otherwise(pl.format("`{}` published no non-empty binding after error '{}'",
-                             pl.col("service"), pl.col("error_name"))),
+                             pl.col("service"), ERROR)),
         confidence=pl.when(provided).then(pl.when(named).then(90).otherwise(70)).otherwise(90),
     )
 
 
 @check("error_declared")
 def error_declared() -> Check:
-    """The error a service signalled must be one it declared."""
+    """The error a service signalled must be one it declared (an error the log records
+    without a name cannot be told either way)."""
     return Check(
         precondition=True,
-        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
+        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)
+        & pl.col("error_name").is_not_null(),
         outcome=pl.when(pl.col("error_declared")).then(PASSED).otherwise(FAILED),
-        detail=pl.format("error '{}' is one of `{}`'s declared errors", pl.col("error_name"),
+        detail=pl.format("error '{}' is one of `{}`'s declared errors", ERROR,
                          pl.col("service")),
         evidence=pl.format("declared: {}", pl.col("declared_errors").list.join(", ")),
         confidence=pl.lit(95),

@@ -174,10 +174,13 @@ def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
 
     Error conditionals of an errored service are matched to the error by shared words
     ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
-    and when none shares a word, every error conditional of the service triggers.
+    and when none shares a word, every error conditional of the service triggers. An error
+    the log records without a name (`---error … timeout`) triggers only the conditionals that
+    share a word with its message.
     """
     cond = pl.col("condition").fill_null("")
-    overlap = _tokens(pl.col("error_name")).list.set_intersection(
+    # an error the log records without a name is matched by the words of its message
+    overlap = _tokens(pl.coalesce("error_name", "error_detail")).list.set_intersection(
         _tokens(pl.col("condition"))).list.len()
     is_error_kind = cond.str.contains(ERROR_WORDS) | (overlap > 0)
     frame = frame.with_columns(
@@ -191,6 +194,8 @@ def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
     triggered = (
         pl.when(pl.col("condition_kind") != "error").then(None)
         .when(~pl.col("errored")).then(False)
+        # an unnamed error triggers only the conditionals that share a word with its message
+        .when(pl.col("error_name").is_null()).then(pl.col("_overlap") > 0)
         .otherwise(pl.col("_overlap") == best)
     )
     declared = pl.col("declared_errors").list.eval(

@@ -10,8 +10,9 @@
                     plus one for a block that ends without one
   n_paragraphs      blank-line separated blocks of prose (headings, lists, tables, code blocks
                     and rules are not paragraphs)
-  rest_*            words, sentences and paragraphs after the first line (or, for a one-line
-                    output, after its first sentence): "a score, followed by one paragraph"
+  rest_*            words, sentences and paragraphs after the first line (for a one-line
+                    output: after a bold or labelled lead, else after its first sentence):
+                    "a score, followed by one paragraph"
   first_line, headings (list), n_headings
   list_items (top-level items, marker removed), n_bullets, n_numbered
   item_words, paragraph_words, line_words, item_chars, paragraph_chars, line_chars,
@@ -94,9 +95,13 @@ def _prose_measures(text: pl.Expr, prefix: str) -> list[pl.Expr]:
 
 
 def _rest(text: pl.Expr) -> pl.Expr:
+    """What follows the lead of an output: its first line; on one line, a bold or labelled
+    lead ("**Risk: 68/100** — because …"), else its first sentence."""
     after_line = text.str.extract(r"^[^\n]*\n((?s:.*))$", 1)
+    after_lead = text.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|[^.!?:\n]{1,40}:[^\s.!?]*)"
+                                  r"\s*[—–\-:,]?\s*((?s:.+))$", 1)
     after_sentence = text.str.extract(r"^.*?[.!?…]+[\"'”’)\]*_]*\s+((?s:.*))$", 1)
-    return pl.coalesce(after_line, after_sentence, pl.lit("")).str.strip_chars()
+    return pl.coalesce(after_line, after_lead, after_sentence, pl.lit("")).str.strip_chars()
 
 
 def output_facts(frame: pl.DataFrame) -> pl.DataFrame:
