@@ -122,6 +122,11 @@ CASES = [
          "- one two\n- three four five six seven\n- eight", "count", "failed",
          "partially_satisfied", "item 2 of 3 has 5 words: “three four five six seven”",
          select="each under 5 words"),
+    # headings and list items are not paragraphs: the second paragraph is the long one
+    Case("each-paragraph-at-most-words-fails", "text where each paragraph has at most 3 words",
+         "# Title\n\nShort one.\n\n- a list item here\n\nThis paragraph has six words.",
+         "count", "failed", "violated",
+         "paragraph 2 of 2 has 5 words: “This paragraph has six words.”"),
     Case("followed-by-one-paragraph-passes", "a score, followed by exactly one paragraph",
          "**Score: 7**\n\nBecause the evidence is thin.", "count", "passed", "satisfied",
          "`out` has 1 paragraphs after its first line"),

@@ -217,11 +217,8 @@ def count() -> Check:
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
-        .when(is_each_scope := (scope == "each")).then(
-            measure.replace_strict(MEASURE_NAMES, default=measure))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit"))
-    del is_each_scope
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     value = pl.when((scope == "rest") & rest_ok).then(pick("rest_").cast(pl.Int64)) \
         .otherwise(whole)
@@ -247,14 +244,9 @@ def count() -> Check:
         .when(kind == "item").then(per_kind("item"))
         .otherwise(per_kind("line"))
     )
-    texts = (pl.when(kind == "paragraph").then(
-        pl.col("output_text").str.split("\n\n").list.eval(
-            pl.element().str.strip_chars()).list.eval(
-            pl.element().filter(pl.element().str.len_chars() > 0)))
-        .when(kind == "item").then(pl.col("list_items"))
-        .otherwise(pl.col("output_text").str.split("\n").list.eval(
-            pl.element().str.strip_chars()).list.eval(
-            pl.element().filter(pl.element().str.len_chars() > 0))))
+    texts = (pl.when(kind == "paragraph").then(pl.col("paragraphs"))
+             .when(kind == "item").then(pl.col("list_items"))
+             .otherwise(pl.col("lines")))
     worst_high, worst_low = per.list.arg_max(), per.list.arg_min()
     too_long = hi.is_not_null() & (per.list.max() > hi)
     too_short = lo.is_not_null() & (per.list.min() < lo)

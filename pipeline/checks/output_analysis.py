@@ -15,6 +15,7 @@
                     "a score, followed by one paragraph"
   first_line, headings (list), n_headings
   list_items (top-level items, marker removed), n_bullets, n_numbered
+  paragraphs, lines (the texts of the prose paragraphs and of the non-empty lines)
   item_words, paragraph_words, line_words, item_chars, paragraph_chars, line_chars,
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
   has_table, table_header (normalised cell names), n_table_rows
@@ -141,6 +142,8 @@ def _facts(frame: pl.DataFrame) -> pl.DataFrame:
         items.list.eval(pl.element().str.count_matches(r"\S+")).alias("item_words"),
         items.list.eval(pl.element().str.len_chars()).alias("item_chars"),
         items.list.eval(pl.element().str.count_matches(URL)).alias("item_urls"),
+        paragraphs.alias("paragraphs"),
+        lines.alias("lines"),
         paragraphs.list.eval(pl.element().str.count_matches(r"\S+")).alias("paragraph_words"),
         paragraphs.list.eval(pl.element().str.len_chars()).alias("paragraph_chars"),
         lines.list.eval(pl.element().str.count_matches(r"\S+")).alias("line_words"),
