@@ -35,6 +35,8 @@ and nested fields they state, scoped to that field.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 # ---- building blocks --------------------------------------------------------------------
@@ -297,14 +299,18 @@ def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP) -> pl.Data
 # A number followed by a word that is no unit ("0-100 for", "3 of them") is shielded from the
 # count patterns by an invisible separator (Rust regex has no lookahead to exclude the word).
 SHIELD = "\u2063"
-NOT_UNIT_AFTER_NUMBER = (r"(?i)(\d|\bone|\btwo|\bthree|\bfour|\bfive|\bsix|\bseven|\beight"
-                         r"|\bnine|\bten|\bsingle)(\s+)((?:" + "|".join(
-                             w.replace("-", r"\-") for w in NOT_UNITS
-                             if w not in ("or", "and", "to", "more", "less", "fewer"))
-                         + r")\b)")
-# Before the bare "N unit" form, no word of NOT_UNITS may follow a number at all.
-NOT_ANY_UNIT_AFTER_NUMBER = NOT_UNIT_AFTER_NUMBER.split("(\\s+)")[0] + r"(\s+)((?:" + "|".join(
-    w.replace("-", r"\-") for w in NOT_UNITS) + r")\b)"
+# Words that join a number to its unit in a count ("5 or more", "2 to 4"): shielded only
+# before the bare "N unit" form.
+JOINERS = ("or", "and", "to", "more", "less", "fewer")
+
+
+def _number_followed_by(words) -> str:
+    return (r"(?i)(\d|\bone|\btwo|\bthree|\bfour|\bfive|\bsix|\bseven|\beight|\bnine|\bten"
+            r"|\bsingle)(\s+)((?:" + "|".join(re.escape(w) for w in words) + r")\b)")
+
+
+NOT_UNIT_AFTER_NUMBER = _number_followed_by(w for w in NOT_UNITS if w not in JOINERS)
+NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
 
 
 def _quantities(df: pl.DataFrame) -> pl.DataFrame:
