@@ -52,12 +52,12 @@ COLUMNS: dict[str, dict[str, pl.DataType]] = {
     "checks": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
         "check": Str, "outcome": Str, "detail": Str, "evidence": Str, "confidence": Int,
-        "recommendation": Str,
+        "recommendation": Str, "judgeable": Bool, "judge_id": Str,
     },
     "clause_verdicts": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
         "verdict": Str, "outcome": Str, "evidence": Str, "confidence": Int, "reason": Str,
-        "recommendation": Str,
+        "recommendation": Str, "judge_id": Str,
     },
     "service_scores": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clauses": Int,
