@@ -52,22 +52,67 @@ def grade(
     = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     endpoint_url: EndpointOpt = None,
+    judge_cmd: Annotated[str | None, typer.Option(
+        "--judge-cmd", rich_help_panel="Judge",
+        help="Settle judgment clauses with this executable: JSON Lines requests on stdin, "
+             "one JSON answer per line on stdout (see README, Judges).")] = None,
+    judge_url: Annotated[str | None, typer.Option(
+        "--judge-url", rich_help_panel="Judge",
+        help="Settle judgment clauses with an OpenAI-compatible endpoint, e.g. "
+             "https://api.openai.com/v1 (key from $RUNGRADE_JUDGE_API_KEY or "
+             "$OPENAI_API_KEY).")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", rich_help_panel="Judge",
+        help="Model name for --judge-url.")] = None,
+    judge_name: Annotated[str | None, typer.Option(
+        "--judge-name", rich_help_panel="Judge",
+        help="Judge id recorded on judged rows and in the grader id (default: the script's "
+             "file stem, or the model name).")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(
+        "--judge-api-key-env", rich_help_panel="Judge",
+        help="Environment variable holding the API key for --judge-url.")] = None,
+    judge_max_calls: Annotated[int | None, typer.Option(
+        "--judge-max-calls", rich_help_panel="Judge",
+        help="Send at most N requests to the judge (retries count); the rest stay "
+             "undecided.")] = None,
+    judge_timeout: Annotated[float, typer.Option(
+        "--judge-timeout", rich_help_panel="Judge",
+        help="Seconds one judge call may take (a --judge-cmd batch or one HTTP request).")]
+    = 120.0,
+    judge_concurrency: Annotated[int, typer.Option(
+        "--judge-concurrency", rich_help_panel="Judge",
+        help="Judge calls in flight at once.")] = 4,
+    judge_batch_size: Annotated[int, typer.Option(
+        "--judge-batch-size", rich_help_panel="Judge",
+        help="Requests per --judge-cmd process.")] = 16,
+    judge_retries: Annotated[int, typer.Option(
+        "--judge-retries", rich_help_panel="Judge",
+        help="Retries of a failed judge call, with exponential backoff.")] = 2,
 ) -> None:
     """Grade every run under RUNS and write results to --out.
 
     Every run found is either graded or refused with a reason; the summary adds them up.
+    With --judge-cmd or --judge-url, judgment clauses the checks leave undecided are asked of
+    a judge (answers cached under RESULTS/judgments/) and the grader id becomes
+    '<name>.judged-by-<judge>.grader/vN'.
     Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
     1 unexpected failure.
     """
     from .checks import GraderError, default_grader
     from .grade import grade_runs
+    from .judging import JudgeConfigError, make_judge
     from .user_grader import load_grader
 
     try:
         grader = load_grader(grader_path) if grader_path else default_grader()
         if grader_id:
             grader = grader.with_id(grader_id)
-    except (GraderError, FileNotFoundError, ImportError) as exc:
+        judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,
+                           name=judge_name, api_key_env=judge_api_key_env,
+                           max_calls=judge_max_calls, timeout=judge_timeout,
+                           concurrency=judge_concurrency, batch_size=judge_batch_size,
+                           retries=judge_retries, endpoint_url=endpoint_url)
+    except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
 
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
@@ -81,10 +126,10 @@ def grade(
 
                 summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
                                      workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, progress=on_progress)
+                                     validate=validate, judge=judge, progress=on_progress)
         else:
             summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate)
+                                 endpoint_url=endpoint_url, validate=validate, judge=judge)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
@@ -121,6 +166,12 @@ def print_summary(summary) -> None:
     score = data["mean_overall_score"]
     table.add_row("mean overall score", "—" if score is None else f"{score:.1f}")
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
+    if "judge" in data:
+        j = data["judge"]
+        table.add_row(f"judge {j['judge_id']}",
+                      f"asked {j['asked']} (answered {j['answered']}, failed {j['failed']}), "
+                      f"answered from cache {j['from_cache']}"
+                      + (f", not asked (budget) {j['over_budget']}" if j["over_budget"] else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
     if data["found"] != data["graded"] + data["refused"]:

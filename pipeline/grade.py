@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -25,18 +26,27 @@ from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
 from .tables import SOURCE_TABLES, conform, frame
 
+if TYPE_CHECKING:
+    from .judging import Judge
+
 
 def source_tables(rows: RunRows) -> dict[str, pl.DataFrame]:
     return {name: frame(name, getattr(rows, name)) for name in SOURCE_TABLES}
 
 
-def grade_tables(source: dict[str, pl.DataFrame], grader: Grader
+def grade_tables(source: dict[str, pl.DataFrame], grader: Grader, judge: Judge | None = None
                  ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Check, judge and score a batch. Returns (all tables stamped with grader_id, clause frame)."""
+    """Check, judge and score a batch. Returns (all tables stamped with grader_id, clause frame).
+
+    With a `judge`, the grader id becomes the judged one (`Judge.grader`).
+    """
+    grader = judge.grader(grader) if judge else grader
     stamp = pl.lit(grader.grader_id).alias("grader_id")
     tables = {name: source[name].with_columns(stamp) for name in SOURCE_TABLES}
     clauses = clause_frame(tables["clauses"], tables["services"], tables["bindings"])
     checks = run_checks(grader, clauses)
+    if judge:
+        checks = judge.settle(checks, clauses, tables["runs"])
     tables["checks"] = checks
     tables["clause_verdicts"] = clause_verdicts(clauses, checks, grader.grader_id)
     tables.update({name: conform(name, df) for name, df in run_models(tables).items()})
@@ -57,6 +67,7 @@ class Summary:
     scored: int = 0
     batches: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
+    judging: dict | None = None  # JudgeStats of the judge, when one was used
 
     @property
     def mean_score(self) -> float | None:
@@ -81,6 +92,7 @@ class Summary:
             "verdicts": dict(sorted(self.verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
             "batches": self.batches,
+            **({"judge": self.judging} if self.judging else {}),
         }
 
 
@@ -123,8 +135,13 @@ def chunks(items: list, size: int) -> Iterable[list]:
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
+               judge: Judge | None = None,
                progress: Callable[[str, int, int], None] | None = None) -> Summary:
-    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk."""
+    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk.
+
+    With a `judge`, rows are stamped with the judged grader id (see `Judge.grader`).
+    """
+    grader = judge.grader(grader) if judge else grader
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
@@ -144,7 +161,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         rows = read_runs(runs_uri, chunk, endpoint_url=endpoint_url, binding_cap=binding_cap,
                          workers=workers, on_progress=tick)
-        tables, clause_rows = grade_tables(source_tables(rows), grader)
+        tables, clause_rows = grade_tables(source_tables(rows), grader, judge)
         if validate:
             from .tables import validate as validate_tables
             validate_tables(tables)
@@ -156,4 +173,6 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         summary.add(tables)
     if summary.batches:
         write_catalog(store)
+    if judge:
+        summary.judging = judge.stats.as_dict()
     return summary
