@@ -44,6 +44,10 @@ def grade(
     grader_path: Annotated[Path | None, typer.Option(
         "--grader", help="Python file defining `grader` (a rungrade Grader) to use instead "
                          "of the built-in contract grader.")] = None,
+    ledger_grader_paths: Annotated[list[Path] | None, typer.Option(
+        "--ledger-grader", help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
+                                "for moltzap ledgers; each replaces the built-in grader of its "
+                                "scenario. Repeatable.")] = None,
     batch_size: Annotated[int, typer.Option(help="Runs per committed batch.")] = 2000,
     workers: Annotated[int | None, typer.Option(
         help="Processes reading runs (default: one per core).")] = None,
@@ -55,18 +59,22 @@ def grade(
 ) -> None:
     """Grade every run under RUNS and write results to --out.
 
-    Every run found is either graded or refused with a reason; the summary adds them up.
+    Every run found (OpenProse run folders of either era, and moltzap ledger folders) is
+    either graded or refused with a reason; the summary adds them up. Ledgers are graded by
+    the ledger grader of their scenario (built in, or from --ledger-grader).
     Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
     1 unexpected failure.
     """
     from .checks import GraderError, default_grader
-    from .grade import grade_runs
-    from .user_grader import load_grader
+    from .grade import default_ledger_graders, grade_runs
+    from .user_grader import load_grader, load_ledger_graders
 
     try:
         grader = load_grader(grader_path) if grader_path else default_grader()
         if grader_id:
             grader = grader.with_id(grader_id)
+        ledger_graders = default_ledger_graders(tuple(
+            g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
     except (GraderError, FileNotFoundError, ImportError) as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
 
@@ -81,10 +89,12 @@ def grade(
 
                 summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
                                      workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, progress=on_progress)
+                                     validate=validate, ledger_graders=ledger_graders,
+                                     progress=on_progress)
         else:
             summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate)
+                                 endpoint_url=endpoint_url, validate=validate,
+                                 ledger_graders=ledger_graders)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
@@ -121,6 +131,9 @@ def print_summary(summary) -> None:
     score = data["mean_overall_score"]
     table.add_row("mean overall score", "—" if score is None else f"{score:.1f}")
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
+    if data["ledger_verdicts"]:
+        table.add_row("ledger verdicts",
+                      ", ".join(f"{k} {v}" for k, v in data["ledger_verdicts"].items()))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
     if data["found"] != data["graded"] + data["refused"]:
