@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 FORMAT_VERSION = 1
-START_MS = 1_794_477_600_000  # 2026-11-12T08:40:00Z, a fixed clock for reproducible bytes
-STEP_MS = 1_250
+STEP_MS = 1_250  # a fixed clock: the same events always give the same bytes
 
 
 def program_succeeded() -> dict:
@@ -77,11 +77,13 @@ class LedgerBuilder:
     def __init__(self, run_id: str, definition_id: str, *,
                  created_at: str = "2026-11-12T08:40:00Z",
                  catalog_tags: Sequence[str] = ("moltzap", "sample"),
-                 producer: str = "moltzap.simulator", start_ms: int = START_MS):
+                 producer: str = "moltzap.simulator", start_ms: int | None = None):
         self.run_id = run_id
         self.definition_id = definition_id
         self.producer = producer
-        self.start_ms = start_ms
+        # events are observed from createdAt on, one step apart
+        self.start_ms = start_ms if start_ms is not None else int(
+            datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp() * 1000)
         self.manifest = {
             "ledgerFormatVersion": FORMAT_VERSION, "definitionId": definition_id,
             "runId": run_id, "catalogTags": sorted(set(catalog_tags)), "createdAt": created_at,
@@ -150,14 +152,15 @@ def evaluation(run_id: str, scenario_id: str, replies: Sequence[Sequence[dict] |
                prompts: Sequence[str] | None = None, definition_id: str | None = None,
                endpoint_name: str = "eval-sender", target_name: str = "target-agent",
                succeeded: bool = True, target_ready: bool = True,
-               selected: Sequence[int] | None = None) -> LedgerBuilder:
+               selected: Sequence[int] | None = None, **manifest_options) -> LedgerBuilder:
     """A complete evaluation episode: the endpoint prompts, the target replies, each reply
     (or those at the 0-based indices `selected`) is selected as grading evidence.
 
     A reply is a text or a list of parts. Prompts and replies are delivered at both agents,
     as the simulator records them, so responses are found among other deliveries.
+    `manifest_options` go to LedgerBuilder (created_at, catalog_tags, producer, start_ms).
     """
-    builder = LedgerBuilder(run_id, definition_id or scenario_id)
+    builder = LedgerBuilder(run_id, definition_id or scenario_id, **manifest_options)
     endpoint_id = f"agent-{sha256(f'{run_id}/{endpoint_name}'.encode())[:12]}"
     target_id = f"agent-{sha256(f'{run_id}/{target_name}'.encode())[:12]}"
     task_id, conversation_id = f"task-{run_id[-8:]}", f"conv-{run_id[-8:]}"
