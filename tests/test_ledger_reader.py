@@ -389,3 +389,12 @@ def test_refusal_order_reports_the_first_broken_rule(tmp_path):
     files["manifest.json"] = b"not json"
     reason, _ = refused(read(tmp_path, builder, files))
     assert reason == "ledger-digest-mismatch"
+
+
+def test_a_reader_bug_refuses_the_ledger_instead_of_dropping_it(tmp_path, monkeypatch):
+    def broken(event):
+        raise RuntimeError("decoder exploded")
+
+    monkeypatch.setattr(ledger_reader, "_event_problem", broken)
+    reason, detail = refused(read(tmp_path, sender_ledger()))
+    assert reason == "internal-error" and "decoder exploded" in detail
