@@ -2,7 +2,9 @@
 
 A run regraded under the same grader id (because it changed) appears in several committed
 batches; the views keep, per (grader_id, run_uri), only the rows of its latest batch, so
-nothing is counted twice. `RESULTS/catalog.duckdb` holds the same views for the duckdb CLI.
+nothing is counted twice. On top of the tables come the models of `sql/staging` and
+`sql/marts` (trends and the grader-version diffs), also as views, so they always reflect the
+committed batches. `RESULTS/catalog.duckdb` holds the same views for the duckdb CLI.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from .scoring import model_sql
 from .store import ResultStore
 from .tables import TABLES
 
-MART_MODELS = ("marts/trends", "marts/version_diffs")
+# In dependency order: each model reads only tables and the models before it.
+VIEW_MODELS = (
+    "staging/run_days", "staging/grader_pairs",
+    "marts/trends", "marts/version_diffs", "marts/verdict_flips", "marts/run_score_deltas",
+    "marts/service_score_deltas", "marts/version_summary",
+)
 
 
 def _source(store: ResultStore, table: str) -> str:
@@ -55,13 +62,9 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         """)
         made.append(table)
     if marts:
-        for model in MART_MODELS:
+        for model in VIEW_MODELS:
             name = model.rsplit("/", 1)[-1]
-            try:
-                sql = model_sql(model)
-            except FileNotFoundError:
-                continue
-            con.execute(f"create or replace view {name} as {sql}")
+            con.execute(f"create or replace view {name} as {model_sql(model)}")
             made.append(name)
     return made
 

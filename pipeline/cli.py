@@ -28,7 +28,7 @@ EndpointOpt = Annotated[str | None, typer.Option(
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -163,16 +163,205 @@ def sql(
     _print_frame(df)
 
 
-def _print_frame(df, limit: int = 50) -> None:
-    table = Table(show_lines=False)
-    for col in df.columns:
-        table.add_column(col, overflow="fold")
-    for row in df.head(limit).iter_rows():
-        table.add_row(*["" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
-                        for v in row])
+def _cell(value) -> str:
+    return "" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+
+
+def _print_frame(df, limit: int = 50, title: str | None = None,
+                 rename: dict[str, str] | None = None) -> None:
+    from rich import box
+
+    rows = [[_cell(v) for v in row] for row in df.head(limit).iter_rows()]
+    table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, (col, dtype) in enumerate(df.schema.items()):
+        # numbers and dates never fold; text columns take what is left
+        whole = dtype.is_numeric() or dtype.is_temporal()
+        table.add_column((rename or {}).get(col, col), overflow="fold",
+                         justify="right" if dtype.is_numeric() else "left",
+                         min_width=max((len(r[i]) for r in rows), default=1) if whole else None)
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
     if df.height > limit:
         out.print(f"… {df.height - limit} more rows")
+
+
+ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
+                                                 "`rungrade grade`.")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", "-o", help="Also write the rows to this file: .csv or .parquet.")]
+
+
+def _open_results(results: str, endpoint_url: str | None):
+    from .analysis import open_results
+
+    try:
+        return open_results(results, endpoint_url)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+
+
+def _check_out(path: Path | None) -> None:
+    if path is not None and path.suffix.lower() not in (".csv", ".parquet"):
+        raise fail(f"--out {path}: give a file name ending in .csv or .parquet",
+                   exit_codes.USAGE)
+
+
+def _write_frame(df, path: Path | None) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        df.write_csv(path)
+    else:
+        df.write_parquet(path)
+    err.print(f"wrote {df.height} rows to {path}")
+
+
+@app.command()
+def trend(
+    results: ResultsArg = "results",
+    program: Annotated[str | None, typer.Option(help="Only this program.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only days on or after this date, "
+                                                   "YYYY-MM-DD.")] = None,
+    grader_id: Annotated[str | None, typer.Option("--grader-id",
+                                                  help="Only this grader id.")] = None,
+    out_file: OutOpt = None,
+    endpoint_url: EndpointOpt = None,
+) -> None:
+    """Runs, scores and verdicts per grader id × program × day (the `trends` mart).
+
+    A run's day is the date its run id starts with.
+
+    Exit codes: 0 done (also when no day matches); 2 no results, unknown id or bad date.
+    """
+    import polars as pl
+
+    from .analysis import ResultsQueryError, trends
+
+    _check_out(out_file)
+    con = _open_results(results, endpoint_url)
+    try:
+        df = trends(con, program=program, since=since, grader_id=grader_id)
+    except ResultsQueryError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    if df.is_empty():
+        err.print("no runs match these filters")
+    # one table per grader id, verdict counts in one column: narrow enough for a terminal
+    verdicts = pl.concat_str(
+        [pl.when(pl.col(v) > 0).then(pl.format("{} {}", pl.col(v), pl.lit(v.replace("_", " "))))
+         for v in ("satisfied", "partial", "violated", "not_evaluable")],
+        separator=", ", ignore_nulls=True)
+    shown = df.select(
+        "grader_id", *([] if program else [pl.col("program").fill_null("(unknown)")]), "day",
+        "runs", "refused",
+        pl.col("mean_overall_score").alias("mean"), pl.col("median_overall_score").alias("median"),
+        verdicts.alias("run verdicts"))
+    for (grader,), part in shown.partition_by("grader_id", as_dict=True,
+                                              maintain_order=True).items():
+        _print_frame(part.drop("grader_id"), limit=1000, title=f"{grader}: runs per day")
+    _write_frame(df, out_file)
+
+
+@app.command()
+def diff(
+    results: ResultsArg = "results",
+    base: Annotated[str | None, typer.Option(
+        help="Grader id to compare from (default: the second most recent grader id).")] = None,
+    head: Annotated[str | None, typer.Option(
+        help="Grader id to compare to (default: the most recent grader id).")] = None,
+    limit: Annotated[int, typer.Option(help="Rows to show per table.")] = 20,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Also write every paired clause (base and head verdicts, "
+                            "`flipped`) to this file: .csv or .parquet.")] = None,
+    endpoint_url: EndpointOpt = None,
+) -> None:
+    """What changed between two grader ids on the runs both graded.
+
+    Shows the paired mean score delta (95% CI), verdict flips, runs that moved, flipped clauses.
+
+    "Most recent" grader id = the one whose first committed batch is newest.
+
+    Exit codes: 0 done; 2 no results, an unknown grader id, or fewer than two grader ids.
+    """
+    import polars as pl
+
+    from .analysis import ResultsQueryError, version_diff
+
+    _check_out(out_file)
+    con = _open_results(results, endpoint_url)
+    try:
+        d = version_diff(con, base, head)
+    except ResultsQueryError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    s = d.summary
+    facts = Table(title=f"{d.base} → {d.head}", show_header=False, box=None, pad_edge=False)
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("runs graded by both", str(s["shared_runs"]))
+    if s["mean_score_delta"] is None:
+        facts.add_row("mean score delta", "— (no run has a score under both)")
+    else:
+        ci = ("" if s["ci95_low"] is None
+              else f"  (95% CI {s['ci95_low']:+.1f} to {s['ci95_high']:+.1f})")
+        facts.add_row("mean score delta",
+                      f"{s['mean_score_delta']:+.1f}{ci} over {s['runs_paired']} runs")
+    facts.add_row("runs whose verdict changed", str(s["runs_verdict_changed"]))
+    facts.add_row("clauses flipped", f"{s['clauses_flipped']} of {s['clauses_paired']} paired")
+    if s["clauses_only_base"] or s["clauses_only_head"]:
+        facts.add_row("clauses under one id only",
+                      f"{s['clauses_only_base']} base, {s['clauses_only_head']} head")
+    out.print(facts)
+    flips = d.flips.filter(pl.col("flipped")).select("from_verdict", "to_verdict", "clauses")
+    if flips.is_empty():
+        out.print("no clause changed its verdict")
+    else:
+        _print_frame(flips, title="Verdict flips")
+    moved = d.runs.filter(pl.col("score_delta").fill_null(0) != 0).sort(
+        pl.col("score_delta").abs(), descending=True)
+    if not moved.is_empty():
+        verdict = pl.when(pl.col("verdict_changed")).then(
+            pl.format("{}→{}", "base_verdict", "head_verdict")).otherwise("head_verdict")
+        _print_frame(moved.select("run_id", "program", pl.col("base_score").alias("base"),
+                                  pl.col("head_score").alias("head"),
+                                  pl.col("score_delta").alias("delta"),
+                                  verdict.alias("run verdict")),
+                     limit=limit, title="Runs whose score moved (largest first)")
+    if not d.flipped.is_empty():
+        _print_frame(d.flipped.select("run_id", "service", "text", "flip"), limit=limit,
+                     title="Flipped clauses")
+    _write_frame(d.clauses, out_file)
+
+
+@app.command()
+def report(
+    results: ResultsArg = "results",
+    html_out: Annotated[Path, typer.Option("--html", help="Write the HTML page here.")]
+    = Path("report.html"),
+    base: Annotated[str | None, typer.Option(
+        help="Grader id the flip matrix compares from (default: the second most recent).")]
+    = None,
+    head: Annotated[str | None, typer.Option(
+        help="Grader id the flip matrix compares to (default: the most recent).")] = None,
+    endpoint_url: EndpointOpt = None,
+) -> None:
+    """Write one offline HTML page: score distribution, trends, flip matrix of two grader ids.
+
+    Charts are embedded as PNG images; the page loads nothing from the network.
+
+    Exit codes: 0 done; 2 no results or an unknown grader id.
+    """
+    from .analysis import ResultsQueryError
+    from .html_report import build_report
+
+    con = _open_results(results, endpoint_url)
+    try:
+        page = build_report(con, results, base, head)
+    except ResultsQueryError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    html_out.parent.mkdir(parents=True, exist_ok=True)
+    html_out.write_text(page, encoding="utf-8")
+    out.print(f"wrote {html_out} ({len(page) // 1024} KiB)")
 
 
 def main() -> None:  # pragma: no cover - console entry point

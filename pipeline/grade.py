@@ -32,7 +32,7 @@ from .sources.bucket import Bucket, RunRef, group_runs
 from .sources.ledger import read_ledger
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
-from .tables import SOURCE_TABLES, frame
+from .tables import SOURCE_TABLES, conform, frame
 
 
 def source_tables(rows: RunRows) -> dict[str, pl.DataFrame]:
@@ -65,7 +65,7 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader,
     ])
     tables["checks"] = checks
     tables["clause_verdicts"] = stamp(clause_verdicts(clauses, checks, grader.grader_id))
-    tables.update(run_models(tables))
+    tables.update({name: conform(name, df) for name, df in run_models(tables).items()})
     return tables, clauses
 
 

@@ -2,7 +2,8 @@
 
 Layout (RESULTS may be a local folder or s3://bucket/prefix):
     {table}/grader={grader_slug}/batch={batch_id}/part-0.parquet
-    reports/{run_id}.json
+    reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
+    reports/{run_id}.json          a copy of the run's most recent report, whatever its grader
     _commits/{batch_id}.json      written last: a batch without it does not exist
     _staging/{batch_id}/...        parts being written; removed when a batch is published
 
@@ -102,6 +103,11 @@ class ResultStore:
                                          "part-0.parquet")))
         for name, text in reports.items():
             tmp = f"{staging}/reports/{name}"
+            self._put(tmp, text.encode())
+            moves.append((tmp, self.path("reports", f"grader={slug}", name)))
+        # the top-level copy is moved last, after every archived report is in place
+        for name, text in reports.items():
+            tmp = f"{staging}/latest/{name}"
             self._put(tmp, text.encode())
             moves.append((tmp, self.path("reports", name)))
         for src, dst in moves:

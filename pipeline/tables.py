@@ -140,8 +140,8 @@ def pandera_schema(table: str):
         ("service_scores", "service_score"): (0, 100),
         ("run_scores", "overall_score"): (0, 100),
     }
-    required = {"run_id", "run_uri", "grader_id", "service", "clause_id", "verdict", "outcome",
-                "reason", "check", "kind", "name"}
+    required = {"run_id", "run_uri", "grader_id", "service", "clause_id"} | {
+        col for (tab, col) in allowed if tab == table} - {"overall_verdict"}
     columns = {}
     for col, dtype in COLUMNS[table].items():
         checks = []
@@ -149,7 +149,8 @@ def pandera_schema(table: str):
             checks.append(pa.Check.isin(allowed[(table, col)]))
         if (table, col) in ranges:
             checks.append(pa.Check.in_range(*ranges[(table, col)]))
-        columns[col] = pa.Column(dtype, checks=checks, nullable=col not in required)
+        columns[col] = pa.Column(dtype, checks=checks, nullable=col not in required,
+                                 required=col != "grader_id" or table in GRADED_TABLES)
     return pa.DataFrameSchema(columns, strict=True, name=table)
 
 

@@ -157,6 +157,7 @@ def parse_manifest(text: str) -> Manifest:
                     returns[name] = _strip_name(m_from.group(2)) if m_from else None
                 else:
                     requires.append(name)
+    services = [s for s in services if s.name]
     names = {s.name for s in services}
     for name in order:
         if name not in names and name != "caller":

@@ -280,17 +280,23 @@ def comp_error_names(comp: Component) -> list[str]:
 
 
 def _service_contract(layout: Layout, files, text_of, name, source, program: Contract):
-    """Find a service's contract: its manifest source, its era's snapshot, or inline."""
-    candidates = []
-    if source:
-        candidates.append(source.lstrip("./"))
+    """Find a service's contract: its manifest source, its era's snapshot, or inline.
+
+    A source naming the program file itself (`program.md`, `program.md#name`; era B:
+    `root.prose.md`) points at the inline `## name` component, never at the program's own
+    sections.
+    """
+    path, _, anchor = (source or "").lstrip("./").partition("#")
+    inline = program.component(anchor or name)
+    if path == layout.program:
+        return (inline, f"{layout.program}#{inline.name}") if inline else (None, None)
+    candidates = [path] if path else []
     candidates += [pattern.format(name) for pattern in layout.snapshots]
     for rel in candidates:
         if rel in files:
             return _contract(text_of(rel), name, "service").main, rel
-    inline = program.component(name)
     if inline is not None:
-        return inline, f"{layout.program}#{name}"
+        return inline, f"{layout.program}#{inline.name}"
     return None, None
 
 

@@ -33,7 +33,7 @@ per_run as (
         count(service_score) as services_scored,
         count(*) filter (where passes) as services_passing,
         count(*) filter (where not passes) as services_failing,
-        sum(clauses) as clauses,
+        cast(sum(clauses) as bigint) as clauses,
         sum(service_score * clauses) / nullif(sum(clauses) filter (where service_score is not null), 0)
             as overall_score
     from scores

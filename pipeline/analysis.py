@@ -1,0 +1,212 @@
+"""The questions analysts ask of a results folder: trends, grader-version diffs, distributions.
+
+Each function reads the views of `catalog.py` (the SQL lives in `sql/staging` and `sql/marts`)
+and returns polars DataFrames, so the CLI, the HTML report and notebooks give one answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from .catalog import connect
+from .tables import VERDICTS
+
+# Score buckets of the distribution chart: [0, 10), …, [80, 90), [90, 100].
+SCORE_BUCKET = 10
+
+
+class ResultsQueryError(ValueError):
+    """A question the results cannot answer as asked (unknown grader id, bad date, …)."""
+
+
+def open_results(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with every results view; refuses a folder with no committed batch."""
+    return connect(results, endpoint_url)
+
+
+def grader_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Grader ids with committed results, in the order they first appeared (oldest first)."""
+    rows = con.sql("""
+        select grader_id, min(batch_id) as first_batch
+        from _commits
+        group by grader_id
+        order by first_batch, grader_id
+    """).fetchall()
+    return [grader_id for grader_id, _ in rows]
+
+
+def parse_day(text: str | date | None) -> date | None:
+    """`YYYY-MM-DD` as a date; refuses anything else with a message that shows the format."""
+    if text is None or isinstance(text, date):
+        return text
+    try:
+        return date.fromisoformat(text)
+    except ValueError as exc:
+        raise ResultsQueryError(f"{text!r} is not a date; write it as YYYY-MM-DD, "
+                                "e.g. 2026-11-03") from exc
+
+
+def _known(con: duckdb.DuckDBPyConnection, grader_id: str) -> str:
+    known = grader_ids(con)
+    if grader_id not in known:
+        raise ResultsQueryError(f"no results for grader id {grader_id!r}; the results hold: "
+                                + ", ".join(known))
+    return grader_id
+
+
+def trends(con: duckdb.DuckDBPyConnection, program: str | None = None,
+           since: str | date | None = None, grader_id: str | None = None) -> pl.DataFrame:
+    """The `trends` mart (grader id × program × day), optionally narrowed; oldest day first."""
+    if grader_id is not None:
+        _known(con, grader_id)
+    return con.sql("""
+        select *
+        from trends
+        where ($program is null or program = $program)
+            and ($since is null or day >= $since)
+            and ($grader_id is null or grader_id = $grader_id)
+        order by grader_id, program nulls last, day
+    """, params={"program": program, "since": parse_day(since), "grader_id": grader_id}).pl()
+
+
+def daily_scores(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Per grader id and day over all programs: graded runs and their mean overall score."""
+    return con.sql("""
+        select
+            grader_id,
+            run_date as day,
+            count(*) as graded,
+            avg(overall_score) as mean_overall_score
+        from run_days
+        where status = 'graded'
+        group by grader_id, run_date
+        order by grader_id, day
+    """).pl()
+
+
+def score_distribution(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Graded runs per grader id and score bucket (10 points wide; 100 falls in 90–100)."""
+    scores = con.sql("""
+        select grader_id, overall_score
+        from run_scores
+        where overall_score is not null
+    """).pl()
+    bucket = (pl.col("overall_score") // SCORE_BUCKET * SCORE_BUCKET).clip(
+        0, 100 - SCORE_BUCKET).cast(pl.Int64)
+    return (
+        scores.group_by("grader_id", bucket.alias("bucket")).agg(pl.len().alias("runs"))
+        .with_columns(pl.format("{}–{}", pl.col("bucket"), pl.col("bucket") + SCORE_BUCKET)
+                      .alias("score_range"))
+        .sort("grader_id", "bucket")
+    )
+
+
+def grader_totals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per grader id: runs found, graded, refused, mean overall score, run verdicts."""
+    return con.sql("""
+        select
+            grader_id,
+            count(*) as runs,
+            count(*) filter (where status = 'graded') as graded,
+            count(*) filter (where status = 'refused') as refused,
+            avg(overall_score) as mean_overall_score,
+            count(*) filter (where overall_verdict = 'satisfied') as satisfied,
+            count(*) filter (where overall_verdict = 'partial') as partial,
+            count(*) filter (where overall_verdict = 'violated') as violated,
+            count(*) filter (where overall_verdict = 'not_evaluable') as not_evaluable
+        from run_days
+        group by grader_id
+        order by grader_id
+    """).pl()
+
+
+def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    """(base, head): the latest grader id and the latest other id that graded a run in common
+    with it; refuses results with no such pair."""
+    known = grader_ids(con)
+    # one grading stamps several ids (each ledger carries its ledger grader's), so the two
+    # newest ids need not share a run: pair the newest id with the newest that does
+    for head in reversed(known):
+        base = _latest_sharing(con, head, known)
+        if base is not None:
+            return base, head
+    raise ResultsQueryError(
+        "a diff needs results of two grader ids that graded the same runs, and these results "
+        f"hold {len(known)} ({', '.join(known) or 'none'}); grade the same runs again with "
+        "another grader (`rungrade grade RUNS --out RESULTS --grader my_grader.py`)")
+
+
+def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
+                    known: list[str]) -> str | None:
+    """The newest grader id other than `grader_id` that graded one of its runs, if any."""
+    sharing = {g for (g,) in con.sql("""
+        select distinct other.grader_id
+        from runs as mine
+        join runs as other on other.run_uri = mine.run_uri
+        where mine.grader_id = $id and other.grader_id <> $id
+    """, params={"id": grader_id}).fetchall()}
+    return next((g for g in reversed(known) if g in sharing), None)
+
+
+@dataclass
+class VersionDiff:
+    """Everything that changed from grader id `base` to `head` on the runs both graded."""
+
+    base: str
+    head: str
+    summary: dict  # one row of version_summary
+    flips: pl.DataFrame  # from_verdict, to_verdict, flipped, clauses (the full matrix)
+    clauses: pl.DataFrame  # every paired clause, with base/head verdict and `flipped`
+    runs: pl.DataFrame  # run_score_deltas of the pair
+    services: pl.DataFrame  # service_score_deltas of the pair
+
+    @property
+    def flipped(self) -> pl.DataFrame:
+        return self.clauses.filter(pl.col("flipped"))
+
+    def flip_matrix(self) -> pl.DataFrame:
+        """Clauses per base verdict (rows) × head verdict (columns), every verdict present."""
+        grid = pl.DataFrame({"from_verdict": list(VERDICTS)}).join(
+            pl.DataFrame({"to_verdict": list(VERDICTS)}), how="cross")
+        counts = grid.join(self.flips.select("from_verdict", "to_verdict", "clauses"),
+                           on=["from_verdict", "to_verdict"], how="left")
+        return counts.with_columns(pl.col("clauses").fill_null(0))
+
+
+def version_diff(con: duckdb.DuckDBPyConnection, base: str | None = None,
+                 head: str | None = None) -> VersionDiff:
+    """Diff two grader ids (default: the two latest); refuses unknown or identical ids."""
+    if base is None and head is None:
+        base, head = latest_pair(con)
+    elif base is None or head is None:
+        # one id given: compare it with the latest other id that graded a run in common
+        given = _known(con, base or head)
+        other = _latest_sharing(con, given, grader_ids(con))
+        if other is None:
+            raise ResultsQueryError(f"no other grader id graded a run that {given} graded; "
+                                    "grade the same runs under a second grader id")
+        base, head = (other, given) if base is None else (given, other)
+    _known(con, base)
+    _known(con, head)
+    if base == head:
+        raise ResultsQueryError(f"--base and --head are both {base!r}; pick two grader ids")
+    params = {"base": base, "head": head}
+    where = "where base_grader_id = $base and head_grader_id = $head"
+
+    def view(name: str) -> pl.DataFrame:
+        return con.sql(f"select * exclude (base_grader_id, head_grader_id) from {name} {where}",
+                       params=params).pl()
+
+    summary = view("version_summary")
+    if summary.is_empty():
+        raise ResultsQueryError(f"{base} and {head} graded no run in common; grade the same "
+                                "runs under both to compare them")
+    return VersionDiff(
+        base=base, head=head, summary=summary.row(0, named=True),
+        flips=view("verdict_flips"), clauses=view("version_diffs"),
+        runs=view("run_score_deltas"), services=view("service_score_deltas"),
+    )

@@ -1,0 +1,169 @@
+"""One self-contained HTML page about a results folder: tables and charts, no network at all.
+
+Charts are drawn with altair and rendered to PNG by vl-convert, then embedded as base64
+`data:` URIs; the page has no script, no stylesheet link and no external image, so it opens
+the same offline, in a mail attachment or from an artifact store.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from . import analysis
+from .tables import VERDICTS
+
+CHART_WIDTH = 560
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px; color: #222; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2.2rem; }
+table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .85rem; }
+th, td { border-bottom: 1px solid #ddd; padding: .25rem .6rem; text-align: right; }
+th { background: #f4f4f4; } td.text, th.text { text-align: left; }
+img { max-width: 100%; } .note { color: #666; font-size: .85rem; }
+"""
+
+
+def _png(chart) -> str:
+    """The chart as a `data:image/png;base64,…` URI (rendered locally by vl-convert)."""
+    import vl_convert
+
+    png = vl_convert.vegalite_to_png(chart.to_dict(), scale=2)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _img(chart, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="{_png(chart)}">'
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def _table(df: pl.DataFrame, limit: int = 200) -> str:
+    """An HTML table of `df` (first `limit` rows); text columns are left-aligned."""
+    text_cols = {c for c, t in df.schema.items() if t == pl.String}
+    head = "".join(f'<th class="{"text" if c in text_cols else ""}">{html.escape(c)}</th>'
+                   for c in df.columns)
+    rows = []
+    for row in df.head(limit).iter_rows():
+        cells = "".join(
+            f'<td class="{"text" if c in text_cols else ""}">{html.escape(_cell(v))}</td>'
+            for c, v in zip(df.columns, row, strict=True))
+        rows.append(f"<tr>{cells}</tr>")
+    more = (f'<p class="note">… {df.height - limit} more rows</p>' if df.height > limit else "")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
+
+
+def distribution_chart(dist: pl.DataFrame):
+    """Grouped bars: graded runs per score bucket, one colour per grader id."""
+    import altair as alt
+
+    order = [f"{b}–{b + analysis.SCORE_BUCKET}" for b in range(0, 100, analysis.SCORE_BUCKET)]
+    return alt.Chart(dist).mark_bar().encode(
+        x=alt.X("score_range:N", sort=order, scale=alt.Scale(domain=order),
+                title="overall score"),
+        xOffset="grader_id:N",
+        y=alt.Y("runs:Q", title="graded runs"),
+        color=alt.Color("grader_id:N", title="grader id"),
+    ).properties(width=CHART_WIDTH, height=260, title="Score distribution per grader id")
+
+
+def trend_chart(daily: pl.DataFrame):
+    """Mean overall score per day, one line per grader id."""
+    import altair as alt
+
+    days = (daily["day"].max() - daily["day"].min()).days + 1 if daily.height else 1
+    ticks = {"interval": "day", "step": max(1, days // 8)}  # at most ~8 labels, one per day
+    return alt.Chart(daily).mark_line(point=True).encode(
+        x=alt.X("day:T", title="day", axis=alt.Axis(format="%Y-%m-%d", tickCount=ticks)),
+        y=alt.Y("mean_overall_score:Q", title="mean overall score",
+                scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("grader_id:N", title="grader id"),
+    ).properties(width=CHART_WIDTH, height=260, title="Mean overall score per day")
+
+
+def flip_chart(matrix: pl.DataFrame, base: str, head: str):
+    """Heat map of clause verdicts under `base` (rows) against `head` (columns)."""
+    import altair as alt
+
+    order = list(VERDICTS)
+    cells = alt.Chart(matrix).encode(
+        x=alt.X("to_verdict:N", sort=order, title=f"verdict under {head}"),
+        y=alt.Y("from_verdict:N", sort=order, title=f"verdict under {base}"),
+    )
+    heat = cells.mark_rect().encode(
+        color=alt.Color("clauses:Q", scale=alt.Scale(scheme="blues"), title="clauses"))
+    labels = cells.mark_text(fontSize=13).encode(
+        text="clauses:Q",
+        color=alt.condition(alt.datum.clauses > matrix["clauses"].max() / 2,
+                            alt.value("white"), alt.value("black")))
+    return (heat + labels).properties(width=360, height=300,
+                                      title="Clause verdict flips (rows: base, columns: head)")
+
+
+def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None = None,
+                 head: str | None = None) -> str:
+    """The report page as one HTML string. Refuses unknown grader ids (ResultsQueryError)."""
+    ids = analysis.grader_ids(con)
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<title>rungrade report</title>", f"<style>{STYLE}</style></head><body>",
+        "<h1>rungrade report</h1>",
+        f'<p class="note">results: {html.escape(results)} · generated '
+        f"{datetime.now(UTC).isoformat(timespec='seconds')} · grader ids: "
+        f"{html.escape(', '.join(ids))}</p>",
+        "<h2>Runs per grader id</h2>", _table(analysis.grader_totals(con)),
+    ]
+    dist = analysis.score_distribution(con)
+    parts.append("<h2>Score distribution</h2>")
+    parts.append(_img(distribution_chart(dist), "score distribution per grader id")
+                 if not dist.is_empty() else '<p class="note">no graded run has a score</p>')
+    daily = analysis.daily_scores(con)
+    parts.append("<h2>Trend per grader id</h2>")
+    if not daily.is_empty():
+        parts.append(_img(trend_chart(daily), "mean overall score per day and grader id"))
+    parts.append(_table(analysis.trends(con)))
+
+    parts.append("<h2>Grader version diff</h2>")
+    if base is None and head is None and len(ids) < 2:
+        parts.append('<p class="note">these results hold one grader id; grade the same runs '
+                     "under a second grader id to see what changes between versions</p>")
+    else:
+        diff = analysis.version_diff(con, base, head)
+        parts.append(f"<p>base <b>{html.escape(diff.base)}</b> → head "
+                     f"<b>{html.escape(diff.head)}</b></p>")
+        parts.append(_table(pl.DataFrame([diff.summary])))
+        parts.append(_img(flip_chart(diff.flip_matrix(), diff.base, diff.head),
+                          f"verdict flip matrix {diff.base} to {diff.head}"))
+        changed = diff.runs.filter(pl.col("score_delta").fill_null(0) != 0).sort(
+            pl.col("score_delta").abs(), descending=True)
+        parts.append("<h2>Runs whose score moved</h2>")
+        parts.append(_table(changed.drop("run_uri")) if not changed.is_empty()
+                     else '<p class="note">no run changed its overall score</p>')
+        parts.append("<h2>Flipped clauses</h2>")
+        flipped = diff.flipped.select("run_id", "service", "text", "flip")
+        parts.append(_table(flipped) if not flipped.is_empty()
+                     else '<p class="note">no clause changed its verdict</p>')
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(results: str, out: Path | str, base: str | None = None,
+                 head: str | None = None, endpoint_url: str | None = None) -> Path:
+    """Write the report of `results` to `out`; return its path."""
+    con = analysis.open_results(results, endpoint_url)
+    page = build_report(con, results, base, head)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out

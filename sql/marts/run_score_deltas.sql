@@ -1,0 +1,49 @@
+-- run_score_deltas: one row per pair of grader ids × run graded under both.
+--   score_delta = head_score - base_score (overall_score; null when either is null).
+--   verdict_changed = the run's overall_verdict differs between the two ids.
+-- Reads: grader_pairs, run_scores.
+
+with
+
+pairs as (
+    select base_grader_id, head_grader_id
+    from grader_pairs
+),
+
+scores as (
+    select grader_id, run_id, run_uri, program, overall_score, overall_verdict
+    from run_scores
+),
+
+paired as (
+    select
+        pairs.base_grader_id,
+        pairs.head_grader_id,
+        base.run_id,
+        base.run_uri,
+        base.program,
+        base.overall_score as base_score,
+        head.overall_score as head_score,
+        base.overall_verdict as base_verdict,
+        head.overall_verdict as head_verdict
+    from pairs
+    inner join scores as base
+        on base.grader_id = pairs.base_grader_id
+    inner join scores as head
+        on head.grader_id = pairs.head_grader_id and head.run_uri = base.run_uri
+)
+
+select
+    base_grader_id,
+    head_grader_id,
+    run_id,
+    run_uri,
+    program,
+    base_score,
+    head_score,
+    head_score - base_score as score_delta,
+    base_verdict,
+    head_verdict,
+    base_verdict <> head_verdict as verdict_changed
+from paired
+order by base_grader_id, head_grader_id, run_uri

@@ -1,0 +1,72 @@
+-- version_diffs: the same clause of the same run graded under two grader ids. One row per
+-- (base_grader_id, head_grader_id, run, service, clause) for every pair in grader_pairs;
+-- clauses graded under only one of the two ids are left out (version_summary counts them).
+--   flipped = base_verdict differs from head_verdict; flip = 'base_verdict→head_verdict'.
+--   text = the clause as written in the run's contract.
+-- Reads: grader_pairs, clause_verdicts, clauses.
+
+with
+
+pairs as (
+    select base_grader_id, head_grader_id
+    from grader_pairs
+),
+
+verdicts as (
+    select grader_id, run_id, run_uri, service, clause_id, verdict, confidence
+    from clause_verdicts
+),
+
+clause_texts as (
+    select grader_id, run_uri, service, clause_id, kind, text
+    from clauses
+),
+
+paired as (
+    select
+        pairs.base_grader_id,
+        pairs.head_grader_id,
+        base.run_id,
+        base.run_uri,
+        base.service,
+        base.clause_id,
+        base.verdict as base_verdict,
+        head.verdict as head_verdict,
+        base.confidence as base_confidence,
+        head.confidence as head_confidence
+    from pairs
+    inner join verdicts as base
+        on base.grader_id = pairs.base_grader_id
+    inner join verdicts as head
+        on head.grader_id = pairs.head_grader_id
+        and head.run_uri = base.run_uri
+        and head.service = base.service
+        and head.clause_id = base.clause_id
+)
+
+select
+    paired.base_grader_id,
+    paired.head_grader_id,
+    paired.run_id,
+    paired.run_uri,
+    paired.service,
+    paired.clause_id,
+    clause_texts.kind,
+    clause_texts.text,
+    paired.base_verdict,
+    paired.head_verdict,
+    paired.base_verdict <> paired.head_verdict as flipped,
+    case
+        when paired.base_verdict <> paired.head_verdict
+            then paired.base_verdict || '→' || paired.head_verdict
+    end as flip,
+    paired.base_confidence,
+    paired.head_confidence
+from paired
+left join clause_texts
+    on clause_texts.grader_id = paired.base_grader_id
+    and clause_texts.run_uri = paired.run_uri
+    and clause_texts.service = paired.service
+    and clause_texts.clause_id = paired.clause_id
+order by paired.base_grader_id, paired.head_grader_id, paired.run_uri, paired.service,
+    paired.clause_id

@@ -1,0 +1,136 @@
+-- version_summary: one row per ordered pair of grader ids: how far the head moved from the base.
+--   runs_paired       runs with an overall_score under both ids
+--   mean_score_delta  mean of (head - base) overall_score over those runs (a paired difference)
+--   sd_score_delta    sample standard deviation of those differences
+--   ci95_low/high     mean_score_delta ± t × sd / sqrt(runs_paired), t = the 0.975 quantile of
+--                     Student's t with runs_paired - 1 degrees of freedom (taken from the table
+--                     below at the largest tabulated df not above it, so never too narrow);
+--                     null when fewer than 2 runs are paired
+--   runs_verdict_changed  runs whose overall_verdict differs
+--   clauses_paired, clauses_flipped  from version_diffs
+--   clauses_only_base, clauses_only_head  clauses of the shared runs graded under one id only
+--                     (a contract parser change gave them new clause ids)
+-- Reads: grader_pairs, run_score_deltas, version_diffs, clause_verdicts, runs.
+
+with
+
+pairs as (
+    select base_grader_id, head_grader_id, shared_runs
+    from grader_pairs
+),
+
+run_deltas as (
+    select base_grader_id, head_grader_id, score_delta, verdict_changed
+    from run_score_deltas
+),
+
+clause_diffs as (
+    select base_grader_id, head_grader_id, flipped
+    from version_diffs
+),
+
+verdicts as (
+    select grader_id, run_uri
+    from clause_verdicts
+),
+
+graded_runs as (
+    select grader_id, run_uri
+    from runs
+    where status = 'graded'
+),
+
+t_quantiles as (
+    select *
+    from (values
+        (1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
+        (8, 2.306), (9, 2.262), (10, 2.228), (11, 2.201), (12, 2.179), (13, 2.160),
+        (14, 2.145), (15, 2.131), (16, 2.120), (17, 2.110), (18, 2.101), (19, 2.093),
+        (20, 2.086), (21, 2.080), (22, 2.074), (23, 2.069), (24, 2.064), (25, 2.060),
+        (26, 2.056), (27, 2.052), (28, 2.048), (29, 2.045), (30, 2.042), (40, 2.021),
+        (50, 2.009), (60, 2.000), (80, 1.990), (100, 1.984), (120, 1.980), (1000, 1.962)
+    ) as t (degrees_of_freedom, t975)
+),
+
+score_moves as (
+    select
+        base_grader_id,
+        head_grader_id,
+        count(score_delta) as runs_paired,
+        count(score_delta) - 1 as degrees_of_freedom,
+        avg(score_delta) as mean_score_delta,
+        stddev_samp(score_delta) as sd_score_delta,
+        count(*) filter (where verdict_changed) as runs_verdict_changed
+    from run_deltas
+    group by base_grader_id, head_grader_id
+),
+
+intervals as (
+    select
+        score_moves.*,
+        t_quantiles.t975 * score_moves.sd_score_delta / sqrt(score_moves.runs_paired)
+            as half_width
+    from score_moves
+    asof left join t_quantiles
+        on score_moves.degrees_of_freedom >= t_quantiles.degrees_of_freedom
+),
+
+clause_moves as (
+    select
+        base_grader_id,
+        head_grader_id,
+        count(*) as clauses_paired,
+        count(*) filter (where flipped) as clauses_flipped
+    from clause_diffs
+    group by base_grader_id, head_grader_id
+),
+
+shared_runs as (
+    select pairs.base_grader_id, pairs.head_grader_id, base.run_uri
+    from pairs
+    inner join graded_runs as base
+        on base.grader_id = pairs.base_grader_id
+    inner join graded_runs as head
+        on head.grader_id = pairs.head_grader_id and head.run_uri = base.run_uri
+),
+
+clauses_graded as (
+    select
+        shared_runs.base_grader_id,
+        shared_runs.head_grader_id,
+        count(*) filter (where verdicts.grader_id = shared_runs.base_grader_id) as base_clauses,
+        count(*) filter (where verdicts.grader_id = shared_runs.head_grader_id) as head_clauses
+    from shared_runs
+    inner join verdicts
+        on verdicts.run_uri = shared_runs.run_uri
+        and verdicts.grader_id in (shared_runs.base_grader_id, shared_runs.head_grader_id)
+    group by shared_runs.base_grader_id, shared_runs.head_grader_id
+)
+
+select
+    pairs.base_grader_id,
+    pairs.head_grader_id,
+    pairs.shared_runs,
+    coalesce(intervals.runs_paired, 0) as runs_paired,
+    intervals.mean_score_delta,
+    intervals.sd_score_delta,
+    intervals.mean_score_delta - intervals.half_width as ci95_low,
+    intervals.mean_score_delta + intervals.half_width as ci95_high,
+    coalesce(intervals.runs_verdict_changed, 0) as runs_verdict_changed,
+    coalesce(clause_moves.clauses_paired, 0) as clauses_paired,
+    coalesce(clause_moves.clauses_flipped, 0) as clauses_flipped,
+    coalesce(clauses_graded.base_clauses, 0) - coalesce(clause_moves.clauses_paired, 0)
+        as clauses_only_base,
+    coalesce(clauses_graded.head_clauses, 0) - coalesce(clause_moves.clauses_paired, 0)
+        as clauses_only_head
+from pairs
+left join intervals
+    on pairs.base_grader_id = intervals.base_grader_id
+    and pairs.head_grader_id = intervals.head_grader_id
+left join clause_moves
+    on pairs.base_grader_id = clause_moves.base_grader_id
+    and pairs.head_grader_id = clause_moves.head_grader_id
+left join clauses_graded
+    on pairs.base_grader_id = clauses_graded.base_grader_id
+    and pairs.head_grader_id = clauses_graded.head_grader_id
+order by pairs.base_grader_id, pairs.head_grader_id

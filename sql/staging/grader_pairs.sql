@@ -1,0 +1,44 @@
+-- grader_pairs: every ordered pair of distinct grader ids that graded at least one run in
+-- common. The diff marts (version_diffs, verdict_flips, run_score_deltas,
+-- service_score_deltas, version_summary) hold one block of rows per pair: filter them on
+-- base_grader_id and head_grader_id to compare two versions.
+--   shared_runs = runs graded (not refused) under both ids.
+--   base_first_batch / head_first_batch: the first batch each id appears in (batch ids sort
+--   by time), so `where base_first_batch < head_first_batch` keeps old → new pairs only.
+-- Reads: runs (whose batch_id column the results views add).
+
+with
+
+graded as (
+    select grader_id, run_uri, batch_id
+    from runs
+    where status = 'graded'
+),
+
+first_seen as (
+    select grader_id, min(batch_id) as first_batch
+    from graded
+    group by grader_id
+),
+
+shared as (
+    select
+        base.grader_id as base_grader_id,
+        head.grader_id as head_grader_id,
+        count(*) as shared_runs
+    from graded as base
+    inner join graded as head
+        on base.run_uri = head.run_uri and base.grader_id <> head.grader_id
+    group by base.grader_id, head.grader_id
+)
+
+select
+    shared.base_grader_id,
+    shared.head_grader_id,
+    shared.shared_runs,
+    base_seen.first_batch as base_first_batch,
+    head_seen.first_batch as head_first_batch
+from shared
+inner join first_seen as base_seen on shared.base_grader_id = base_seen.grader_id
+inner join first_seen as head_seen on shared.head_grader_id = head_seen.grader_id
+order by shared.base_grader_id, shared.head_grader_id

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from run_folders import write_run
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_RUNS = REPO / "data" / "runs"
+
+
+@pytest.fixture
+def run_root(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def make_run(run_root: Path):
+    def make(run_id: str = "20261112-031502-abc123", **kwargs) -> Path:
+        return write_run(run_root, run_id, **kwargs)
+
+    return make

@@ -1,0 +1,96 @@
+"""`rungrade report`: one self-contained HTML page whose charts are inline and offline."""
+
+from __future__ import annotations
+
+import base64
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from analyst_runs import BASE_ID, HEAD_ID, grade, grade_two_versions, write_sample_runs
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.exit_codes import USAGE
+
+
+class Page(HTMLParser):
+    """Collects every tag with its attributes, and the visible text."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(path: Path) -> tuple[str, Page]:
+    html = path.read_text(encoding="utf-8")
+    page = Page()
+    page.feed(html)
+    return html, page
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    return grade_two_versions(tmp_path_factory.mktemp("report"))["results"]
+
+
+def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
+    out = tmp_path / "sub" / "report.html"
+    result = CliRunner().invoke(app, ["report", str(results), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    html, page = parse(out)
+
+    # nothing to fetch: no network URL anywhere, no script, no stylesheet link, no CSS url()
+    assert "http://" not in html and "https://" not in html
+    assert not [t for t, _ in page.tags if t in ("script", "link", "iframe", "object", "embed")]
+    assert "url(" not in html and "@import" not in html
+    refs = [a[k] for _, a in page.tags for k in ("src", "href", "srcset") if a.get(k)]
+    assert refs and all(r.startswith("data:") for r in refs)
+
+    images = [a for t, a in page.tags if t == "img"]
+    assert [a["alt"] for a in images] == [
+        "score distribution per grader id", "mean overall score per day and grader id",
+        f"verdict flip matrix {BASE_ID} to {HEAD_ID}"]
+    for img in images:
+        prefix, _, data = img["src"].partition(",")
+        assert prefix == "data:image/png;base64"
+        png = base64.b64decode(data, validate=True)
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+
+    text = " ".join(page.text)
+    assert f"base {BASE_ID} → head {HEAD_ID}" in re.sub(r"\s+", " ", text)
+    assert "satisfied→violated" in text
+
+
+def test_report_flip_matrix_follows_base_and_head(results, tmp_path):
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", str(results), "--html", str(out),
+                                      "--base", HEAD_ID, "--head", BASE_ID])
+    assert result.exit_code == 0, result.output
+    _, page = parse(out)
+    alts = [a["alt"] for t, a in page.tags if t == "img"]
+    assert alts[-1] == f"verdict flip matrix {HEAD_ID} to {BASE_ID}"
+    assert "violated→satisfied" in " ".join(page.text)
+
+    bad = CliRunner().invoke(app, ["report", str(results), "--html", str(out),
+                                   "--base", "nope.grader/v1"])
+    assert bad.exit_code == USAGE and "nope.grader/v1" in bad.output
+
+
+def test_report_of_one_grader_id_says_how_to_compare(tmp_path):
+    runs = write_sample_runs(tmp_path / "runs")
+    grade(runs, tmp_path / "results", "--grader-id", BASE_ID)
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "results"), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    html, page = parse(out)
+    assert len([t for t, _ in page.tags if t == "img"]) == 2  # no flip matrix without a pair
+    assert "second grader id" in html and "https://" not in html

@@ -1,0 +1,347 @@
+"""The results as analysts meet them: the dataset, trends, grader-version diffs, the CLI.
+
+The sample runs are graded under two grader ids, the second with one rule changed
+(`output_published` becomes "published and at least MIN_WORDS words"). Expectations are
+computed here from the stored Parquet with polars and plain Python, never by the SQL under test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from analyst_runs import (
+    BASE_ID,
+    HEAD_ID,
+    MIN_WORDS,
+    grade,
+    grade_two_versions,
+    write_sample_runs,
+    write_strict_grader,
+)
+from conftest import SAMPLE_RUNS
+from typer.testing import CliRunner
+
+from pipeline import analysis
+from pipeline.cli import app
+from pipeline.exit_codes import USAGE
+from pipeline.store import grader_slug
+from pipeline.tables import COLUMNS, TABLES
+
+KEY = ["run_uri", "service", "clause_id"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict[str, Path]:
+    return grade_two_versions(tmp_path_factory.mktemp("analyst"))
+
+
+def stored(results: Path, table: str) -> pl.DataFrame:
+    """A table straight from the Parquet dataset (hive columns grader and batch included)."""
+    return pl.scan_parquet(str(results / table / "**" / "*.parquet"),
+                           hive_partitioning=True).collect()
+
+
+def cli(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+# -- 1. the dataset ----------------------------------------------------------------------------
+
+def test_duckdb_and_polars_read_every_table_directly(graded):
+    results = graded["results"]
+    con = duckdb.connect()
+    for table in TABLES:
+        glob = f"{results}/{table}/**/*.parquet"
+        rel = con.sql(f"select * from read_parquet('{glob}', hive_partitioning = true)")
+        # every stored table carries grader_id, plus the partition columns grader and batch
+        assert {*COLUMNS[table], "grader_id", "grader", "batch"} == set(rel.columns), table
+        by_grader = dict(con.sql(f"""
+            select grader, count(*) from read_parquet('{glob}', hive_partitioning = true)
+            group by grader""").fetchall())
+        lazy = pl.scan_parquet(glob, hive_partitioning=True)
+        polars_counts = dict(lazy.group_by("grader").len().collect().iter_rows())
+        assert by_grader == polars_counts, table
+        # same runs under both ids, so every table holds as many rows under each
+        assert set(by_grader) == {grader_slug(BASE_ID), grader_slug(HEAD_ID)}, table
+        if table not in ("checks", "clause_verdicts"):
+            assert len(set(by_grader.values())) == 1, (table, by_grader)
+    runs = stored(results, "runs")
+    assert runs.filter(pl.col("grader") == grader_slug(BASE_ID)).height == 11
+    assert (results / "catalog.duckdb").is_file()
+
+
+def test_catalog_file_exposes_every_table_and_mart(graded):
+    con = duckdb.connect(str(graded["results"] / "catalog.duckdb"), read_only=True)
+    names = {row[0] for row in con.sql("select view_name from duckdb_views()").fetchall()}
+    marts = {"run_days", "grader_pairs", "trends", "version_diffs", "verdict_flips",
+             "run_score_deltas", "service_score_deltas", "version_summary"}
+    assert set(TABLES) | marts <= names
+    for table in TABLES:
+        cols = {c[0] for c in con.sql(f"describe {table}").fetchall()}
+        assert cols == {*COLUMNS[table], "grader_id", "batch_id"}, table
+
+
+# -- 3. a second grader id lives beside the first ----------------------------------------------
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in root.rglob("*") if p.is_file() and p.name != "catalog.duckdb"
+            and p.parent != root / "reports"}  # reports/{run_id}.json is the latest copy
+
+
+def test_second_grader_id_overwrites_nothing(tmp_path):
+    runs = write_sample_runs(tmp_path / "runs")
+    results = tmp_path / "results"
+    grade(runs, results, "--grader-id", BASE_ID)
+    before = _snapshot(results)
+    grade(runs, results, "--grader", str(write_strict_grader(tmp_path / "g.py", HEAD_ID)))
+    after = _snapshot(results)
+    assert {k: after.get(k) for k in before} == before, "a file of the first grader id changed"
+    added = set(after) - set(before)
+    head = grader_slug(HEAD_ID)
+    assert added and all(f"grader={head}" in k or k.startswith("_commits/") for k in added)
+    for slug in (grader_slug(BASE_ID), head):
+        reports = list((results / "reports" / f"grader={slug}").glob("*.json"))
+        assert len(reports) == 9  # one per graded run, for each grader id
+    con = analysis.open_results(str(results))
+    per_id = dict(con.sql("select grader_id, count(*) from runs group by 1").fetchall())
+    assert per_id == {BASE_ID: 11, HEAD_ID: 11}
+    assert analysis.grader_ids(con) == [BASE_ID, HEAD_ID]
+
+
+# -- 2 and 4. the diff of two grader versions ----------------------------------------------------
+
+def _verdicts(results: Path, grader_id: str) -> pl.DataFrame:
+    return stored(results, "clause_verdicts").filter(pl.col("grader_id") == grader_id)
+
+
+def _independent_flips(results: Path) -> pl.DataFrame:
+    base = _verdicts(results, BASE_ID).select(*KEY, pl.col("verdict").alias("base_verdict"))
+    head = _verdicts(results, HEAD_ID).select(*KEY, pl.col("verdict").alias("head_verdict"))
+    paired = base.join(head, on=KEY, how="inner")
+    assert paired.height == base.height == head.height  # clause ids are stable across graders
+    return paired.filter(pl.col("base_verdict") != pl.col("head_verdict"))
+
+
+def _word_counts(results: Path) -> dict[tuple[str, str], int]:
+    """Words of each published output, by (run_uri, output name), counted in plain Python."""
+    bindings = stored(results, "bindings").filter(pl.col("grader_id") == BASE_ID)
+    names = bindings.select("run_uri", "name")
+    assert names.height == names.unique().height  # the sample runs never repeat an output name
+    return {(r["run_uri"], r["name"]): len((r["text"] or "").split())
+            for r in bindings.iter_rows(named=True)}
+
+
+def test_diff_reports_exactly_the_flips_the_changed_rule_implies(graded):
+    results = graded["results"]
+    flips = _independent_flips(results)
+    diff = analysis.version_diff(analysis.open_results(str(results)), BASE_ID, HEAD_ID)
+
+    # the diff agrees with the clause verdicts of both versions, row for row
+    reported = diff.flipped.select(*KEY, "base_verdict", "head_verdict")
+    assert reported.sort(KEY).equals(flips.sort(KEY))
+    expected_counts = flips.group_by("base_verdict", "head_verdict").len()
+    reported_counts = diff.flips.filter(pl.col("flipped")).select(
+        pl.col("from_verdict").alias("base_verdict"), pl.col("to_verdict").alias("head_verdict"),
+        pl.col("clauses").cast(pl.UInt32).alias("len"))
+    assert reported_counts.sort("base_verdict", "head_verdict").equals(
+        expected_counts.sort("base_verdict", "head_verdict"))
+    assert diff.summary["clauses_flipped"] == flips.height
+    assert diff.summary["clauses_paired"] == _verdicts(results, BASE_ID).height
+
+    # one rule changed: every other check gave the same outcome under both versions
+    checks = stored(results, "checks").select("grader_id", *KEY, "check", "outcome")
+    base_checks = checks.filter(pl.col("grader_id") == BASE_ID).drop("grader_id")
+    head_checks = checks.filter(pl.col("grader_id") == HEAD_ID).drop("grader_id")
+    assert base_checks.filter(pl.col("check") != "output_published").sort([*KEY, "check"]).equals(
+        head_checks.filter(pl.col("check") != "output_substantial").sort([*KEY, "check"]))
+
+    # the rule now fails exactly the published outputs shorter than MIN_WORDS words
+    words = _word_counts(results)
+    clauses = stored(results, "clauses").filter(pl.col("grader_id") == BASE_ID)
+    published = base_checks.filter(pl.col("check") == "output_published").join(
+        clauses.select(*KEY, "output_name"), on=KEY)
+    short = {
+        (r["run_uri"], r["service"], r["clause_id"])
+        for r in published.iter_rows(named=True)
+        if r["outcome"] == "passed" and words[(r["run_uri"], r["output_name"])] < MIN_WORDS
+    }
+    moved = {tuple(r) for r in base_checks.filter(pl.col("check") == "output_published")
+             .join(head_checks.filter(pl.col("check") == "output_substantial"), on=KEY)
+             .filter(pl.col("outcome") != pl.col("outcome_right")).select(KEY).iter_rows()}
+    assert moved == short and len(short) >= 10
+
+    # so: nothing outside those clauses flipped, and each of them that was satisfied no longer is
+    flipped = {tuple(r) for r in flips.select(KEY).iter_rows()}
+    satisfied_before = {tuple(r) for r in _verdicts(results, BASE_ID)
+                        .filter(pl.col("verdict") == "satisfied").select(KEY).iter_rows()}
+    assert short & satisfied_before <= flipped <= short
+    assert set(flips["base_verdict"]) == {"satisfied"}
+    assert set(flips["head_verdict"]) <= {"violated", "partially_satisfied"}
+
+    # the run whose outputs are all long enough did not move at all
+    steady = diff.runs.filter(pl.col("run_id") == "20261102-093000-Bb_2")
+    assert steady["score_delta"].to_list() == [0.0]
+    assert not steady["verdict_changed"].item()
+
+
+def test_sample_runs_diff_holds_only_flips_of_the_changed_rule(tmp_path):
+    """The same comparison on the project's own sample runs (data/runs)."""
+    results = tmp_path / "results"
+    grade(SAMPLE_RUNS, results, "--grader-id", BASE_ID)
+    grade(SAMPLE_RUNS, results, "--grader", str(write_strict_grader(tmp_path / "g.py", HEAD_ID)))
+    flips = _independent_flips(results)
+    diff = analysis.version_diff(analysis.open_results(str(results)))
+    assert (diff.base, diff.head) == (BASE_ID, HEAD_ID)
+    assert diff.flipped.select(*KEY, "base_verdict", "head_verdict").sort(KEY).equals(
+        flips.sort(KEY))
+
+    checks = stored(results, "checks").select("grader_id", *KEY, "check", "outcome")
+    base = checks.filter(pl.col("grader_id") == BASE_ID).drop("grader_id")
+    head = checks.filter(pl.col("grader_id") == HEAD_ID).drop("grader_id")
+    moved = {tuple(r) for r in base.filter(pl.col("check") == "output_published")
+             .join(head.filter(pl.col("check") == "output_substantial"), on=KEY)
+             .filter(pl.col("outcome") != pl.col("outcome_right")).select(KEY).iter_rows()}
+    flipped = {tuple(r) for r in flips.select(KEY).iter_rows()}
+    assert flipped and flipped <= moved
+
+
+def _t975(df: int) -> float:
+    # two-sided 95% Student t quantiles, from the printed table every statistics text carries
+    return {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365,
+            8: 2.306, 9: 2.262, 10: 2.228}[df]
+
+
+def test_paired_mean_delta_and_its_confidence_interval(graded):
+    results = graded["results"]
+    scores = stored(results, "run_scores")
+    base = scores.filter(pl.col("grader_id") == BASE_ID).select("run_uri", "overall_score")
+    head = scores.filter(pl.col("grader_id") == HEAD_ID).select("run_uri", "overall_score")
+    deltas = [h - b for b, h in base.join(head, on="run_uri")
+              .select("overall_score", "overall_score_right").iter_rows()
+              if b is not None and h is not None]
+    n = len(deltas)
+    mean, sd = statistics.mean(deltas), statistics.stdev(deltas)
+    half = _t975(n - 1) * sd / n ** 0.5
+
+    summary = analysis.version_diff(analysis.open_results(str(results))).summary
+    assert summary["runs_paired"] == n == 9
+    assert summary["mean_score_delta"] == pytest.approx(mean)
+    assert summary["sd_score_delta"] == pytest.approx(sd)
+    assert summary["ci95_low"] == pytest.approx(mean - half)
+    assert summary["ci95_high"] == pytest.approx(mean + half)
+    assert summary["ci95_high"] < 0  # the stricter rule lowers scores beyond doubt
+
+    # per-service deltas add up: each service score moved by what its clauses say
+    services = analysis.version_diff(analysis.open_results(str(results))).services
+    moved = services.filter(pl.col("score_delta").fill_null(0) != 0)
+    assert set(moved["service"]) == {"classifier", "responder", "researcher", "writer",
+                                     "ticket-triage"}
+
+
+def test_identical_checks_under_two_ids_show_no_change(tmp_path):
+    runs = write_sample_runs(tmp_path / "runs")
+    results = tmp_path / "results"
+    grade(runs, results, "--grader-id", BASE_ID)
+    grade(runs, results, "--grader-id", "analyst.contract-copy.grader/v1")
+    diff = analysis.version_diff(analysis.open_results(str(results)))
+    s = diff.summary
+    assert (s["clauses_flipped"], s["runs_verdict_changed"], s["mean_score_delta"]) == (0, 0, 0)
+    assert (s["ci95_low"], s["ci95_high"]) == (0, 0)
+    assert diff.flipped.is_empty() and s["clauses_paired"] > 40
+    # the CLI says so in words
+    result = cli("diff", str(results))
+    assert result.exit_code == 0 and "no clause changed its verdict" in result.output
+
+
+def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
+    results = str(graded["results"])
+    result = cli("diff", results, "--base", BASE_ID, "--head", HEAD_ID, "--out",
+                 str(tmp_path / "diff.parquet"))
+    assert result.exit_code == 0, result.output
+    flips = _independent_flips(graded["results"])
+    assert f"{flips.height} of" in result.output and "satisfied" in result.output
+    assert "95% CI" in result.output
+    written = pl.read_parquet(tmp_path / "diff.parquet")
+    assert written.filter(pl.col("flipped")).select(KEY).sort(KEY).equals(
+        flips.select(KEY).sort(KEY))
+    # default pair = the two latest grader ids; CSV works the same way
+    result = cli("diff", results, "--out", str(tmp_path / "diff.csv"))
+    assert result.exit_code == 0 and f"{BASE_ID} → {HEAD_ID}" in result.output
+    assert pl.read_csv(tmp_path / "diff.csv").height == written.height
+    # the reverse direction flips every flip back
+    back = analysis.version_diff(analysis.open_results(results), HEAD_ID, BASE_ID)
+    assert set(back.flipped["base_verdict"]) == set(flips["head_verdict"])
+
+
+def test_diff_cli_refuses_what_it_cannot_answer(graded, tmp_path):
+    results = str(graded["results"])
+    unknown = cli("diff", results, "--base", "nope.grader/v1", "--head", HEAD_ID)
+    assert unknown.exit_code == USAGE and BASE_ID in unknown.output
+    same = cli("diff", results, "--base", HEAD_ID, "--head", HEAD_ID)
+    assert same.exit_code == USAGE
+    bad_out = cli("diff", results, "--out", str(tmp_path / "x.xlsx"))
+    assert bad_out.exit_code == USAGE and ".parquet" in bad_out.output
+    empty = cli("diff", str(tmp_path / "nothing"))
+    assert empty.exit_code == USAGE and "rungrade grade" in empty.output
+
+    runs = write_sample_runs(tmp_path / "runs")
+    grade(runs, tmp_path / "one", "--grader-id", BASE_ID)
+    single = cli("diff", str(tmp_path / "one"))
+    assert single.exit_code == USAGE and "two grader ids" in single.output
+
+
+# -- 2 and 4. trends -----------------------------------------------------------------------------
+
+def _independent_trends(results: Path) -> pl.DataFrame:
+    runs = stored(results, "runs").select("grader_id", "run_uri", "run_id", "program", "status")
+    scores = stored(results, "run_scores").select("grader_id", "run_uri", "overall_score",
+                                                  "overall_verdict")
+    day = pl.col("run_id").str.slice(0, 8).str.strptime(pl.Date, "%Y%m%d")
+    return (
+        runs.join(scores, on=["grader_id", "run_uri"], how="left")
+        .group_by("grader_id", "program", day.alias("day"))
+        .agg(pl.len().alias("runs"), (pl.col("status") == "refused").sum().alias("refused"),
+             pl.col("overall_score").mean().alias("mean_overall_score"),
+             pl.col("overall_score").median().alias("median_overall_score"),
+             (pl.col("overall_verdict") == "violated").sum().alias("violated"))
+    )
+
+
+def test_trends_count_every_run_by_grader_program_and_day(graded):
+    results = graded["results"]
+    got = analysis.trends(analysis.open_results(str(results)))
+    cols = ["grader_id", "program", "day", "runs", "refused", "mean_overall_score",
+            "median_overall_score", "violated"]
+    expected = _independent_trends(results).select(cols).sort("grader_id", "program", "day")
+    mine = got.select(cols).with_columns(pl.col("runs", "refused", "violated").cast(pl.UInt32))
+    assert mine.sort("grader_id", "program", "day").equals(expected.with_columns(
+        pl.col("runs", "refused", "violated").cast(pl.UInt32)))
+    assert got["runs"].sum() == 22  # 11 runs found, under each of two grader ids
+    assert (got["graded"] + got["refused"] == got["runs"]).all()
+    assert (got["satisfied"] + got["partial"] + got["violated"] + got["not_evaluable"]
+            == got["graded"]).all()
+
+
+def test_trend_cli_filters_and_writes(graded, tmp_path):
+    results = str(graded["results"])
+    result = cli("trend", results, "--program", "brief-writer", "--since", "2026-11-04",
+                 "--out", str(tmp_path / "t.csv"))
+    assert result.exit_code == 0, result.output
+    assert BASE_ID in result.output and HEAD_ID in result.output
+    written = pl.read_csv(tmp_path / "t.csv", try_parse_dates=True)
+    assert set(written["program"]) == {"brief-writer"} and written.height == 2
+    assert (written["day"].cast(pl.String) >= "2026-11-04").all()
+    everything = analysis.trends(analysis.open_results(results))
+    assert cli("trend", results, "--out", str(tmp_path / "t.parquet")).exit_code == 0
+    assert pl.read_parquet(tmp_path / "t.parquet").equals(everything)
+
+    assert cli("trend", results, "--since", "04/11/2026").exit_code == USAGE
+    assert cli("trend", results, "--grader-id", "nope.grader/v9").exit_code == USAGE
+    nothing = cli("trend", results, "--program", "no-such-program")
+    assert nothing.exit_code == 0 and "no runs match" in nothing.output

@@ -1,0 +1,198 @@
+"""Grade the sample runs through the CLI and check the results as an analyst would read them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import duckdb
+import polars as pl
+import pytest
+from conftest import SAMPLE_RUNS
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.grade import default_ledger_graders
+from pipeline.sources.contract import parse_contract
+from pipeline.store import grader_slug
+from pipeline.tables import TABLES, validate
+
+RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
+LEDGER_REPORT_FIELDS = ["run_id", "grader_id", "definition_id", "verdict", "checks"]
+REPORT_FIELDS = ["run_id", "program", "overall_score", "overall_verdict", "services",
+                 "conditional_ensures", "unevaluable_clauses", "recommendations"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", str(out), "--json",
+                                      "--validate", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    return out, json.loads(result.output)
+
+
+def load(out, table: str) -> pl.DataFrame:
+    return pl.read_parquet(out / table / "**" / "*.parquet", hive_partitioning=True)
+
+
+def run_dirs_on_disk() -> list[str]:
+    found = []
+    for dirpath, dirnames, _ in os.walk(SAMPLE_RUNS):
+        for d in list(dirnames):
+            if RUN_DIR.match(d):
+                found.append(os.path.join(dirpath, d))
+                dirnames.remove(d)  # a run's own subfolders are not runs
+    return found
+
+
+def test_found_equals_graded_plus_refused(results):
+    out, summary = results
+    assert summary["found"] == len(run_dirs_on_disk())
+    assert summary["found"] == summary["graded"] + summary["refused"]
+    runs = load(out, "runs")
+    assert runs.height == summary["found"]
+    assert load(out, "refusals").height == summary["refused"]
+    assert summary["graded"] > 0 and summary["refused"] > 0
+
+
+def test_tables_are_readable_without_our_code(results):
+    out, _ = results
+    con = duckdb.connect()
+    for table in TABLES:
+        n = con.sql(f"select count(*) from read_parquet('{out}/{table}/**/*.parquet', "
+                    "hive_partitioning = true)").fetchall()[0][0]
+        scanned = pl.scan_parquet(out / table / "**" / "*.parquet").select(pl.len())
+        assert n == scanned.collect().item()
+    cols = con.sql(f"select * from read_parquet('{out}/run_scores/**/*.parquet', "
+                   "hive_partitioning = true) limit 0").columns
+    assert {"grader_id", "grader", "batch", "overall_score", "overall_verdict"} <= set(cols)
+
+
+def test_tables_match_their_schemas(results):
+    out, _ = results
+    validate({t: load(out, t).drop("grader", "batch") for t in TABLES})
+
+
+def expected_grader_ids(out, summary) -> pl.DataFrame:
+    """run_uri -> grader id: a graded ledger's rows carry its ledger grader's id (the one its
+    target service names), every other run's the summary's."""
+    ledger = load(out, "services").filter(pl.col("kind") == "target").select(
+        "run_uri", pl.col("contract_source").alias("expected"))
+    return load(out, "runs").select("run_uri").join(ledger, on="run_uri", how="left").select(
+        "run_uri", pl.col("expected").fill_null(summary["grader_id"]))
+
+
+def test_every_row_is_stamped_with_the_grader_id(results):
+    out, summary = results
+    expected = expected_grader_ids(out, summary)
+    assert set(expected["expected"]) > {summary["grader_id"]}  # the samples hold ledgers
+    for table in TABLES:
+        rows = load(out, table).join(expected, on="run_uri", how="left")
+        assert rows["expected"].null_count() == 0, table
+        assert (rows["grader_id"] == rows["expected"]).all(), table
+        # each grader id is committed in its own batch: the partition names it
+        slugs = {g: grader_slug(g) for g in rows["grader_id"].unique()}
+        assert (rows["grader"] == rows["grader_id"].replace_strict(slugs)).all(), table
+
+
+def test_every_ensures_clause_is_graded_exactly_once(results):
+    out, _ = results
+    verdicts = load(out, "clause_verdicts")
+    assert verdicts.select("run_uri", "clause_id").is_duplicated().sum() == 0
+    graded = load(out, "runs").filter(pl.col("status") == "graded")
+    services = load(out, "services")
+    counted = verdicts.group_by("run_uri", "service").len()
+    checks_of = {g.grader_id: len(g.checks) for g in default_ledger_graders()}
+    for run in graded.iter_rows(named=True):
+        for svc in services.filter(pl.col("run_uri") == run["run_uri"]).iter_rows(named=True):
+            source = svc["contract_source"]
+            if source is None:
+                expected = 0
+            elif run["source"] == "ledger":  # each check of its ledger grader is a clause
+                expected = checks_of[source]
+            else:
+                path, _, inline = source.partition("#")
+                with open(os.path.join(run["run_uri"], path), encoding="utf-8") as handle:
+                    text = handle.read()
+                contract = parse_contract(text)
+                comp = contract.component(inline) if inline else contract.main
+                expected = sum(1 for i in comp.items("ensures") if i.parent_position is None)
+            got = counted.filter((pl.col("run_uri") == run["run_uri"])
+                                 & (pl.col("service") == svc["service"]))["len"].sum()
+            assert got == expected, (run["run_id"], svc["service"])
+
+
+def test_scores_recomputed_independently_match(results):
+    out, _ = results
+    v = load(out, "clause_verdicts")
+    weights = {"satisfied": 1.0, "partially_satisfied": 0.5, "violated": 0.0}
+    expected_services = {}
+    for (run_uri, service), group in v.group_by("run_uri", "service"):
+        verdicts = group["verdict"].to_list()
+        evaluable = [x for x in verdicts if x != "not_evaluable"]
+        score = sum(weights[x] for x in evaluable) / len(evaluable) * 100 if evaluable else None
+        expected_services[(run_uri, service)] = (score, len(verdicts))
+    stored = load(out, "service_scores")
+    assert stored.height == len(expected_services)
+    for row in stored.iter_rows(named=True):
+        score, n = expected_services[(row["run_uri"], row["service"])]
+        assert row["clauses"] == n
+        assert row["service_score"] == pytest.approx(score) if score is not None \
+            else row["service_score"] is None
+    runs = {}
+    for (run_uri, _), (score, n) in expected_services.items():
+        if score is not None:
+            runs.setdefault(run_uri, []).append((score, n))
+    for row in load(out, "run_scores").iter_rows(named=True):
+        parts = runs.get(row["run_uri"])
+        if not parts:
+            assert row["overall_score"] is None and row["overall_verdict"] == "not_evaluable"
+            continue
+        expected = sum(s * n for s, n in parts) / sum(n for _, n in parts)
+        assert row["overall_score"] == pytest.approx(expected)
+
+
+def test_reports_have_exactly_the_report_fields(results):
+    out, summary = results
+    archived = sorted((out / "reports").glob("grader=*/*.json"))
+    reports = sorted((out / "reports").glob("*.json"))
+    assert len(reports) == len(archived) == summary["graded"]
+    assert sorted(p.read_bytes() for p in reports) == sorted(p.read_bytes() for p in archived)
+    scores = {r["run_id"]: r for r in load(out, "run_scores").iter_rows(named=True)}
+    ledgers = set(load(out, "runs").filter(pl.col("source") == "ledger")["run_id"])
+    for path in reports:
+        report = json.loads(path.read_text())
+        if report["run_id"] in ledgers:  # a ledger's GradeReport
+            assert list(report) == LEDGER_REPORT_FIELDS
+            assert report["checks"] and report["verdict"] == scores[report["run_id"]][
+                "outcome_verdict"]
+            assert (out / "reports" / f"grader={grader_slug(report['grader_id'])}"
+                    / path.name).exists()
+            continue
+        assert (out / "reports" / f"grader={grader_slug(summary['grader_id'])}"
+                / path.name).exists()
+        assert list(report) == REPORT_FIELDS
+        assert report["overall_score"] == scores[report["run_id"]]["overall_score"]
+        for svc in report["services"]:
+            assert list(svc) == ["name", "ensures_clauses", "service_score"]
+            for clause in svc["ensures_clauses"]:
+                assert list(clause) == ["text", "verdict", "evidence", "confidence"]
+                assert len(clause["evidence"] or "") <= 2000
+        for cond in report["conditional_ensures"]:
+            assert cond["condition_triggered"] in (True, False, None)
+
+
+def test_summary_is_printed_for_people(tmp_path):
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0
+    for words in ("runs found", "graded", "refused", "mean overall score", "verdicts"):
+        assert words in result.output
+
+
+def test_missing_runs_root_says_what_to_do(tmp_path):
+    result = CliRunner().invoke(app, ["grade", str(tmp_path / "nope"), "--out",
+                                      str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output

@@ -1,0 +1,106 @@
+"""Every refusal reason, each on a real run folder; a refusal is never a verdict."""
+
+import os
+
+import polars as pl
+import pytest
+
+from pipeline.checks import default_grader
+from pipeline.grade import grade_tables, read_runs, source_tables
+from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.tables import REFUSAL_REASONS
+
+
+def grade_folder(root):
+    bucket = Bucket(str(root))
+    refs = group_runs(bucket, bucket.walk())
+    rows = read_runs(str(root), refs)
+    tables, _ = grade_tables(source_tables(rows), default_grader())
+    return refs, tables
+
+
+def refusal_of(root):
+    refs, tables = grade_folder(root)
+    assert len(refs) == 1
+    assert tables["runs"].height == 1
+    assert tables["run_scores"].is_empty(), "a refused run must not get a verdict"
+    assert tables["clause_verdicts"].is_empty()
+    (row,) = tables["refusals"].to_dicts()
+    assert row["reason"] in REFUSAL_REASONS
+    assert tables["runs"]["status"].to_list() == ["refused"]
+    return row
+
+
+@pytest.mark.parametrize(
+    ("reason", "kwargs"),
+    [
+        ("missing-program", {"drop": ("program.md",)}),
+        ("missing-manifest", {"drop": ("manifest.md", "services")}),
+        ("no-outputs", {"drop": ("bindings/researcher", "bindings/writer")}),
+        ("incomplete-run", {"drop": ("state.md",)}),
+        ("incomplete-run", {"files": {"state.md": "# run:x brief\n1→ researcher ✓\n"}}),
+        ("no-ensures", {"files": {
+            "program.md": "---\nname: brief\nkind: program\n---\n# Brief\n",
+            "services/researcher.md": "### Requires\n- `question`: q\n",
+            "services/writer.md": "### Requires\n- `findings`: f\n"}}),
+        # era B is read like era A: with no manifest.run.md it lacks its services list
+        ("missing-manifest", {"drop": ("program.md",), "files": {"root.prose.md": "# x\n",
+                                                                  "vm.log.md": "x\n"}}),
+    ],
+)
+def test_each_refusal_reason(make_run, run_root, reason, kwargs):
+    make_run(**kwargs)
+    row = refusal_of(run_root)
+    assert row["reason"] == reason
+    assert row["detail"]
+
+
+def test_symlink_out_of_root_is_refused_and_not_followed(make_run, run_root, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("TOP SECRET CONTENT\n")
+    run = make_run()
+    os.remove(run / "bindings/writer/report.md")
+    os.symlink(secret, run / "bindings/writer/report.md")
+    row = refusal_of(run_root)
+    assert row["reason"] == "unsafe-path"
+    _, tables = grade_folder(run_root)
+    assert "TOP SECRET" not in str(tables["bindings"].to_dicts())
+
+
+def test_unreadable_file_is_refused(make_run, run_root):
+    # A file listed but gone (or unreadable) when read: the run is refused, the batch goes on.
+    run = make_run()
+    bucket = Bucket(str(run_root))
+    refs = group_runs(bucket, bucket.walk())
+    os.remove(run / "manifest.md")
+    rows = read_runs(str(run_root), refs)
+    assert [r["reason"] for r in rows.refusals] == ["unreadable-file"]
+    assert "manifest.md" in rows.refusals[0]["detail"]
+
+
+def test_internal_error_keeps_the_run(make_run, run_root, monkeypatch):
+    # A parser bug must refuse the run with a traceback, never drop it.
+    import pipeline.sources.prose as prose
+
+    make_run()
+
+    def broken(text):
+        raise RuntimeError("parser exploded")
+
+    monkeypatch.setattr(prose, "parse_state_log", broken)
+    row = refusal_of(run_root)
+    assert row["reason"] == "internal-error" and "parser exploded" in row["detail"]
+
+
+def test_found_equals_graded_plus_refused(make_run, run_root):
+    make_run("20261112-031502-ok1")
+    make_run("20261112-031503-nomanifest", drop=("manifest.md",))
+    make_run("20261112-031504-noprog", drop=("program.md",))
+    (run_root / "not-a-run").mkdir()
+    refs, tables = grade_folder(run_root)
+    runs = tables["runs"]
+    assert len(refs) == runs.height == 3
+    graded = runs.filter(pl.col("status") == "graded").height
+    assert graded + tables["refusals"].height == len(refs)
+    assert graded == 1
+

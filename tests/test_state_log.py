@@ -1,0 +1,44 @@
+from pipeline.sources.state_log import parse_error_file, parse_state_log
+
+LOG = """# run:20260317-143052-a7b3c9 deep-research
+program: research/deep-research
+1→ [input] question ✓
+2→ researcher ✓
+3→ ∥start critic,fact-checker
+3a→ critic ok
+3b→ fact-checker ✗ no-results (after 3 searches)
+3→ ∥done
+4-> [vm-action] checkpoint ✓
+5-> writer ⊘ (deferred)
+6→ editor
+---error 2026-03-17T14:35:00Z editor timed out
+---resume
+---end 2026-03-17T14:35:22Z
+"""
+
+
+def test_statuses_marks_and_tags():
+    log = parse_state_log(LOG)
+    assert log.run_id == "20260317-143052-a7b3c9" and log.program == "deep-research"
+    status = {name: (s.status, s.error_name) for name, s in log.service_status().items()}
+    assert status == {
+        "researcher": ("completed", None), "critic": ("completed", None),
+        "fact-checker": ("errored", "no-results"), "writer": ("terminated", None),
+        "editor": ("started", None),
+    }
+    assert log.service_status()["fact-checker"].note == "(after 3 searches)"
+    assert log.completed and log.ended_at == "2026-03-17T14:35:22Z"
+    assert log.errors == ["2026-03-17T14:35:00Z editor timed out"] and log.resumed == 1
+
+
+def test_complete_only_when_last_line_is_end():
+    assert not parse_state_log(LOG.replace("---end 2026-03-17T14:35:22Z\n", "")).completed
+    assert not parse_state_log(LOG + "7→ late ✓\n").completed
+    assert parse_state_log(LOG + "\n\n   \n").completed
+
+
+def test_error_file():
+    err = parse_error_file("# Error: no-results\n\nNo relevant sources found for the topic.\n")
+    assert err.name == "no-results"
+    assert err.detail == "No relevant sources found for the topic."
+    assert parse_error_file("just text").name is None
