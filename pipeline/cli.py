@@ -44,6 +44,10 @@ def grade(
     grader_path: Annotated[Path | None, typer.Option(
         "--grader", help="Python file defining `grader` (a rungrade Grader) to use instead "
                          "of the built-in contract grader.")] = None,
+    ledger_grader_paths: Annotated[list[Path] | None, typer.Option(
+        "--ledger-grader", help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
+                                "for moltzap ledgers; each replaces the built-in grader of its "
+                                "scenario. Repeatable.")] = None,
     batch_size: Annotated[int, typer.Option(help="Runs per committed batch.")] = 2000,
     workers: Annotated[int | None, typer.Option(
         help="Processes reading runs (default: one per core).")] = None,
@@ -91,7 +95,9 @@ def grade(
 ) -> None:
     """Grade every run under RUNS and write results to --out.
 
-    Every run found is either graded or refused with a reason; the summary adds them up.
+    Every run found (OpenProse run folders of either era, and moltzap ledger folders) is
+    either graded or refused with a reason; the summary adds them up. Ledgers are graded by
+    the ledger grader of their scenario (built in, or from --ledger-grader).
     With --judge-cmd or --judge-url, judgment clauses the checks leave undecided are asked of
     a judge (answers cached under RESULTS/judgments/) and the grader id becomes
     '<name>.judged-by-<judge>.grader/vN'.
@@ -99,14 +105,16 @@ def grade(
     1 unexpected failure.
     """
     from .checks import GraderError, default_grader
-    from .grade import grade_runs
+    from .grade import default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
-    from .user_grader import load_grader
+    from .user_grader import load_grader, load_ledger_graders
 
     try:
         grader = load_grader(grader_path) if grader_path else default_grader()
         if grader_id:
             grader = grader.with_id(grader_id)
+        ledger_graders = default_ledger_graders(tuple(
+            g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
         judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,
                            name=judge_name, api_key_env=judge_api_key_env,
                            max_calls=judge_max_calls, timeout=judge_timeout,
@@ -126,10 +134,12 @@ def grade(
 
                 summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
                                      workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, judge=judge, progress=on_progress)
+                                     validate=validate, ledger_graders=ledger_graders,
+                                     judge=judge, progress=on_progress)
         else:
             summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate, judge=judge)
+                                 endpoint_url=endpoint_url, validate=validate,
+                                 ledger_graders=ledger_graders, judge=judge)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
@@ -166,6 +176,9 @@ def print_summary(summary) -> None:
     score = data["mean_overall_score"]
     table.add_row("mean overall score", "—" if score is None else f"{score:.1f}")
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
+    if data["ledger_verdicts"]:
+        table.add_row("ledger verdicts",
+                      ", ".join(f"{k} {v}" for k, v in data["ledger_verdicts"].items()))
     if "judge" in data:
         j = data["judge"]
         table.add_row(f"judge {j['judge_id']}",
