@@ -142,6 +142,20 @@ def test_with_judge_tables_pass_their_schemas(two_runs, tmp_path):
     assert table(results, "checks")["judgeable"].sum() == 6
 
 
+def test_ledgers_beside_runs_keep_their_grader_and_are_not_sent(two_runs, tmp_path):
+    from pipeline.sources.ledger_builder import evaluation
+
+    evaluation("run-recall", "evals.two-turn-recall/v1", ["ok", "BANANA7"]).write(
+        two_runs / "ledgers" / "run-recall")
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    summary = grade(two_runs, results, command_judge(results, log))
+    assert summary.found == 3 and summary.judging["asked"] == 4 and len(sent(log)[1]) == 4
+    checks = connect(str(results)).sql("select * from checks").pl()
+    ledger = checks.filter(pl.col("grader_id") != JUDGED)
+    assert ledger.height > 0 and "judged-by" not in ledger["grader_id"][0]
+    assert ledger["judge_id"].null_count() == ledger.height
+
+
 # -- the cache ----------------------------------------------------------------------------
 
 def test_second_run_sends_zero_requests_and_gives_the_same_verdicts(two_runs, tmp_path):
