@@ -137,8 +137,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     manifest = _manifest(text_of("manifest.md"))
     log = parse_state_log(text_of("state.md")) if "state.md" in files else None
     program = _contract(program_text, manifest.program or "", "program")
-    program_name = str(program.front_matter.get("name") or manifest.program or (
-        log.program if log else None) or "program")
+    program_name = program.main.name or (log.program if log else None) or "program"
     run["program"] = program_name
     run["completed"] = bool(log and log.completed)
     run["ended_at"] = log.ended_at if log else None
@@ -203,17 +202,20 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
+        # The program is a component of the run; its name must not merge it with a service.
+        taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
+        component = program_name if program_name not in taken else f"{program_name} (program)"
         first_error = errored_names[0] if errored_names else (None, None, None)
         log_error = log.errors[0] if log.errors else None
         rows.services.insert(0, {
-            "run_id": ref.run_id, "run_uri": ref.uri, "service": program_name,
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": component,
             "kind": "program", "contract_source": "program.md",
             "declared_errors": comp_error_names(program.main),
             "errored": bool(errored_names or log.errors), "error_name": first_error[1],
             "error_detail": first_error[2] or log_error, "log_status": "completed",
             "position": 0,
         })
-        for row in _clause_rows(ref, program_name, program.main, "program_ensures", None):
+        for row in _clause_rows(ref, component, program.main, "program_ensures", None):
             if row["output_name"]:
                 key = normalise_name(row["output_name"])
                 returned_by = manifest.returns.get(row["output_name"])
