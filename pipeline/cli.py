@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -56,11 +58,17 @@ def grade(
     """Grade every run under RUNS and write results to --out.
 
     Every run found is either graded or refused with a reason; the summary adds them up.
+    SIGTERM stops at the next batch boundary: the batch in hand is abandoned, committed ones
+    stay, and rerunning the same command finishes the job.
     Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
+    4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM;
     1 unexpected failure.
     """
+    import duckdb
+
     from .checks import GraderError, default_grader
     from .grade import grade_runs
+    from .sources.outage import is_outage
     from .user_grader import load_grader
 
     try:
@@ -71,6 +79,7 @@ def grade(
         raise fail(str(exc), exit_codes.USAGE) from exc
 
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
+    stop = _StopRequest()
     try:
         if progress:
             with progress as bar:
@@ -81,17 +90,46 @@ def grade(
 
                 summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
                                      workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, progress=on_progress)
+                                     validate=validate, progress=on_progress,
+                                     should_stop=stop.is_set)
         else:
             summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate)
+                                 endpoint_url=endpoint_url, validate=validate,
+                                 should_stop=stop.is_set)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
+    except Exception as exc:
+        if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
+            raise
+        raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
+                   "intact and nothing half-published is visible; fix the cause (space, "
+                   "permissions, endpoint) and rerun the same command.",
+                   exit_codes.STORAGE) from exc
+    finally:
+        stop.restore()
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
         print_summary(summary)
+    if summary.stopped:
+        raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
+                   "batch in progress was abandoned. Rerun the same command to finish.",
+                   exit_codes.STOPPED)
+
+
+class _StopRequest(threading.Event):
+    """Set by SIGTERM; `restore()` puts the previous handler back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, lambda *_: self.set())
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _progress_bar():

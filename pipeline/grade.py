@@ -7,6 +7,7 @@ drives it over a runs root in committed batches.
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -57,6 +58,7 @@ class Summary:
     scored: int = 0
     batches: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
+    stopped: bool = False  # a stop was requested; runs of later batches were not graded
 
     @property
     def mean_score(self) -> float | None:
@@ -80,8 +82,14 @@ class Summary:
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
-            "batches": self.batches,
+            "batches": self.batches, "stopped": self.stopped,
         }
+
+
+def _ignore_stop_signals() -> None:
+    # Workers finish their shard; only the parent decides what a stop abandons.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _read_shard(args: tuple[str, str | None, list[RunRef], int]) -> RunRows:
@@ -106,7 +114,7 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_stop_signals) as pool:
         jobs = [(runs_uri, endpoint_url, part, binding_cap) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
             rows.extend(result)
@@ -123,8 +131,13 @@ def chunks(items: list, size: int) -> Iterable[list]:
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
-               progress: Callable[[str, int, int], None] | None = None) -> Summary:
-    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk."""
+               progress: Callable[[str, int, int], None] | None = None,
+               should_stop: Callable[[], bool] = lambda: False) -> Summary:
+    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk.
+
+    `should_stop` is asked before a batch is read and before it is published: when it says
+    yes, the batch in hand is abandoned (never half-published) and `summary.stopped` is set.
+    """
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
@@ -136,6 +149,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     workers = workers or os.cpu_count() or 1
     done = 0
     for chunk in chunks(refs, batch_size):
+        if should_stop():
+            summary.stopped = True
+            break
+
         def tick(n: int) -> None:
             nonlocal done
             done += n
@@ -149,6 +166,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             from .tables import validate as validate_tables
             validate_tables(tables)
         reports = build_reports(tables, clause_rows)
+        if should_stop():
+            summary.stopped = True
+            break
         batch_id = new_batch_id()
         counts = {"runs": tables["runs"].height, "refused": tables["refusals"].height}
         store.write_batch(batch_id, grader.grader_id, tables, reports, counts)

@@ -80,7 +80,7 @@ def document(headers: list[str], lines: list[str]) -> st.SearchStrategy[str]:
 
 def deeply_nested() -> st.SearchStrategy[str]:
     """Front matter or lists nested thousands deep (recursion limits, not content)."""
-    return st.integers(1, 3000).flatmap(lambda n: st.sampled_from([
+    return st.integers(1, 1200).flatmap(lambda n: st.sampled_from([
         "---\n" + "[" * n + "\n---\n", "---\nname: " + "{a: " * n + "\n---\n",
         "### Ensures\n" + "".join(" " * i + "- `x`: y\n" for i in range(min(n, 400))),
     ]))

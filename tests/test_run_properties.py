@@ -112,7 +112,7 @@ def write(root: Path, run_id: str, files: dict[str, bytes]) -> None:
         path.write_bytes(data)
 
 
-@settings(max_examples=int(os.environ.get("HYPOTHESIS_RUNS", 80)), deadline=None,
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_RUNS", 50)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(run_folders(), min_size=1, max_size=4))
 def test_every_run_is_graded_or_refused_and_every_clause_judged_once(runs):

@@ -16,6 +16,7 @@ from functools import lru_cache
 from .bucket import Bucket, RunRef
 from .contract import Component, Contract, normalise_name, parse_contract
 from .manifest import Manifest, parse_manifest
+from .outage import is_outage, unavailable
 from .state_log import parse_error_file, parse_state_log
 
 CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
@@ -97,14 +98,19 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
     Refuses (closed set, see tables.REFUSAL_REASONS): unsafe-path, unsupported-layout,
     missing-program, missing-manifest, incomplete-run, no-outputs, no-ensures,
     unreadable-file; any unexpected exception becomes internal-error with a short traceback.
+    Raises StoreUnavailable when the store stops answering: that is no fault of the run.
     """
     now = now or _now()
     run = _base_run(ref, now)
     try:
         return _read(bucket, ref, run, binding_cap)
     except Refusal as refusal:
+        if is_outage(refusal):
+            raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
         return refuse(ref, refusal.reason, refusal.detail, run=run)
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the run
+        if is_outage(exc):
+            raise unavailable(exc, f"reading {ref.uri}") from exc
         tb = traceback.format_exception(exc, limit=-3)
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
