@@ -238,6 +238,16 @@ def test_bad_bytes_are_flagged_and_kept(corpus):
     assert summary["size_bytes"] == len(raw)
 
 
+def test_empty_outputs_are_graded_as_missing(corpus):
+    base, out, *_ = corpus
+    uri = str(base / "runs" / "20261112-000002-empty-outputs")
+    published = load(out, "checks").filter(
+        (pl.col("run_uri") == uri) & (pl.col("check") == "output_published"))
+    assert published.height > 0
+    assert published["outcome"].unique().to_list() == ["failed"]
+    assert published["evidence"].str.contains("is empty").all()
+
+
 def test_huge_binding_is_capped_and_flagged(corpus):
     base, out, *_ = corpus
     uri = str(base / "runs" / "20261112-000007-huge" / "bindings/writer/report.md")
