@@ -109,7 +109,7 @@ def test_publish_failure_leaves_earlier_results_intact(tmp_path, blocked):
 
     rerun = grade(runs, out)
     assert rerun.exit_code == 0, rerun.output
-    assert json.loads(rerun.output)["graded"] == 7
+    assert json.loads(rerun.output)["found"] == 7
     assert_intact(before, out, derived=("catalog.duckdb",))
     assert_no_duplicates(out, 7)
 
