@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -101,12 +103,18 @@ def grade(
     With --judge-cmd or --judge-url, judgment clauses the checks leave undecided are asked of
     a judge (answers cached under RESULTS/judgments/) and the grader id becomes
     '<name>.judged-by-<judge>.grader/vN'.
+    SIGTERM stops at the next batch boundary: the batch in hand is abandoned, committed ones
+    stay, and rerunning the same command finishes the job.
     Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
+    4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM;
     1 unexpected failure.
     """
+    import duckdb
+
     from .checks import GraderError, default_grader
     from .grade import default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
+    from .sources.outage import is_outage
     from .user_grader import load_grader, load_ledger_graders
 
     try:
@@ -124,6 +132,10 @@ def grade(
         raise fail(str(exc), exit_codes.USAGE) from exc
 
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
+    stop = _StopRequest()
+    options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
+                   validate=validate, ledger_graders=ledger_graders, judge=judge,
+                   should_stop=stop.is_set)
     try:
         if progress:
             with progress as bar:
@@ -132,21 +144,43 @@ def grade(
                 def on_progress(stage: str, done: int, total: int) -> None:
                     bar.update(task, completed=done, total=total)
 
-                summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
-                                     workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, ledger_graders=ledger_graders,
-                                     judge=judge, progress=on_progress)
+                summary = grade_runs(runs, out_dir, grader, progress=on_progress, **options)
         else:
-            summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate,
-                                 ledger_graders=ledger_graders, judge=judge)
+            summary = grade_runs(runs, out_dir, grader, **options)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
+    except Exception as exc:
+        if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
+            raise
+        raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
+                   "intact and nothing half-published is visible; fix the cause (space, "
+                   "permissions, endpoint) and rerun the same command.",
+                   exit_codes.STORAGE) from exc
+    finally:
+        stop.restore()
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
         print_summary(summary)
+    if summary.stopped:
+        raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
+                   "batch in progress was abandoned. Rerun the same command to finish.",
+                   exit_codes.STOPPED)
+
+
+class _StopRequest(threading.Event):
+    """Set by SIGTERM; `restore()` puts the previous handler back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, lambda *_: self.set())
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _progress_bar():

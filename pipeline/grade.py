@@ -7,6 +7,7 @@ drives it over a runs root in committed batches.
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -108,6 +109,7 @@ class Summary:
     batches: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
     judging: dict | None = None  # JudgeStats of the judge, when one was used
+    stopped: bool = False  # a stop was requested; runs of later batches were not graded
 
     @property
     def mean_score(self) -> float | None:
@@ -135,9 +137,15 @@ class Summary:
             "verdicts": dict(sorted(self.verdicts.items())),
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
-            "batches": self.batches,
+            "batches": self.batches, "stopped": self.stopped,
             **({"judge": self.judging} if self.judging else {}),
         }
+
+
+def _ignore_stop_signals() -> None:
+    # Workers finish their shard; only the parent decides what a stop abandons.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrader, ...]]
@@ -166,7 +174,7 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_stop_signals) as pool:
         jobs = [(runs_uri, endpoint_url, part, binding_cap, ledger_graders) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
             rows.extend(result)
@@ -185,11 +193,14 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
                ledger_graders: tuple[LedgerGrader, ...] | None = None,
                judge: Judge | None = None,
-               progress: Callable[[str, int, int], None] | None = None) -> Summary:
+               progress: Callable[[str, int, int], None] | None = None,
+               should_stop: Callable[[], bool] = lambda: False) -> Summary:
     """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk.
 
     `ledger_graders` grade moltzap ledgers (default: the built-in ones). With a `judge`,
     OpenProse rows are stamped with the judged grader id (see `Judge.grader`).
+    `should_stop` is asked before a batch is read and before it is published: when it says
+    yes, the batch in hand is abandoned (never half-published) and `summary.stopped` is set.
     """
     grader = judge.grader(grader) if judge else grader
     ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
@@ -204,6 +215,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     workers = workers or os.cpu_count() or 1
     done = 0
     for chunk in chunks(refs, batch_size):
+        if should_stop():
+            summary.stopped = True
+            break
+
         def tick(n: int) -> None:
             nonlocal done
             done += n
@@ -216,6 +231,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         if validate:
             from .tables import validate as validate_tables
             validate_tables(tables)
+        if should_stop():
+            summary.stopped = True
+            break
         for grader_id, part in by_grader(tables):  # one committed batch per grader id
             frame = clause_rows.join(part["runs"], on="run_uri", how="semi")
             reports = build_reports(part, frame)

@@ -17,6 +17,7 @@ from .bucket import Bucket, RunRef
 from .contract import Component, Contract, normalise_name, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
+from .outage import is_outage, unavailable
 from .state_log import parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
 
@@ -132,14 +133,19 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
     missing-manifest, incomplete-run, no-outputs, no-ensures, unreadable-file; any unexpected
     exception becomes internal-error with a short traceback. Era-A and era-B names are read
     alike (see `Layout`); the refusal detail names the file of the run's era.
+    Raises StoreUnavailable when the store stops answering: that is no fault of the run.
     """
     now = now or _now()
     run = _base_run(ref, now)
     try:
         return _read(bucket, ref, run, binding_cap)
     except Refusal as refusal:
+        if is_outage(refusal):
+            raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
         return refuse(ref, refusal.reason, refusal.detail, run=run)
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the run
+        if is_outage(exc):
+            raise unavailable(exc, f"reading {ref.uri}") from exc
         tb = traceback.format_exception(exc, limit=-3)
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
@@ -175,8 +181,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     log = None if log_text is None else (
         parse_vm_log(log_text) if layout is ERA_B else parse_state_log(log_text))
     program = _contract(program_text, manifest.program or "", "program")
-    program_name = str(program.front_matter.get("name") or manifest.program or (
-        log.program if log else None) or "program")
+    program_name = program.main.name or (log.program if log else None) or "program"
     run["program"] = program_name
     run["completed"] = bool(log and log.completed)
     run["ended_at"] = log.ended_at if log else None
@@ -242,17 +247,20 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
+        # The program is a component of the run; its name must not merge it with a service.
+        taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
+        component = program_name if program_name not in taken else f"{program_name} (program)"
         first_error = errored_names[0] if errored_names else (None, None, None)
         log_error = log.errors[0] if log.errors else None
         rows.services.insert(0, {
-            "run_id": ref.run_id, "run_uri": ref.uri, "service": program_name,
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": component,
             "kind": "program", "contract_source": layout.program,
             "declared_errors": comp_error_names(program.main),
             "errored": bool(errored_names or log.errors), "error_name": first_error[1],
             "error_detail": first_error[2] or log_error, "log_status": "completed",
             "position": 0,
         })
-        for row in _clause_rows(ref, program_name, program.main, "program_ensures", None):
+        for row in _clause_rows(ref, component, program.main, "program_ensures", None):
             if row["output_name"]:
                 key = normalise_name(row["output_name"])
                 returned_by = manifest.returns.get(row["output_name"])
