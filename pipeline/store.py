@@ -7,6 +7,9 @@ Layout (RESULTS may be a local folder or s3://bucket/prefix):
     _commits/{batch_id}.json      written last: a batch without it does not exist
     _staging/{batch_id}/...        parts being written; removed when a batch is published
 
+Reports are moved into place only after the commit marker; a batch committed but not yet
+done moving its reports is finished by the next `grade` (see `discard_uncommitted`).
+
 A batch is written to `_staging`, moved into place, and only then committed. Readers (the
 catalog, `rungrade sql`, the CLI) see committed batches only; a crash before the commit marker
 leaves a batch that the next `grade` removes and redoes.
@@ -69,8 +72,12 @@ class ResultStore:
         staging = self.path("_staging")
         if self.fs.exists(staging):
             for path in self.fs.ls(staging, detail=False):
-                removed.append(path.rsplit("/", 1)[-1])
-                self.fs.rm(path, recursive=True)
+                batch = path.rstrip("/").rsplit("/", 1)[-1]
+                if batch in committed:
+                    self._publish_reports(batch)  # committed: roll its reports forward
+                else:
+                    removed.append(batch)
+                    self.fs.rm(path, recursive=True)
         for table in TABLES:
             base = self.path(table)
             if not self.fs.exists(base):
@@ -102,20 +109,29 @@ class ResultStore:
             moves.append((tmp, self.path(table, f"grader={slug}", f"batch={batch_id}",
                                          "part-0.parquet")))
         for name, text in reports.items():
-            tmp = f"{staging}/reports/{name}"
-            self._put(tmp, text.encode())
-            moves.append((tmp, self.path("reports", f"grader={slug}", name)))
-        # the top-level copy is moved last, after every archived report is in place
-        for name, text in reports.items():
-            tmp = f"{staging}/latest/{name}"
-            self._put(tmp, text.encode())
-            moves.append((tmp, self.path("reports", name)))
+            self._put(f"{staging}/reports/grader={slug}/{name}", text.encode())
+            self._put(f"{staging}/reports/{name}", text.encode())
         for src, dst in moves:
             self._move(src, dst)
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode())
+        self._publish_reports(batch_id)
+
+    def _publish_reports(self, batch_id: str) -> None:
+        """Move a committed batch's staged reports into place, then drop its staging folder.
+
+        Runs after the commit marker, so a report never describes an uncommitted batch; a crash
+        before it finishes is rolled forward by `discard_uncommitted`.
+        """
+        staging = self.path("_staging", batch_id)
+        staged = f"{staging}/reports"
+        if self.fs.exists(staged):
+            files = sorted(self.fs.find(staged))
+            # per-grader copies first, the top-level latest copies last
+            for src in sorted(files, key=lambda p: "/grader=" not in p):
+                self._move(src, self.path("reports", src[len(staged) + 1:]))
         if self.fs.exists(staging):
             self.fs.rm(staging, recursive=True)
 

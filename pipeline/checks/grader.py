@@ -61,6 +61,8 @@ class Check:
     # A precondition establishes there is something to judge (the output exists): when it
     # fails the clause is violated, when it passes it meets none of the clause's requirements.
     precondition: bool = False
+    # Its undecided rows carry a judgment question (`detail`) that a judge may settle.
+    judgeable: bool = False
 
 
 CheckFactory = Callable[..., Check]
@@ -130,6 +132,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
             c.confidence.clip(0, 100).cast(pl.Int64).alias("confidence"),
             (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
             .alias("recommendation"),
+            pl.lit(c.judgeable).alias("judgeable"),
             pl.lit(order).alias("check_order"),
         )
         for order, c in enumerate(grader.checks)

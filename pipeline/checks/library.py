@@ -593,6 +593,7 @@ def judgment() -> Check:
     """Deferred: a quality word ("critically evaluated", "concise") needs a judge, not a regex."""
     word = pl.col("judgments")
     return Check(
+        judgeable=True,
         applies=CONTENT, each="judgments",
         outcome=UNDECIDED,
         detail=pl.format("requires judgment: {}, said of {}", quoted(word), label()),
@@ -632,6 +633,7 @@ def testable() -> Check:
 def meets_description() -> Check:
     """Deferred: what a clause says beyond its recognised requirements needs judgment."""
     return Check(
+        judgeable=True,
         applies=CONTENT & pl.col("unchecked_text").is_not_null()
         & ~((pl.col("vague_words").list.len() > 0) & ~pl.col("decidable")),
         outcome=UNDECIDED,

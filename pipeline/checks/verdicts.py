@@ -66,6 +66,7 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
         pl.col("detail").filter(failed).alias("failed_details"),
         pl.col("detail").filter(undecided).first().alias("open_question"),
         pl.col("recommendation").filter(undecided).drop_nulls().first().alias("recommendation"),
+        pl.col("judge_id").drop_nulls().first().alias("judge_id"),
     )
     n_failed, n_passed, n_open = pl.col("n_failed"), pl.col("n_passed"), pl.col("n_open")
     pre_failed = pl.col("n_pre_failed") > 0

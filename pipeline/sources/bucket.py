@@ -1,7 +1,8 @@
 """Where runs live: a local folder or an `s3://bucket/prefix`, listed once and read with caps.
 
-Listing walks the whole root a single time and groups files by run folder, so the reader never
-lists again and the fingerprint (sizes and mtimes) comes for free. Symlinks are never followed:
+Listing walks the whole root a single time and groups files by run folder (OpenProse run
+directories and moltzap ledger folders alike), so the reader never lists again and the
+fingerprint (sizes and mtimes) comes for free. Symlinks are never followed:
 the local walker records them with their resolved target so the reader can refuse runs whose
 links leave the root.
 """
@@ -17,6 +18,8 @@ import fsspec
 
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
+# `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
+LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 
 
 @dataclass(frozen=True)
@@ -28,12 +31,17 @@ class FileInfo:
 
 @dataclass
 class RunRef:
-    """One run folder found under the root, with every file below it (relative paths)."""
+    """One run folder found under the root, with every file below it (relative paths).
+
+    `source` says which reader reads it: `prose` (an OpenProse run directory, any era) or
+    `ledger` (a moltzap ledger folder).
+    """
 
     run_id: str
     uri: str
     path: str
     files: dict[str, FileInfo] = field(default_factory=dict)
+    source: str = "prose"
 
     @property
     def fingerprint(self) -> str:
@@ -138,22 +146,36 @@ def _walk_local(root: str):
 
 
 def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef]:
-    """Group listed files into run folders: the outermost folder named like a run.
+    """Group listed files into runs: the outermost run folder or ledger folder above each file.
 
+    A run folder is named like a run (`{YYYYMMDD}-{HHMMSS}-{suffix}`); a ledger folder, whatever
+    its name, directly holds `records.ndjson` or `completion.json` (the other ledger files are
+    then checked by the ledger reader). At one level a ledger folder wins over the name.
     A symlink named like a run folder is itself a run (so it can be refused, not lost).
     """
     runs: dict[str, RunRef] = {}
     root = bucket.root.rstrip("/")
+    listed = []
+    ledger_dirs = set()
     for path, info in files:
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
         parts = rel.split("/")
+        listed.append((parts, info))
+        if parts[-1] in LEDGER_MARKERS and len(parts) > 1:
+            ledger_dirs.add("/".join(parts[:-1]))
+    for parts, info in listed:
         for i, part in enumerate(parts):
-            if RUN_DIR.match(part):
-                run_path = "/".join([root, *parts[: i + 1]])
-                ref = runs.get(run_path)
-                if ref is None:
-                    ref = runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path)
-                inner = "/".join(parts[i + 1:]) or "."
-                ref.files[inner] = info
-                break
+            folder = "/".join(parts[: i + 1])
+            source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
+                "prose" if RUN_DIR.match(part) else None)
+            if source is None:
+                continue
+            run_path = f"{root}/{folder}"
+            ref = runs.get(run_path)
+            if ref is None:
+                ref = runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
+                                              source=source)
+            inner = "/".join(parts[i + 1:]) or "."
+            ref.files[inner] = info
+            break
     return sorted(runs.values(), key=lambda r: r.uri)
