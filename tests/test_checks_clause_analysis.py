@@ -88,6 +88,10 @@ CASES = [
      {"enums": [("severity", ["low", "medium", "high"])]}),
     ("one of approve, reject or escalate", (),
      {"enums": [(None, ["approve", "reject", "escalate"])]}),
+    ("one of billing, outage, account", (),
+     {"enums": [(None, ["billing", "outage", "account"])], "unchecked_text": None}),
+    ("two or three sentences explaining the label", (),
+     {"quantities": [q(2, 3, "sentences")], "judgments": ["explaining"]}),
     ("a JSON object with fields:", ('`status` (one of "ok", "late")', "`note`: free text"),
      {"enums": [("status", ["ok", "late"])]}),
     ("a JSON object with fields:", ('`action`: one of "approve" or "escalate"',),
@@ -123,6 +127,11 @@ CASES = [
     ("the queries that were issued to the search engine", (),
      {"unchecked_text": "queries that were issued to the search engine", "decidable": False}),
     ("exactly 3 bullet points", (), {"unchecked_text": None}),
+    ("a markdown note", (), {"unchecked_text": None}),  # a bare noun names the output's kind
+    ("a list of findings, each with a source", (),
+     {"unchecked_text": "list of findings … each with a source"}),
+    ("a summary of the findings in 2-3 paragraphs", (),
+     {"unchecked_text": "summary of the findings"}),
 ]
 
 

@@ -27,6 +27,7 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   forbids_secrets bool      the clause forbids secrets, keys, passwords or tokens
   unchecked_text str        what is left of the clause once every recognised requirement is
                             taken out, when it still says something (judged by a deferred check)
+  unchecked_words list[str] its content words (lowercase, plural 's' dropped)
   decidable      bool       the clause states at least one requirement a deciding check settles
 
 Sub-items (the frame's `details`) contribute their field name, and the enumerations, ranges
@@ -85,8 +86,8 @@ MEASURES = {
 
 # (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
 QUANTITY_FORMS = [
-    ("range", START + SCOPE + r"(?:between\s+)?" + NUM + r"\s*(?:-|–|—|\s+to\s+|\s+and\s+)\s*"
-     + NUM + r"\s+" + ADJ + UNIT),
+    ("range", START + SCOPE + r"(?:between\s+)?" + NUM
+     + r"\s*(?:-|–|—|\s+to\s+|\s+and\s+|\s+or\s+)\s*" + NUM + r"\s+" + ADJ + UNIT),
     ("min", START + SCOPE + r"(?:at\s+least|no\s+fewer\s+than|no\s+less\s+than|not\s+fewer\s+"
      r"than|not\s+less\s+than|a\s+minimum\s+of|minimum\s+of|min\.?)\s+" + NUM + r"()\s+" + ADJ
      + UNIT),
@@ -120,14 +121,16 @@ EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\
             + QUOTED_LIST)
 FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(`[^`\n]+`|[\p{L}_][\w\-]*)\s*"
                 r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
+WORD = r"[\p{L}\p{N}_\-]+"
 # Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
 ENUM_FORMS = [
     r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*\(?\s*"
     + QUOTED_LIST + r"(?:\s*\))?",
     r"(?i)" + FIELD_PREFIX + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED
     + r"(?:\s*\))?",
-    r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*[\p{L}\p{N}_\-]+(?:\s*,\s*[\p{L}\p{N}_\-]+)*"
-    r"\s*,?\s*or\s+[\p{L}\p{N}_\-]+(?:\s*\))?",
+    # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
+    r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD + r")+(?:\s*,?\s*"
+    r"(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?",
 ]
 # Words before "is one of" that name no field: the whole output is meant.
 NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "be", "that",
@@ -234,8 +237,8 @@ FILLER = (
     r"can|may|object|objects|array|arrays|list|lists|file|files|document|output|outputs|string|"
     r"strings|value|values|item|items|entry|entries|field|fields|column|columns|row|rows|key|"
     r"keys|text|block|format|formatted|json|markdown|yaml|csv|table|tables|section|sections|"
-    r"fenced|code|numbered|bulleted|bullet|points?|brief|report|summary|note|notes|comment|"
-    r"comments|reply|response|message|answer|paragraphs?|sentences?|words?|lines?|characters?|"
+    r"fenced|code|numbered|bulleted|bullet|points?|paragraphs?|sentences?|words?|lines?|"
+    r"characters?|"
     r"phrase|exact|exactly|least|most|under|over|up|no|not|more|less|fewer|containing|contains|"
     r"contain|including|includes|include|marked|stating|states|named|called|like|e\.g|i\.e|"
     r"such|there|here|first|last|followed|beginning|begins|starting|ending|ends|optional|"
@@ -406,7 +409,7 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
         else:  # unquoted: "one of approve, reject or escalate"
             values = e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(
                 r"[\p{L}\p{N}_\-]+").list.eval(pl.element().filter(
-                    pl.element().str.to_lowercase() != "or"))
+                    ~pl.element().str.to_lowercase().is_in(["or", "and"])))
         parts.append(pl.col(f"_e{i}").list.eval(pl.struct(
             field.str.strip_chars("` ").alias("field"), values.alias("values"),
             e.str.strip_chars().alias("phrase"))))
@@ -532,26 +535,40 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
             .str.replace(r"^well\s", "well-")).list.unique(maintain_order=True),
         pl.col("vague_words").list.eval(pl.element().str.to_lowercase()).list.unique(
             maintain_order=True),
-        _residual(pl.col("t")).alias("unchecked_text"),
+        _residual(pl.col("t"))[0].alias("unchecked_text"),
+        _residual(pl.col("t"))[1].alias("unchecked_words"),
     )
 
 
-def _residual(text: pl.Expr) -> pl.Expr:
-    """The stretches of a clause no requirement covered that still hold two content words,
-    joined by ' … ' (null when nothing is left)."""
-    def content(e: pl.Expr) -> pl.Expr:
-        return (e.str.replace_all(r"`[^`]*`", " ").str.replace_all(FILLER, " ")
-                .str.count_matches(r"\p{L}{3,}"))
+def _content_words(text: pl.Expr) -> pl.Expr:
+    """Lowercase words of three letters or more that say something (no filler, no `names`),
+    with a plural 's' dropped."""
+    return (text.str.replace_all(r"`[^`]*`", " ").str.replace_all(FILLER, " ")
+            .str.to_lowercase().str.extract_all(r"\p{L}{3,}")
+            .list.eval(pl.element().str.replace(r"s$", "")))
 
+
+def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
+    that still say something, joined by ' … ', and their content words."""
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
         .str.split("\x1f")
         .list.eval(pl.element().str.replace_all(r"\s+", " ").str.strip_chars(" .-\"'“”")
                    .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
-                                r"\s+)+", ""))
-        .list.eval(pl.element().filter(content(pl.element()) >= 2))
+                                r"\s+)+", "")
+                   .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|with|of|in|is|are|"
+                                r"to|for|by|on|at|as))+$", ""))
+        # a stretch says something when it holds two content words, or one in a phrase
+        # ("each with a source"); a bare noun ("a markdown note") names the output's kind
+        .list.eval(pl.element().filter(
+            (_content_words(pl.element()).list.len() >= 2)
+            | ((_content_words(pl.element()).list.len() == 1)
+               & (pl.element().str.count_matches(r"\S+") >= 3))))
     )
-    return pl.when(segments.list.len() > 0).then(segments.list.join(" … "))
+    joined = segments.list.join(" … ")
+    return (pl.when(segments.list.len() > 0).then(joined),
+            _content_words(joined).list.unique(maintain_order=True))
 
 
 def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:

@@ -631,10 +631,14 @@ def testable() -> Check:
 
 @check("meets_description")
 def meets_description() -> Check:
-    """Deferred: what a clause says beyond its recognised requirements needs judgment."""
+    """Deferred: what a clause says beyond its recognised requirements needs judgment (words
+    that only repeat the output's name say nothing more)."""
+    name_words = (pl.col("target_output").fill_null("").str.to_lowercase()
+                  .str.extract_all(r"\p{L}{3,}").list.eval(pl.element().str.replace(r"s$", "")))
+    says_more = pl.col("unchecked_words").list.set_difference(name_words).list.len() > 0
     return Check(
         judgeable=True,
-        applies=CONTENT & pl.col("unchecked_text").is_not_null()
+        applies=CONTENT & pl.col("unchecked_text").is_not_null() & says_more
         & ~((pl.col("vague_words").list.len() > 0) & ~pl.col("decidable")),
         outcome=UNDECIDED,
         detail=pl.format("requires judgment: does {} meet {}?", label(),
