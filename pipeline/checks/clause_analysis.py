@@ -6,7 +6,7 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list | list
                             | code_block | markdown  ("a markdown table" -> table)
   json_shape     str        object | array, when the clause says "JSON object/array"
-  quantities     list[struct{min, max, unit, measure, scope, phrase}]
+  quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
                             characters", "each under 25 words" (scope 'each'), "followed by
