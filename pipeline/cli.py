@@ -44,23 +44,36 @@ def grade(
     grader_path: Annotated[Path | None, typer.Option(
         "--grader", help="Python file defining `grader` (a rungrade Grader) to use instead "
                          "of the built-in contract grader.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Runs per committed batch.")] = 2000,
+    batch_size: Annotated[int, typer.Option(
+        min=1, help="Runs per committed batch: a crash loses at most the batch in progress, "
+                    "and memory grows with it.")] = 2000,
     workers: Annotated[int | None, typer.Option(
-        help="Processes reading runs (default: one per core).")] = None,
+        min=1, help="Processes listing, reading and grading runs (default: one per core; "
+                    "1 runs everything in this process).")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Grade every run again, even those already graded under this grader "
+                       "id with the same fingerprint (skipped by default).")] = False,
     validate: Annotated[bool, typer.Option(
         "--validate", help="Check every table against its pandera schema before writing.")]
     = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """Grade every run under RUNS and write results to --out.
+    """Grade the new and changed runs under RUNS and write the results to --out.
 
-    Every run found is either graded or refused with a reason; the summary adds them up.
-    Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
-    1 unexpected failure.
+    A run is skipped when it was graded under this grader id with the same fingerprint.
+
+    The fingerprint is the run's file names, sizes and mtimes; --full grades every run again.
+
+    Every other run is graded or refused with a reason; the summary adds them up.
+
+    Results are committed batch by batch: a killed grade loses only the batch in progress.
+
+    Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
     """
     from .checks import GraderError, default_grader
     from .grade import grade_runs
+    from .store import ResultsLocked
     from .user_grader import load_grader
 
     try:
@@ -71,23 +84,24 @@ def grade(
         raise fail(str(exc), exit_codes.USAGE) from exc
 
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
+    options = {"batch_size": batch_size, "workers": workers, "endpoint_url": endpoint_url,
+               "validate": validate, "full": full}
     try:
         if progress:
             with progress as bar:
-                task = bar.add_task("reading runs", total=None)
+                task = bar.add_task("discovering runs", total=None)
 
-                def on_progress(stage: str, done: int, total: int) -> None:
-                    bar.update(task, completed=done, total=total)
+                def on_progress(stage: str, done: int, total: int | None) -> None:
+                    bar.update(task, description=stage, completed=done, total=total)
 
-                summary = grade_runs(runs, out_dir, grader, batch_size=batch_size,
-                                     workers=workers, endpoint_url=endpoint_url,
-                                     validate=validate, progress=on_progress)
+                summary = grade_runs(runs, out_dir, grader, progress=on_progress, **options)
         else:
-            summary = grade_runs(runs, out_dir, grader, batch_size=batch_size, workers=workers,
-                                 endpoint_url=endpoint_url, validate=validate)
+            summary = grade_runs(runs, out_dir, grader, **options)
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
+    except ResultsLocked as exc:
+        raise fail(str(exc), exit_codes.LOCKED) from exc
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
@@ -114,7 +128,11 @@ def print_summary(summary) -> None:
                   pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("runs found", str(data["found"]))
+    table.add_row("runs found", f"{data['found']}  (new {data['new']}, changed "
+                  f"{data['changed']}, unchanged {data['unchanged']})")
+    table.add_row("skipped", f"{data['skipped']}" + (
+        "  (--full: unchanged runs graded again)" if data["full"] else
+        "  (unchanged since graded under this grader id)" if data["skipped"] else ""))
     table.add_row("graded", str(data["graded"]))
     refused = ", ".join(f"{k} {v}" for k, v in data["refusals"].items())
     table.add_row("refused", f"{data['refused']}" + (f"  ({refused})" if refused else ""))
@@ -123,8 +141,44 @@ def print_summary(summary) -> None:
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
-    if data["found"] != data["graded"] + data["refused"]:
-        err.print("[bold red]counts do not add up: found != graded + refused[/]")
+    if data["found"] != data["skipped"] + data["graded"] + data["refused"]:
+        err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")
+
+
+@app.command()
+def synth(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write the run folders into "
+                                                 "(created if missing).")],
+    runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="How many runs.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same bytes.")] = 0,
+    start: Annotated[int, typer.Option(
+        min=0, help="Index of the first run: grow a corpus by writing runs START… of the "
+                    "same seed.")] = 0,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Processes writing runs (default: one per core).")] = None,
+) -> None:
+    """Write a synthetic corpus of OpenProse run folders, for tests and benchmarks.
+
+    Four programs, bindings of realistic sizes, errors with __error.md, conditional ensures.
+
+    Some runs must be refused: no program.md or manifest.md, unfinished, no outputs, era B.
+
+    Runs land in OUT/{project}/.prose/runs/; the same seed always writes the same bytes.
+
+    Exit codes: 0 done; 2 bad arguments.
+    """
+    from .synth import synthesize
+
+    summary = synthesize(str(out_dir), runs, seed=seed, start=start, workers=workers)
+    table = Table(title=f"rungrade synth · seed {seed}", show_header=False, box=None,
+                  pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("runs", f"{summary.runs}  (indexes {start}…{start + runs - 1})")
+    table.add_row("files", f"{summary.files}  ({summary.bytes / 1e6:.1f} MB)")
+    table.add_row("outcomes", ", ".join(f"{k} {v}" for k, v in summary.outcomes.items()))
+    table.add_row("written to", str(out_dir))
+    out.print(table)
 
 
 @app.command()

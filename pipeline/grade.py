@@ -6,10 +6,16 @@ drives it over a runs root in committed batches.
 
 from __future__ import annotations
 
+import importlib.util
+import multiprocessing
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+import pickle
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -20,7 +26,7 @@ from .checks.grader import Grader, run_checks
 from .checks.verdicts import clause_verdicts
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import Bucket, RunRef, group_runs
+from .sources.bucket import Bucket, RunRef
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
 from .tables import SOURCE_TABLES, conform, frame
@@ -45,12 +51,23 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader
 
 @dataclass
 class Summary:
+    """What a `grade` did. found = new + changed + unchanged; graded + refused = the runs read.
+
+    Unchanged runs (same fingerprint as their committed rows under this grader id) are skipped
+    unless `full`; then graded + refused + skipped = found.
+    """
+
     runs_uri: str
     results_uri: str
     grader_id: str
     found: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
     graded: int = 0
     refused: int = 0
+    full: bool = False
     refusals: Counter = field(default_factory=Counter)
     verdicts: Counter = field(default_factory=Counter)
     score_sum: float = 0.0
@@ -62,26 +79,49 @@ class Summary:
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
 
-    def add(self, tables: dict[str, pl.DataFrame]) -> None:
-        runs = tables["runs"]
-        self.graded += runs.filter(pl.col("status") == "graded").height
-        self.refused += runs.filter(pl.col("status") == "refused").height
-        self.refusals.update(tables["refusals"]["reason"].to_list())
-        scores = tables["run_scores"]
-        self.verdicts.update(scores["overall_verdict"].to_list())
-        valid = scores["overall_score"].drop_nulls()
-        self.score_sum += float(valid.sum()) if len(valid) else 0.0
-        self.scored += len(valid)
+    def add(self, stats: dict) -> None:
+        """Add the `shard_stats` of one graded shard."""
+        self.graded += stats["graded"]
+        self.refused += stats["refused"]
+        self.refusals.update(stats["refusals"])
+        self.verdicts.update(stats["verdicts"])
+        self.score_sum += stats["score_sum"]
+        self.scored += stats["scored"]
+
+    def see(self, status: str) -> None:
+        """Count one discovered run as new, changed or unchanged (and maybe skipped)."""
+        self.found += 1
+        setattr(self, status, getattr(self, status) + 1)
+        if status == "unchanged" and not self.full:
+            self.skipped += 1
 
     def as_dict(self) -> dict:
         return {
             "runs": self.runs_uri, "results": self.results_uri, "grader_id": self.grader_id,
-            "found": self.found, "graded": self.graded, "refused": self.refused,
+            "found": self.found, "new": self.new, "changed": self.changed,
+            "unchanged": self.unchanged, "skipped": self.skipped, "full": self.full,
+            "graded": self.graded, "refused": self.refused,
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
-            "batches": self.batches,
+            "batches": self.batches, "discarded": self.discarded,
         }
+
+
+def shard_stats(tables: dict[str, pl.DataFrame]) -> dict:
+    """The counts a shard adds to the summary (small and picklable, unlike its tables)."""
+    runs = tables["runs"]
+    scores = tables["run_scores"]
+    valid = scores["overall_score"].drop_nulls()
+    return {
+        "runs": runs.height,
+        "graded": runs.filter(pl.col("status") == "graded").height,
+        "refused": runs.filter(pl.col("status") == "refused").height,
+        "refusals": Counter(tables["refusals"]["reason"].to_list()),
+        "verdicts": Counter(scores["overall_verdict"].drop_nulls().to_list()),
+        "score_sum": float(valid.sum()) if len(valid) else 0.0,
+        "scored": len(valid),
+    }
 
 
 def _read_shard(args: tuple[str, str | None, list[RunRef], int]) -> RunRows:
@@ -89,7 +129,7 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int]) -> RunRows:
     bucket = Bucket(runs_uri, endpoint)
     rows = RunRows()
     for ref in refs:
-        rows.extend(read_run(bucket, ref, cap))
+        rows.extend(read_run(bucket, bucket.list_run(ref), cap))
     return rows
 
 
@@ -106,7 +146,7 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
         jobs = [(runs_uri, endpoint_url, part, binding_cap) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
             rows.extend(result)
@@ -115,45 +155,253 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
     return rows
 
 
-def chunks(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
+LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs besides the runs themselves (pickled once per task)."""
+
+    runs_uri: str
+    results_uri: str
+    endpoint_url: str | None
+    binding_cap: int
+    validate: bool
+    full: bool
+
+
+_WORKER: dict = {}  # per-process state: the grader, set once by _init_worker
+
+
+def _process_context():
+    # Fresh interpreters forked from a clean server: polars' and duckdb's thread pools are
+    # never inherited mid-use (a fork of a process that has used polars can deadlock).
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["pipeline.grade"])
+    return ctx
+
+
+def _init_worker(grader_blob: bytes, modules: list[tuple[str, str]], parent: int,
+                 aws: dict[str, str]) -> None:
+    """Load user grader modules, unpickle the grader, and die with the grading process."""
+    # The fork server kept the environment of its start; S3 settings follow this job's.
+    os.environ.update(aws)
+    for name, path in modules:
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec and spec.loader:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+    _WORKER["grader"] = pickle.loads(grader_blob)
+    _init_watchdog(parent)
+
+
+def _init_watchdog(parent: int) -> None:
+    """Exit this worker as soon as the grading process is gone (even after a kill -9)."""
+    ppid = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            if os.getppid() != ppid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
+
+
+def _list_task(job: Job, items: list[tuple[RunRef, str | None]]
+               ) -> list[tuple[str, RunRef]]:
+    """List and fingerprint runs; return (status, run), dropping the listing of a skip."""
+    bucket = Bucket(job.runs_uri, job.endpoint_url)
+    out = []
+    for ref, known in items:
+        bucket.list_run(ref)
+        status = _status(ref, known)
+        if status == "unchanged" and not job.full:
+            ref.files = {}
+        out.append((status, ref))
+    return out
+
+
+def _status(ref: RunRef, known: str | None) -> str:
+    if known is None:
+        return "new"
+    return "unchanged" if ref.fingerprint == known else "changed"
+
+
+def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict:
+    """Read, flatten, grade and stage one shard of a batch; return its `shard_stats`."""
+    grader: Grader = _WORKER["grader"]
+    rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap))
+    tables, clause_rows = grade_tables(source_tables(rows), grader)
+    if job.validate:
+        from .tables import validate as validate_tables
+        validate_tables(tables)
+    reports = build_reports(tables, clause_rows)
+    ResultStore(job.results_uri, job.endpoint_url).stage_part(
+        batch_id, part, grader.grader_id, tables, reports)
+    return shard_stats(tables)
+
+
+class _Engine:
+    """Where tasks run: listing and grading pools of `workers` processes, or this process.
+
+    Listing only walks folders, so its pool forks this process (cheap to start, and it never
+    touches polars). Grading uses polars and DuckDB, so its pool comes from a clean fork
+    server, started only when there is something to grade: a no-change rerun never pays for it.
+    """
+
+    def __init__(self, workers: int, grader: Grader):
+        self.workers = workers
+        self.grader = grader
+        self.list_pool: ProcessPoolExecutor | None = None
+        self.grade_pool: ProcessPoolExecutor | None = None
+        if workers == 1:
+            _WORKER["grader"] = grader
+
+    def submit_list(self, fn, *args) -> Future:
+        if self.workers > 1 and self.list_pool is None:
+            self.list_pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                initializer=_init_watchdog, initargs=(os.getpid(),))
+        return self._submit(self.list_pool, fn, args)
+
+    def submit_grade(self, fn, *args) -> Future:
+        if self.workers > 1 and self.grade_pool is None:
+            modules = [(name, mod.__file__) for name, mod in list(sys.modules.items())
+                       if name.startswith("rungrade_user_grader_") and
+                       getattr(mod, "__file__", None)]
+            self.grade_pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=_process_context(),
+                initializer=_init_worker,
+                initargs=(pickle.dumps(self.grader), modules, os.getpid(),
+                          {k: v for k, v in os.environ.items() if k.startswith("AWS_")}))
+        return self._submit(self.grade_pool, fn, args)
+
+    @staticmethod
+    def _submit(pool: ProcessPoolExecutor | None, fn, args) -> Future:
+        if pool is not None:
+            return pool.submit(fn, *args)
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # handed to whoever waits on the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+    def close(self, cancel: bool = False) -> None:
+        for pool in (self.list_pool, self.grade_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
+                ) -> Iterator[tuple[str, RunRef]]:
+    """Every run of the bucket with its status, in discovery order; listings in parallel."""
+    if not bucket.local:  # S3: the listing already holds sizes and mtimes
+        for ref in bucket.discover():
+            status = _status(ref, known.get(ref.uri))
+            if status == "unchanged" and not job.full:
+                ref.files = {}
+            yield status, ref
+        return
+    window: deque[Future] = deque()
+    limit = 2 * engine.workers + 2
+    for chunk in chunks(bucket.discover(), LIST_CHUNK):
+        window.append(engine.submit_list(_list_task, job,
+                                         [(r, known.get(r.uri)) for r in chunk]))
+        while len(window) >= limit:
+            yield from window.popleft().result()
+    while window:
+        yield from window.popleft().result()
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
-               progress: Callable[[str, int, int], None] | None = None) -> Summary:
-    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk."""
+               full: bool = False,
+               progress: Callable[[str, int, int | None], None] | None = None) -> Summary:
+    """Grade the new and changed runs under `runs_uri` into `results_uri`; return a Summary.
+
+    Runs already committed under this grader id with the same fingerprint are skipped (all
+    are graded when `full`). The rest are graded in batches of `batch_size` runs, each batch
+    read and graded in worker processes, one shard per worker, and committed on its own: a
+    crash loses at most the batches not yet committed, and the next run redoes them.
+    Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
+    when another `grade` is writing to the same results.
+    """
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
     store = ResultStore(results_uri, endpoint_url)
-    summary = Summary(runs_uri, results_uri, grader.grader_id)
-    summary.discarded = store.discard_uncommitted()
-    refs = group_runs(bucket, bucket.walk())
-    summary.found = len(refs)
-    workers = workers or os.cpu_count() or 1
-    done = 0
-    for chunk in chunks(refs, batch_size):
-        def tick(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress("read", done, summary.found)
+    summary = Summary(runs_uri, results_uri, grader.grader_id, full=full)
+    workers = max(1, workers or os.cpu_count() or 1)
+    job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
+    with store.lock() as still_locked:
+        summary.discarded = store.discard_uncommitted()
+        known = store.fingerprints({grader.grader_id})
+        engine = _Engine(workers, grader)
+        inflight: deque[tuple[str, list[Future]]] = deque()
 
-        rows = read_runs(runs_uri, chunk, endpoint_url=endpoint_url, binding_cap=binding_cap,
-                         workers=workers, on_progress=tick)
-        tables, clause_rows = grade_tables(source_tables(rows), grader)
-        if validate:
-            from .tables import validate as validate_tables
-            validate_tables(tables)
-        reports = build_reports(tables, clause_rows)
-        batch_id = new_batch_id()
-        counts = {"runs": tables["runs"].height, "refused": tables["refusals"].height}
-        store.write_batch(batch_id, grader.grader_id, tables, reports, counts)
-        summary.batches.append(batch_id)
-        summary.add(tables)
-    if summary.batches:
-        write_catalog(store)
+        def start(refs: list[RunRef]) -> None:
+            batch_id = new_batch_id()
+            size = -(-len(refs) // workers)
+            shards = [refs[i:i + size] for i in range(0, len(refs), size)]
+            inflight.append((batch_id, [engine.submit_grade(_grade_task, job, batch_id, k, shard)
+                                        for k, shard in enumerate(shards)]))
+
+        def finish() -> None:
+            batch_id, futures = inflight.popleft()
+            stats = [f.result() for f in futures]
+            still_locked()
+            counts = {"runs": sum(s["runs"] for s in stats),
+                      "refused": sum(s["refused"] for s in stats)}
+            store.publish(batch_id, grader.grader_id, counts)
+            summary.batches.append(batch_id)
+            for shard in stats:
+                summary.add(shard)
+            if progress:
+                progress("grade", summary.graded + summary.refused, None)
+
+        try:
+            pending: list[RunRef] = []
+            for status, ref in _classified(engine, bucket, job, known):
+                summary.see(status)
+                if status == "unchanged" and not full:
+                    continue
+                pending.append(ref)
+                if len(pending) >= batch_size:
+                    start(pending)
+                    pending = []
+                while len(inflight) > 1:  # one batch graded while the next is listed
+                    finish()
+            if pending:
+                start(pending)
+            while inflight:
+                finish()
+        except BaseException:
+            engine.close(cancel=True)
+            raise
+        engine.close()
+        if progress:
+            progress("grade", summary.graded + summary.refused, summary.found - summary.skipped)
+        if summary.batches:
+            write_catalog(store)
     return summary

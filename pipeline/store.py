@@ -1,28 +1,61 @@
 """The results dataset: Hive-partitioned Parquet, published one committed batch at a time.
 
 Layout (RESULTS may be a local folder or s3://bucket/prefix):
-    {table}/grader={grader_slug}/batch={batch_id}/part-0.parquet
+    {table}/grader={grader_slug}/batch={batch_id}/part-{k}.parquet   one part per shard
     reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
     reports/{run_id}.json          a copy of the run's most recent report, whatever its grader
     _commits/{batch_id}.json      written last: a batch without it does not exist
     _staging/{batch_id}/...        parts being written; removed when a batch is published
+    _lock (local) / _lock.json (S3)   held by the one `grade` writing here
 
 A batch is written to `_staging`, moved into place, and only then committed. Readers (the
 catalog, `rungrade sql`, the CLI) see committed batches only; a crash before the commit marker
-leaves a batch that the next `grade` removes and redoes.
+leaves a batch that the next `grade` removes and redoes. Committed files are never rewritten.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import secrets
+import shutil
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import polars as pl
 
 from .sources.bucket import filesystem, split_uri
 from .tables import TABLES, conform
+
+LOCAL_LOCK_NAME = "_lock"
+S3_LOCK_NAME = "_lock.json"
+S3_LOCK_STALE_SECONDS = 600.0
+
+
+class ResultsLocked(RuntimeError):
+    """Another `rungrade grade` holds the results lock; the message names it."""
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc} {getattr(exc, '__cause__', '')}"
+    return "PreconditionFailed" in text or "412" in text or "Precondition" in text
+
+
+def _json_or_none(data: bytes) -> dict | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_json_fd(fd: int) -> dict | None:
+    return _json_or_none(os.pread(fd, 4096, 0))
 
 
 def grader_slug(grader_id: str) -> str:
@@ -86,9 +119,17 @@ class ResultStore:
     def write_batch(self, batch_id: str, grader_id: str, tables: dict[str, pl.DataFrame],
                     reports: dict[str, str], summary: dict) -> None:
         """Stage every part, move the parts into place, then write the commit marker."""
-        slug = grader_slug(grader_id)
+        self.stage_part(batch_id, 0, grader_id, tables, reports)
+        self.publish(batch_id, grader_id, summary)
+
+    def stage_part(self, batch_id: str, part: int, grader_id: str,
+                   tables: dict[str, pl.DataFrame], reports: dict[str, str]) -> None:
+        """Write one shard of a batch under `_staging/{batch_id}/`; nobody reads it there.
+
+        Worker processes stage their shards side by side (`part` numbers them); `publish`
+        later moves them all into place at once.
+        """
         staging = self.path("_staging", batch_id)
-        moves = []
         for table in TABLES:
             df = conform(table, tables[table]) if table in tables else None
             if df is None:
@@ -97,21 +138,30 @@ class ResultStore:
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
             df.write_parquet(buf, compression="zstd", statistics=True)
-            tmp = f"{staging}/{table}.parquet"
-            self._put(tmp, buf.getvalue())
-            moves.append((tmp, self.path(table, f"grader={slug}", f"batch={batch_id}",
-                                         "part-0.parquet")))
+            self._put(f"{staging}/{table}/part-{part}.parquet", buf.getvalue(), fresh=True)
         for name, text in reports.items():
-            tmp = f"{staging}/reports/{name}"
-            self._put(tmp, text.encode())
-            moves.append((tmp, self.path("reports", f"grader={slug}", name)))
-        # the top-level copy is moved last, after every archived report is in place
-        for name, text in reports.items():
-            tmp = f"{staging}/latest/{name}"
-            self._put(tmp, text.encode())
-            moves.append((tmp, self.path("reports", name)))
-        for src, dst in moves:
-            self._move(src, dst)
+            self._put(f"{staging}/reports/{name}", text.encode(), fresh=True)
+
+    def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
+        """Move a staged batch into place, then write its commit marker (the batch exists).
+
+        Reports go to `reports/grader={slug}/` and, last, their latest copy to `reports/`.
+        """
+        slug = grader_slug(grader_id)
+        staging = self.path("_staging", batch_id)
+        staged = sorted(self.fs.find(staging)) if self.fs.exists(staging) else []
+        reports = [p for p in staged if p.startswith(f"{staging}/reports/")]
+        for path in staged:
+            table, _, name = path[len(staging) + 1:].partition("/")
+            if table in TABLES:
+                self._move(path, self.path(table, f"grader={slug}", f"batch={batch_id}", name))
+        archived = []
+        for path in reports:
+            name = path.rsplit("/", 1)[-1]
+            archived.append((self.path("reports", f"grader={slug}", name), name))
+            self._move(path, archived[-1][0])
+        for path, name in archived:
+            self._copy(path, self.path("reports", name))
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
         self._put(self.path("_commits", f"{batch_id}.json"),
@@ -119,22 +169,165 @@ class ResultStore:
         if self.fs.exists(staging):
             self.fs.rm(staging, recursive=True)
 
-    def _put(self, path: str, data: bytes) -> None:
+    def fingerprints(self, grader_ids: set[str]) -> dict[str, str]:
+        """{run_uri: fingerprint} of every run committed under one of `grader_ids`.
+
+        A run stored in several batches keeps the fingerprint of its latest batch, the one the
+        catalog shows. Reads two columns of the committed `runs` parts, nothing else.
+        """
+        import pyarrow.parquet as pq
+
+        batches = {c["batch_id"] for c in self.commits() if c["grader_id"] in grader_ids}
+        slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
+        parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
+        known: dict[str, str] = {}
+        for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1]):
+            with self.fs.open(url if self.local else url.split("://", 1)[1], "rb") as handle:
+                cols = pq.ParquetFile(handle).read(columns=["run_uri", "fingerprint"])
+            known.update(zip(cols["run_uri"].to_pylist(), cols["fingerprint"].to_pylist(),
+                             strict=True))
+        return known
+
+    # -- the lock: one `grade` at a time per results root ---------------------------------
+    @contextmanager
+    def lock(self, command: str = "rungrade grade",
+             stale_after: float = S3_LOCK_STALE_SECONDS) -> Iterator[Callable[[], None]]:
+        """Hold the results lock for the duration of a `with` block.
+
+        Yields a function that raises `ResultsLocked` if the lock was lost meanwhile (call it
+        before each commit). Refuses at once, with `ResultsLocked`, when another process holds
+        the lock. Local results use an advisory `flock` on `_lock`, which the kernel releases
+        when its holder dies, even by `kill -9`. S3 results use a `_lock.json` object created
+        only if absent (conditional write); its holder rewrites it every `stale_after / 4`
+        seconds, and a lock not rewritten for `stale_after` seconds is stale and may be taken.
+        """
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+                 "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        if self.local:
+            with self._local_lock(owner) as check:
+                yield check
+        else:
+            with self._s3_lock(owner, stale_after) as check:
+                yield check
+
+    def _locked_message(self, holder: dict | None, stale_after: float | None = None) -> str:
+        who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "
+               f"{holder.get('since')}" if holder else "another process")
+        text = (f"{self.uri} is being written by another `rungrade grade` ({who}). Wait for it "
+                "to finish, or give --out a different results folder.")
+        if stale_after is not None:
+            text += (f" If that process is gone, its lock expires {int(stale_after)} s after "
+                     f"its last heartbeat ({self.path(S3_LOCK_NAME)}).")
+        return text
+
+    @contextmanager
+    def _local_lock(self, owner: dict) -> Iterator[Callable[[], None]]:
+        os.makedirs(self.root, exist_ok=True)
+        fd = os.open(self.path(LOCAL_LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ResultsLocked(self._locked_message(_read_json_fd(fd))) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(owner).encode(), 0)
+            try:
+                yield lambda: None
+            finally:
+                os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    @contextmanager
+    def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[[], None]]:
+        bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
+        body = json.dumps(owner).encode()
+        state = {"etag": None, "lost": False}
+        try:
+            state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=body,
+                                            IfNoneMatch="*")["ETag"]
+        except Exception as exc:
+            if not _precondition_failed(exc):
+                raise
+            head = self.fs.call_s3("get_object", Bucket=bucket, Key=key)
+            holder = _json_or_none(head["Body"].read())
+            age = (datetime.now(UTC) - head["LastModified"]).total_seconds()
+            if age < stale_after:
+                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+            try:  # stale: take it over, unless someone else just did
+                state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
+                                                Body=body, IfMatch=head["ETag"])["ETag"]
+            except Exception as exc2:
+                if not _precondition_failed(exc2):
+                    raise
+                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(stale_after / 4):
+                try:
+                    state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
+                                                    Body=body, IfMatch=state["etag"])["ETag"]
+                except Exception as exc:
+                    if _precondition_failed(exc):
+                        state["lost"] = True
+                        return
+
+        def check() -> None:
+            if state["lost"]:
+                raise ResultsLocked(f"the lock on {self.uri} was taken over by another "
+                                    "process after this one missed its heartbeats; stopping "
+                                    "before the next commit")
+
+        beat = threading.Thread(target=heartbeat, name="rungrade-lock", daemon=True)
+        beat.start()
+        try:
+            yield check
+        finally:
+            stop.set()
+            beat.join()
+            if not state["lost"]:
+                try:
+                    self.fs.call_s3("delete_object", Bucket=bucket, Key=key,
+                                    IfMatch=state["etag"])
+                except Exception as exc:
+                    if not _precondition_failed(exc):
+                        raise
+
+    def _put(self, path: str, data: bytes, fresh: bool = False) -> None:
+        """Write a file whole. `fresh` paths (staging) are private: no rename dance needed."""
         parent = path.rsplit("/", 1)[0]
         if self.local:
-            self.fs.makedirs(parent, exist_ok=True)
-            tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+            os.makedirs(parent, exist_ok=True)
+            tmp = path if fresh else f"{path}.tmp-{secrets.token_hex(4)}"
             with open(tmp, "wb") as handle:
                 handle.write(data)
-                handle.flush()
-            self.fs.mv(tmp, path)  # rename: readers see the whole file or none of it
+            if not fresh:
+                os.replace(tmp, path)  # rename: readers see the whole file or none of it
         else:
             self.fs.pipe_file(path, data)
 
     def _move(self, src: str, dst: str) -> None:
         if self.local:
-            self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
-        self.fs.mv(src, dst)
+            parent = dst.rsplit("/", 1)[0]
+            try:
+                os.replace(src, dst)
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
+                os.replace(src, dst)
+        else:
+            self.fs.mv(src, dst)
+
+    def _copy(self, src: str, dst: str) -> None:
+        if self.local:  # a hard link under a temporary name, renamed over the old copy
+            tmp = f"{dst}.tmp-{secrets.token_hex(4)}"
+            try:
+                os.link(src, tmp)
+            except OSError:
+                shutil.copyfile(src, tmp)
+            os.replace(tmp, dst)
+        else:
+            self.fs.copy(src, dst)
 
     # -- reading ---------------------------------------------------------------------------
     def table_files(self, table: str, batches: set[str] | None = None) -> list[str]:
