@@ -86,11 +86,10 @@ class ResultStore:
         folder = self.path("_commits")
         if not self.fs.exists(folder):
             return []
-        out = []
-        for path in sorted(self.fs.ls(folder, detail=False)):
-            if path.endswith(".json"):
-                out.append(json.loads(self.fs.cat_file(path)))
-        return sorted(out, key=lambda c: c["batch_id"])
+        paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
+        blobs = self.fs.cat(paths) if paths else {}  # fetched concurrently on S3
+        return sorted((json.loads(blob) for blob in blobs.values()),
+                      key=lambda c: c["batch_id"])
 
     def committed_batches(self) -> set[str]:
         return {c["batch_id"] for c in self.commits()}
@@ -150,18 +149,24 @@ class ResultStore:
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = sorted(self.fs.find(staging)) if self.fs.exists(staging) else []
-        reports = [p for p in staged if p.startswith(f"{staging}/reports/")]
+        moves, latest = [], []
         for path in staged:
             table, _, name = path[len(staging) + 1:].partition("/")
             if table in TABLES:
-                self._move(path, self.path(table, f"grader={slug}", f"batch={batch_id}", name))
-        archived = []
-        for path in reports:
-            name = path.rsplit("/", 1)[-1]
-            archived.append((self.path("reports", f"grader={slug}", name), name))
-            self._move(path, archived[-1][0])
-        for path, name in archived:
-            self._copy(path, self.path("reports", name))
+                moves.append((path, self.path(table, f"grader={slug}", f"batch={batch_id}",
+                                              name)))
+            elif table == "reports":
+                moves.append((path, self.path("reports", f"grader={slug}", name)))
+                latest.append((moves[-1][1], self.path("reports", name)))
+        if self.local:
+            for src, dst in moves:
+                self._move(src, dst)
+            for src, dst in latest:
+                self._copy(src, dst)
+        elif moves:  # server-side copies, many at a time; staging goes with the folder below
+            self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
+            if latest:
+                self.fs.copy([m[0] for m in latest], [m[1] for m in latest])
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
         self._put(self.path("_commits", f"{batch_id}.json"),
@@ -249,8 +254,8 @@ class ResultStore:
         except Exception as exc:
             if not _precondition_failed(exc):
                 raise
-            head = self.fs.call_s3("get_object", Bucket=bucket, Key=key)
-            holder = _json_or_none(head["Body"].read())
+            head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
+            holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
             age = (datetime.now(UTC) - head["LastModified"]).total_seconds()
             if age < stale_after:
                 raise ResultsLocked(self._locked_message(holder, stale_after)) from None
