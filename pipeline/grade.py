@@ -168,6 +168,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
+SHARD_RUNS = 500  # at most this many runs read and graded per task
 
 
 @dataclass(frozen=True)
@@ -325,8 +326,11 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
     window: deque[Future] = deque()
     limit = 2 * engine.workers + 2
     for chunk in chunks(bucket.discover(), LIST_CHUNK):
-        window.append(engine.submit_list(_list_task, job,
-                                         [(r, known.get(r.uri)) for r in chunk]))
+        # a run never graded is new whatever its files: the worker grading it lists it
+        seen = [(r, known[r.uri]) for r in chunk if r.uri in known]
+        yield from (("new", r) for r in chunk if r.uri not in known)
+        if seen:
+            window.append(engine.submit_list(_list_task, job, seen))
         while len(window) >= limit:
             yield from window.popleft().result()
     while window:
@@ -362,7 +366,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         def start(refs: list[RunRef]) -> None:
             batch_id = new_batch_id()
-            size = -(-len(refs) // workers)
+            # one shard per worker, but never so large that a worker's memory follows the batch
+            size = min(-(-len(refs) // workers), SHARD_RUNS)
             shards = [refs[i:i + size] for i in range(0, len(refs), size)]
             inflight.append((batch_id, [engine.submit_grade(_grade_task, job, batch_id, k, shard)
                                         for k, shard in enumerate(shards)]))

@@ -324,12 +324,17 @@ class ResultStore:
             self.fs.mv(src, dst)
 
     def _copy(self, src: str, dst: str) -> None:
-        if self.local:  # a hard link under a temporary name, renamed over the old copy
-            tmp = f"{dst}.tmp-{secrets.token_hex(4)}"
+        if self.local:  # a hard link; over an old copy, under a temporary name then renamed
             try:
-                os.link(src, tmp)
+                os.link(src, dst)
+                return
+            except FileExistsError:
+                pass
             except OSError:
-                shutil.copyfile(src, tmp)
+                shutil.copyfile(src, dst)
+                return
+            tmp = f"{dst}.tmp-{secrets.token_hex(4)}"
+            os.link(src, tmp)
             os.replace(tmp, dst)
         else:
             self.fs.copy(src, dst)

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import fsspec
 
@@ -22,8 +23,8 @@ RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
 
 
-@dataclass(frozen=True, slots=True)
-class FileInfo:
+class FileInfo(NamedTuple):
+    # A tuple: millions are listed, pickled to workers and back, and tuples are cheapest.
     size: int
     mtime: float
     link_target: str | None = None  # resolved target of a symlink, never followed
