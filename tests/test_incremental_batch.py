@@ -145,3 +145,25 @@ def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, ru
     con = connect(str(out))
     assert con.sql("select status from runs").fetchall() == [("graded",)]
     assert con.sql("select count(*) from refusals").fetchall()[0][0] == 0
+
+
+def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
+    # Memory stays flat as the bucket grows: at no point does the grading process hold more
+    # than one discovery chunk and two batches of runs, whatever the number of runs found.
+    import gc
+
+    from pipeline.grade import LIST_CHUNK
+    from pipeline.sources.bucket import RunRef
+
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 600, seed=9, workers=1)
+    alive: list[int] = []
+
+    def count(stage: str, done: int, total: int | None) -> None:
+        alive.append(sum(isinstance(o, RunRef) for o in gc.get_objects()))
+
+    summary = grade_runs(str(runs), str(tmp_path / "out"), default_grader(), batch_size=50,
+                         workers=1, progress=count)
+    assert summary.graded + summary.refused == 600 and len(alive) >= 12
+    bound = LIST_CHUNK + 2 * 50
+    assert max(alive) <= bound < 600, (max(alive), bound)

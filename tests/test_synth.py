@@ -50,3 +50,21 @@ def test_corpus_looks_like_a_bucket_and_grades(tmp_path: Path):
     assert summary.refused == sum(made.outcomes[k] for k in (
         "missing-program", "missing-manifest", "incomplete-run", "no-outputs", "era-b"))
     assert {"satisfied", "partial"} <= set(summary.verdicts)
+
+
+def test_repeated_snapshots_and_manifests_are_parsed_once(tmp_path: Path):
+    from pipeline.sources import prose
+    from pipeline.sources.bucket import Bucket
+
+    synthesize(str(tmp_path), 80, seed=2, workers=1)
+    bucket = Bucket(str(tmp_path))
+    prose._contract.cache_clear()
+    prose._manifest_cached.cache_clear()
+    for ref in bucket.discover():
+        prose.read_run(bucket, bucket.list_run(ref))
+    contracts, manifests = prose._contract.cache_info(), prose._manifest_cached.cache_info()
+    # every manifest carries its own generation time, yet a program's manifests share a parse
+    assert manifests.misses <= 4 * 2 * 2  # programs × arrow styles × inline-or-not at most
+    assert manifests.hits >= 50
+    assert contracts.misses <= 4 * 2 * 5  # programs × revisions × (program + services)
+    assert contracts.hits > 3 * contracts.misses
