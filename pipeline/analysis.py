@@ -125,14 +125,31 @@ def grader_totals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 
 def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
-    """(base, head): the two grader ids that appeared last; refuses results with fewer than 2."""
+    """(base, head): the latest grader id and the latest other id that graded a run in common
+    with it; refuses results with no such pair."""
     known = grader_ids(con)
-    if len(known) < 2:
-        raise ResultsQueryError(
-            "a diff needs results of two grader ids, and these results hold "
-            f"{len(known)} ({', '.join(known) or 'none'}); grade the same runs again with "
-            "another grader (`rungrade grade RUNS --out RESULTS --grader my_grader.py`)")
-    return known[-2], known[-1]
+    # one grading stamps several ids (each ledger carries its ledger grader's), so the two
+    # newest ids need not share a run: pair the newest id with the newest that does
+    for head in reversed(known):
+        base = _latest_sharing(con, head, known)
+        if base is not None:
+            return base, head
+    raise ResultsQueryError(
+        "a diff needs results of two grader ids that graded the same runs, and these results "
+        f"hold {len(known)} ({', '.join(known) or 'none'}); grade the same runs again with "
+        "another grader (`rungrade grade RUNS --out RESULTS --grader my_grader.py`)")
+
+
+def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
+                    known: list[str]) -> str | None:
+    """The newest grader id other than `grader_id` that graded one of its runs, if any."""
+    sharing = {g for (g,) in con.sql("""
+        select distinct other.grader_id
+        from runs as mine
+        join runs as other on other.run_uri = mine.run_uri
+        where mine.grader_id = $id and other.grader_id <> $id
+    """, params={"id": grader_id}).fetchall()}
+    return next((g for g in reversed(known) if g in sharing), None)
 
 
 @dataclass
@@ -166,12 +183,13 @@ def version_diff(con: duckdb.DuckDBPyConnection, base: str | None = None,
     if base is None and head is None:
         base, head = latest_pair(con)
     elif base is None or head is None:
-        # one id given: compare it with the latest other id
+        # one id given: compare it with the latest other id that graded a run in common
         given = _known(con, base or head)
-        others = [g for g in grader_ids(con) if g != given]
-        if not others:
-            latest_pair(con)  # raises, saying how to get a second grader id
-        base, head = (others[-1], given) if base is None else (given, others[-1])
+        other = _latest_sharing(con, given, grader_ids(con))
+        if other is None:
+            raise ResultsQueryError(f"no other grader id graded a run that {given} graded; "
+                                    "grade the same runs under a second grader id")
+        base, head = (other, given) if base is None else (given, other)
     _known(con, base)
     _known(con, head)
     if base == head:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -44,6 +46,10 @@ def grade(
     grader_path: Annotated[Path | None, typer.Option(
         "--grader", help="Python file defining `grader` (a rungrade Grader) to use instead "
                          "of the built-in contract grader.")] = None,
+    ledger_grader_paths: Annotated[list[Path] | None, typer.Option(
+        "--ledger-grader", help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
+                                "for moltzap ledgers; each replaces the built-in grader of its "
+                                "scenario. Repeatable.")] = None,
     batch_size: Annotated[int, typer.Option(
         min=1, help="Runs per committed batch: a crash loses at most the batch in progress, "
                     "and memory grows with it.")] = 2000,
@@ -58,34 +64,95 @@ def grade(
     = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     endpoint_url: EndpointOpt = None,
+    judge_cmd: Annotated[str | None, typer.Option(
+        "--judge-cmd", rich_help_panel="Judge",
+        help="Settle judgment clauses with this executable: JSON Lines requests on stdin, "
+             "one JSON answer per line on stdout (see README, Judges).")] = None,
+    judge_url: Annotated[str | None, typer.Option(
+        "--judge-url", rich_help_panel="Judge",
+        help="Settle judgment clauses with an OpenAI-compatible endpoint, e.g. "
+             "https://api.openai.com/v1 (key from $RUNGRADE_JUDGE_API_KEY or "
+             "$OPENAI_API_KEY).")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", rich_help_panel="Judge",
+        help="Model name for --judge-url.")] = None,
+    judge_name: Annotated[str | None, typer.Option(
+        "--judge-name", rich_help_panel="Judge",
+        help="Judge id recorded on judged rows and in the grader id (default: the script's "
+             "file stem, or the model name).")] = None,
+    judge_api_key_env: Annotated[str | None, typer.Option(
+        "--judge-api-key-env", rich_help_panel="Judge",
+        help="Environment variable holding the API key for --judge-url.")] = None,
+    judge_max_calls: Annotated[int | None, typer.Option(
+        "--judge-max-calls", rich_help_panel="Judge",
+        help="Send at most N requests to the judge (retries count); the rest stay "
+             "undecided.")] = None,
+    judge_timeout: Annotated[float, typer.Option(
+        "--judge-timeout", rich_help_panel="Judge",
+        help="Seconds one judge call may take (a --judge-cmd batch or one HTTP request).")]
+    = 120.0,
+    judge_concurrency: Annotated[int, typer.Option(
+        "--judge-concurrency", rich_help_panel="Judge",
+        help="Judge calls in flight at once.")] = 4,
+    judge_batch_size: Annotated[int, typer.Option(
+        "--judge-batch-size", rich_help_panel="Judge",
+        help="Requests per --judge-cmd process.")] = 16,
+    judge_retries: Annotated[int, typer.Option(
+        "--judge-retries", rich_help_panel="Judge",
+        help="Retries of a failed judge call, with exponential backoff.")] = 2,
 ) -> None:
     """Grade the new and changed runs under RUNS and write the results to --out.
 
-    A run is skipped when it was graded under this grader id with the same fingerprint.
+    Runs are OpenProse run folders (era A or B) and moltzap ledger folders, at any depth.
 
-    The fingerprint is the run's file names, sizes and mtimes; --full grades every run again.
+    A run graded before under this grader id with the same fingerprint is skipped (--full: not).
+
+    The fingerprint is the run's file names, sizes and mtimes.
 
     Every other run is graded or refused with a reason; the summary adds them up.
 
+    Ledgers are graded by the grader of their scenario (built in, or from --ledger-grader).
+
+    A judge (--judge-cmd, --judge-url) settles judgment clauses the checks leave undecided.
+
+    Judged rows carry the grader id '<name>.judged-by-<judge>.grader/vN'.
+
     Results are committed batch by batch: a killed grade loses only the batch in progress.
 
+    SIGTERM stops at the next batch boundary; rerun the same command to finish the job.
+
     Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
+
+    More exit codes: 4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM.
     """
+    import duckdb
+
     from .checks import GraderError, default_grader
-    from .grade import grade_runs
+    from .grade import default_ledger_graders, grade_runs
+    from .judging import JudgeConfigError, make_judge
+    from .sources.outage import is_outage
     from .store import ResultsLocked
-    from .user_grader import load_grader
+    from .user_grader import load_grader, load_ledger_graders
 
     try:
         grader = load_grader(grader_path) if grader_path else default_grader()
         if grader_id:
             grader = grader.with_id(grader_id)
-    except (GraderError, FileNotFoundError, ImportError) as exc:
+        ledger_graders = default_ledger_graders(tuple(
+            g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
+        judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,
+                           name=judge_name, api_key_env=judge_api_key_env,
+                           max_calls=judge_max_calls, timeout=judge_timeout,
+                           concurrency=judge_concurrency, batch_size=judge_batch_size,
+                           retries=judge_retries, endpoint_url=endpoint_url)
+    except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
 
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
-    options = {"batch_size": batch_size, "workers": workers, "endpoint_url": endpoint_url,
-               "validate": validate, "full": full}
+    stop = _StopRequest()
+    options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
+                   validate=validate, full=full, ledger_graders=ledger_graders, judge=judge,
+                   should_stop=stop.is_set)
     try:
         if progress:
             with progress as bar:
@@ -102,10 +169,37 @@ def grade(
                    exit_codes.USAGE) from exc
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
+    except Exception as exc:
+        if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
+            raise
+        raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
+                   "intact and nothing half-published is visible; fix the cause (space, "
+                   "permissions, endpoint) and rerun the same command.",
+                   exit_codes.STORAGE) from exc
+    finally:
+        stop.restore()
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
         print_summary(summary)
+    if summary.stopped:
+        raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
+                   "batch in progress was abandoned. Rerun the same command to finish.",
+                   exit_codes.STOPPED)
+
+
+class _StopRequest(threading.Event):
+    """Set by SIGTERM; `restore()` puts the previous handler back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, lambda *_: self.set())
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _progress_bar():
@@ -139,9 +233,18 @@ def print_summary(summary) -> None:
     score = data["mean_overall_score"]
     table.add_row("mean overall score", "—" if score is None else f"{score:.1f}")
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
+    if data["ledger_verdicts"]:
+        table.add_row("ledger verdicts",
+                      ", ".join(f"{k} {v}" for k, v in data["ledger_verdicts"].items()))
+    if "judge" in data:
+        j = data["judge"]
+        table.add_row(f"judge {j['judge_id']}",
+                      f"asked {j['asked']} (answered {j['answered']}, failed {j['failed']}), "
+                      f"answered from cache {j['from_cache']}"
+                      + (f", not asked (budget) {j['over_budget']}" if j["over_budget"] else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
-    if data["found"] != data["skipped"] + data["graded"] + data["refused"]:
+    if not data["stopped"] and data["found"] != data["skipped"] + data["graded"] + data["refused"]:
         err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")
 
 
@@ -159,9 +262,9 @@ def synth(
 ) -> None:
     """Write a synthetic corpus of OpenProse run folders, for tests and benchmarks.
 
-    Four programs, bindings of realistic sizes, errors with __error.md, conditional ensures.
+    Four programs, bindings of realistic sizes, errors with __error.md, conditional ensures, era B.
 
-    Some runs must be refused: no program.md or manifest.md, unfinished, no outputs, era B.
+    Some runs must be refused: no program.md or manifest.md, unfinished, no outputs.
 
     Runs land in OUT/{project}/.prose/runs/; the same seed always writes the same bytes.
 

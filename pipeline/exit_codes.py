@@ -4,3 +4,6 @@ OK = 0  # the command did its job (refused runs are results, not failures)
 FAILURE = 1  # something unexpected broke; nothing half-published is visible
 USAGE = 2  # bad arguments, a missing runs root, a malformed grader, no results yet
 LOCKED = 3  # another `rungrade grade` is writing to the same results
+STORAGE = 4  # the runs or results store failed (full, read-only, unreachable); committed
+#              batches are intact and nothing of the failed batch is visible: fix and rerun
+STOPPED = 143  # stopped by SIGTERM (128 + 15) at a batch boundary; rerun to finish

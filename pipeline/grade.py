@@ -1,15 +1,19 @@
 """The grading flow: discover, read + flatten, check, score, store. Stages pass tables.
 
 `grade_tables` is the pure part (tables in, tables out) that every engine runs; `grade_runs`
-drives it over a runs root in committed batches.
+drives it over a runs root in committed batches: it skips runs graded before and unchanged,
+and grades the rest shard by shard in worker processes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
@@ -17,44 +21,93 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from .catalog import write_catalog
 from .checks.frame import clause_frame
 from .checks.grader import Grader, run_checks
+from .checks.ledger import (
+    LEDGER_CLAUSE_KIND,
+    LedgerGrader,
+    ledger_grader_ids,
+    ledger_grader_set,
+    run_ledger_checks,
+)
+from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
 from .reports import build_reports
 from .scoring import run_models
 from .sources.bucket import Bucket, RunRef
+from .sources.ledger import read_ledger
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
 from .tables import SOURCE_TABLES, conform, frame
+
+if TYPE_CHECKING:
+    from .judging import Judge
 
 
 def source_tables(rows: RunRows) -> dict[str, pl.DataFrame]:
     return {name: frame(name, getattr(rows, name)) for name in SOURCE_TABLES}
 
 
-def grade_tables(source: dict[str, pl.DataFrame], grader: Grader
+def grade_tables(source: dict[str, pl.DataFrame], grader: Grader,
+                 ledger_graders: tuple[LedgerGrader, ...] | None = None,
+                 judge: Judge | None = None,
                  ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Check, judge and score a batch. Returns (all tables stamped with grader_id, clause frame)."""
-    stamp = pl.lit(grader.grader_id).alias("grader_id")
-    tables = {name: source[name].with_columns(stamp) for name in SOURCE_TABLES}
+    """Check, judge and score a batch. Returns (all tables stamped with grader_id, clause frame).
+
+    OpenProse runs are checked by `grader`; each moltzap ledger by the ledger grader it was
+    read for, whose id its rows carry instead. With a `judge`, the grader id becomes the
+    judged one (`Judge.grader`) and judgeable undecided checks are settled by it.
+    """
+    grader = judge.grader(grader) if judge else grader
+    ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
+    ids = ledger_grader_ids(source["services"])
+
+    def stamp(df: pl.DataFrame) -> pl.DataFrame:
+        df = df.drop("grader_id", strict=False).join(ids, on="run_uri", how="left",
+                                                      maintain_order="left")
+        return df.with_columns(pl.col("grader_id").fill_null(grader.grader_id))
+
+    tables = {name: stamp(source[name]) for name in SOURCE_TABLES}
     clauses = clause_frame(tables["clauses"], tables["services"], tables["bindings"])
-    checks = run_checks(grader, clauses)
+    prose = clauses.filter(pl.col("kind") != LEDGER_CLAUSE_KIND)
+    checks = pl.concat([
+        run_checks(grader, prose),
+        run_ledger_checks(ledger_graders, tables["clauses"], tables["bindings"],
+                          tables["services"]),
+    ])
+    if judge:
+        checks = judge.settle(checks, clauses, tables["runs"])
     tables["checks"] = checks
-    tables["clause_verdicts"] = clause_verdicts(clauses, checks, grader.grader_id)
+    tables["clause_verdicts"] = stamp(clause_verdicts(clauses, checks, grader.grader_id))
     tables.update({name: conform(name, df) for name, df in run_models(tables).items()})
     return tables, clauses
+
+
+def by_grader(tables: dict[str, pl.DataFrame]) -> list[tuple[str, dict[str, pl.DataFrame]]]:
+    """Split graded tables by the grader id stamped on their rows, runs' order kept."""
+    ids = tables["runs"]["grader_id"].unique(maintain_order=True).to_list()
+    if len(ids) <= 1:
+        return [(ids[0], tables)] if ids else []
+    return [(gid, {name: df.filter(pl.col("grader_id") == gid) for name, df in tables.items()})
+            for gid in ids]
+
+
+def default_ledger_graders(extra: tuple[LedgerGrader, ...] = ()) -> tuple[LedgerGrader, ...]:
+    """The built-in ledger graders, with `extra` replacing any for the same scenario."""
+    return ledger_grader_set(builtin_ledger_graders(), extra)
 
 
 @dataclass
 class Summary:
     """What a `grade` did. found = new + changed + unchanged; graded + refused = the runs read.
 
-    Unchanged runs (same fingerprint as their committed rows under this grader id) are skipped
-    unless `full`; then graded + refused + skipped = found.
+    Unchanged runs (same fingerprint as their committed rows under this job's grader ids) are
+    skipped unless `full`; then graded + refused + skipped = found.
     """
 
     runs_uri: str
@@ -70,10 +123,13 @@ class Summary:
     full: bool = False
     refusals: Counter = field(default_factory=Counter)
     verdicts: Counter = field(default_factory=Counter)
+    ledger_verdicts: Counter = field(default_factory=Counter)  # GradeReport verdicts
     score_sum: float = 0.0
     scored: int = 0
     batches: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
+    judging: dict | None = None  # JudgeStats of the judge, when one was used
+    stopped: bool = False  # a stop was requested; runs of later batches were not graded
 
     @property
     def mean_score(self) -> float | None:
@@ -85,8 +141,12 @@ class Summary:
         self.refused += stats["refused"]
         self.refusals.update(stats["refusals"])
         self.verdicts.update(stats["verdicts"])
+        self.ledger_verdicts.update(stats["ledger_verdicts"])
         self.score_sum += stats["score_sum"]
         self.scored += stats["scored"]
+        # a run folder found empty when its worker listed it is not a run (yet)
+        self.found -= stats["empty"]
+        self.new -= stats["empty"]
 
     def see(self, status: str) -> None:
         """Count one discovered run as new, changed or unchanged (and maybe skipped)."""
@@ -102,52 +162,71 @@ class Summary:
             "unchanged": self.unchanged, "skipped": self.skipped, "full": self.full,
             "graded": self.graded, "refused": self.refused,
             "refusals": dict(sorted(self.refusals.items())),
-            "verdicts": dict(sorted(self.verdicts.items())), "mean_overall_score":
+            "verdicts": dict(sorted(self.verdicts.items())),
+            "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
-            "batches": self.batches, "discarded": self.discarded,
+            "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
+            **({"judge": self.judging} if self.judging else {}),
         }
 
 
-def shard_stats(tables: dict[str, pl.DataFrame]) -> dict:
+def shard_stats(tables: dict[str, pl.DataFrame], empty: int = 0) -> dict:
     """The counts a shard adds to the summary (small and picklable, unlike its tables)."""
     runs = tables["runs"]
     scores = tables["run_scores"]
     valid = scores["overall_score"].drop_nulls()
+    ledgers = scores.join(runs.filter(pl.col("source") == "ledger"), on="run_uri", how="semi")
     return {
         "runs": runs.height,
         "graded": runs.filter(pl.col("status") == "graded").height,
         "refused": runs.filter(pl.col("status") == "refused").height,
         "refusals": Counter(tables["refusals"]["reason"].to_list()),
-        "verdicts": Counter(scores["overall_verdict"].drop_nulls().to_list()),
+        "verdicts": Counter(scores["overall_verdict"].to_list()),
+        "ledger_verdicts": Counter(ledgers["outcome_verdict"].to_list()),
         "score_sum": float(valid.sum()) if len(valid) else 0.0,
         "scored": len(valid),
+        "empty": empty,
     }
 
 
-def _read_shard(args: tuple[str, str | None, list[RunRef], int]) -> RunRows:
-    runs_uri, endpoint, refs, cap = args
+def _ignore_stop_signals() -> None:
+    # Workers finish their shard; only the parent decides what a stop abandons.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrader, ...]]
+                ) -> RunRows:
+    runs_uri, endpoint, refs, cap, ledger_graders = args
     bucket = Bucket(runs_uri, endpoint)
     rows = RunRows()
     for ref in refs:
-        rows.extend(read_run(bucket, bucket.list_run(ref), cap))
+        bucket.list_run(ref)
+        if not ref.files:
+            continue  # an empty folder is not a run yet (object stores have no empty folders)
+        rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
+                    else read_run(bucket, ref, cap))
     return rows
 
 
 def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = None,
               binding_cap: int = DEFAULT_BINDING_CAP, workers: int = 1,
+              ledger_graders: tuple[LedgerGrader, ...] | None = None,
               on_progress: Callable[[int], None] | None = None) -> RunRows:
     """Read + flatten runs, in worker processes over shards when `workers` > 1."""
+    ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
     shard = max(1, min(64, len(refs) // max(1, workers * 4) or 1))
     shards = [refs[i:i + shard] for i in range(0, len(refs), shard)]
     rows = RunRows()
     if workers <= 1 or len(shards) <= 1:
         for part in shards:
-            rows.extend(_read_shard((runs_uri, endpoint_url, part, binding_cap)))
+            rows.extend(_read_shard((runs_uri, endpoint_url, part, binding_cap, ledger_graders)))
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
-        jobs = [(runs_uri, endpoint_url, part, binding_cap) for part in shards]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context(),
+                             initializer=_ignore_stop_signals) as pool:
+        jobs = [(runs_uri, endpoint_url, part, binding_cap, ledger_graders) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
             rows.extend(result)
             if on_progress:
@@ -173,7 +252,7 @@ SHARD_RUNS = 500  # at most this many runs read and graded per task
 
 @dataclass(frozen=True)
 class Job:
-    """Everything a worker needs besides the runs themselves (pickled once per task)."""
+    """Everything a worker needs besides the runs and the graders (pickled with each task)."""
 
     runs_uri: str
     results_uri: str
@@ -183,7 +262,7 @@ class Job:
     full: bool
 
 
-_WORKER: dict = {}  # per-process state: the grader, set once by _init_worker
+_WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
 
 
 def _process_context():
@@ -191,12 +270,24 @@ def _process_context():
     # never inherited mid-use (a fork of a process that has used polars can deadlock).
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["pipeline.grade"])
+    if threading.current_thread() is threading.main_thread():
+        # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
+        # survive exec): a stop sent to the whole process group is the parent's to handle.
+        previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
+                    signal.signal(signal.SIGINT, signal.SIG_IGN))
+        try:
+            from multiprocessing import forkserver
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
     return ctx
 
 
-def _init_worker(grader_blob: bytes, modules: list[tuple[str, str]], parent: int,
+def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: int,
                  aws: dict[str, str]) -> None:
-    """Load user grader modules, unpickle the grader, and die with the grading process."""
+    """Load user grader modules, unpickle the graders, and die with the grading process."""
+    _ignore_stop_signals()
     # The fork server kept the environment of its start; S3 settings follow this job's.
     os.environ.update(aws)
     for name, path in modules:
@@ -206,13 +297,18 @@ def _init_worker(grader_blob: bytes, modules: list[tuple[str, str]], parent: int
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
                 spec.loader.exec_module(module)
-    _WORKER["grader"] = pickle.loads(grader_blob)
+    _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
+    _WORKER["judge"] = None
+    _init_watchdog(parent)
+
+
+def _init_list_worker(parent: int) -> None:
+    _ignore_stop_signals()
     _init_watchdog(parent)
 
 
 def _init_watchdog(parent: int) -> None:
     """Exit this worker as soon as the grading process is gone (even after a kill -9)."""
-    ppid = os.getppid()
 
     def watch() -> None:
         while True:
@@ -220,8 +316,6 @@ def _init_watchdog(parent: int) -> None:
             try:
                 os.kill(parent, 0)
             except ProcessLookupError:
-                os._exit(1)
-            if os.getppid() != ppid:
                 os._exit(1)
 
     threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
@@ -234,8 +328,8 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None]]
     out = []
     for ref, known in items:
         bucket.list_run(ref)
-        status = _status(ref, known)
-        if status == "unchanged" and not job.full:
+        status = _status(ref, known) if ref.files else "empty"
+        if status in ("unchanged", "empty") and not job.full:
             ref.files = {}
         out.append((status, ref))
     return out
@@ -247,18 +341,47 @@ def _status(ref: RunRef, known: str | None) -> str:
     return "unchanged" if ref.fingerprint == known else "changed"
 
 
-def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict:
-    """Read, flatten, grade and stage one shard of a batch; return its `shard_stats`."""
+def batch_for(batch_id: str, grader_id: str, main_grader_id: str) -> str:
+    """The batch id of one grader id's rows in a batch: ledgers graded beside OpenProse runs
+    carry their own grader ids, and each grader id commits its own batch."""
+    if grader_id == main_grader_id:
+        return batch_id
+    return f"{batch_id}-{hashlib.sha1(grader_id.encode()).hexdigest()[:6]}"
+
+
+def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[str, dict]:
+    """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}."""
     grader: Grader = _WORKER["grader"]
-    rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap))
-    tables, clause_rows = grade_tables(source_tables(rows), grader)
+    judge = _WORKER.get("judge")
+    main_id = judge.grader(grader).grader_id if judge else grader.grader_id
+    rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
+                        _WORKER["ledger_graders"]))
+    empty = sum(1 for ref in refs if not ref.files)
+    tables, clause_rows = grade_tables(source_tables(rows), grader, _WORKER["ledger_graders"],
+                                       judge)
     if job.validate:
         from .tables import validate as validate_tables
         validate_tables(tables)
-    reports = build_reports(tables, clause_rows)
-    ResultStore(job.results_uri, job.endpoint_url).stage_part(
-        batch_id, part, grader.grader_id, tables, reports)
-    return shard_stats(tables)
+    store = ResultStore(job.results_uri, job.endpoint_url)
+    out: dict[str, dict] = {}
+    for grader_id, part_tables in by_grader(tables) or [(main_id, tables)]:
+        frame = clause_rows.join(part_tables["runs"], on="run_uri", how="semi")
+        reports = build_reports(part_tables, frame)
+        uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
+        staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}/{name}": text
+                  for name, text in reports.items()}
+        store.stage_part(batch_for(batch_id, grader_id, main_id), part, grader_id,
+                         part_tables, staged)
+        out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
+    if main_id not in out and empty:  # only ledgers, or empty folders, in this shard
+        out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
+                        "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
+                        "scored": 0, "empty": empty}
+    return out
+
+
+def _uri_tag(uri: str) -> str:
+    return hashlib.sha1(uri.encode()).hexdigest()[:8]
 
 
 class _Engine:
@@ -267,32 +390,36 @@ class _Engine:
     Listing only walks folders, so its pool forks this process (cheap to start, and it never
     touches polars). Grading uses polars and DuckDB, so its pool comes from a clean fork
     server, started only when there is something to grade: a no-change rerun never pays for it.
+    A judge keeps one budget, cache and set of statistics per grade, so with a judge the
+    grading runs in this process.
     """
 
-    def __init__(self, workers: int, grader: Grader):
+    def __init__(self, workers: int, grader: Grader,
+                 ledger_graders: tuple[LedgerGrader, ...], judge: Judge | None):
         self.workers = workers
-        self.grader = grader
+        self.graders = (grader, ledger_graders)
         self.list_pool: ProcessPoolExecutor | None = None
         self.grade_pool: ProcessPoolExecutor | None = None
-        if workers == 1:
-            _WORKER["grader"] = grader
+        self.grade_inline = workers == 1 or judge is not None
+        if self.grade_inline:
+            _WORKER.update(grader=grader, ledger_graders=ledger_graders, judge=judge)
 
     def submit_list(self, fn, *args) -> Future:
         if self.workers > 1 and self.list_pool is None:
             self.list_pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                initializer=_init_watchdog, initargs=(os.getpid(),))
+                initializer=_init_list_worker, initargs=(os.getpid(),))
         return self._submit(self.list_pool, fn, args)
 
     def submit_grade(self, fn, *args) -> Future:
-        if self.workers > 1 and self.grade_pool is None:
+        if not self.grade_inline and self.grade_pool is None:
             modules = [(name, mod.__file__) for name, mod in list(sys.modules.items())
                        if name.startswith("rungrade_user_grader_") and
                        getattr(mod, "__file__", None)]
             self.grade_pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=_process_context(),
                 initializer=_init_worker,
-                initargs=(pickle.dumps(self.grader), modules, os.getpid(),
+                initargs=(pickle.dumps(self.graders), modules, os.getpid(),
                           {k: v for k, v in os.environ.items() if k.startswith("AWS_")}))
         return self._submit(self.grade_pool, fn, args)
 
@@ -340,28 +467,37 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
-               full: bool = False,
-               progress: Callable[[str, int, int | None], None] | None = None) -> Summary:
+               full: bool = False, ledger_graders: tuple[LedgerGrader, ...] | None = None,
+               judge: Judge | None = None,
+               progress: Callable[[str, int, int | None], None] | None = None,
+               should_stop: Callable[[], bool] = lambda: False) -> Summary:
     """Grade the new and changed runs under `runs_uri` into `results_uri`; return a Summary.
 
-    Runs already committed under this grader id with the same fingerprint are skipped (all
-    are graded when `full`). The rest are graded in batches of `batch_size` runs, each batch
-    read and graded in worker processes, one shard per worker, and committed on its own: a
-    crash loses at most the batches not yet committed, and the next run redoes them.
+    Runs already committed under this job's grader ids with the same fingerprint are skipped
+    (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
+    batch read and graded in worker processes, in shards of at most SHARD_RUNS runs, and
+    committed on its own (one commit per grader id): a crash loses at most the batches not
+    yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
+    (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged
+    grader id (see `Judge.grader`). `should_stop` is asked before a batch starts and before
+    it is published: when it says yes, the batches in hand are abandoned (never
+    half-published) and `summary.stopped` is set.
     Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
     when another `grade` is writing to the same results.
     """
+    ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
+    main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
     store = ResultStore(results_uri, endpoint_url)
-    summary = Summary(runs_uri, results_uri, grader.grader_id, full=full)
+    summary = Summary(runs_uri, results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
     with store.lock() as still_locked:
         summary.discarded = store.discard_uncommitted()
-        known = store.fingerprints({grader.grader_id})
-        engine = _Engine(workers, grader)
+        known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
+        engine = _Engine(workers, grader, ledger_graders, judge)
         inflight: deque[tuple[str, list[Future]]] = deque()
 
         def start(refs: list[RunRef]) -> None:
@@ -374,39 +510,72 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         def finish() -> None:
             batch_id, futures = inflight.popleft()
-            stats = [f.result() for f in futures]
+            shards = [f.result() for f in futures]
+            if should_stop():
+                summary.stopped = True
+                abandon(batch_id, shards)
+                return
             still_locked()
-            counts = {"runs": sum(s["runs"] for s in stats),
-                      "refused": sum(s["refused"] for s in stats)}
-            store.publish(batch_id, grader.grader_id, counts)
-            summary.batches.append(batch_id)
-            for shard in stats:
-                summary.add(shard)
+            ids = sorted({g for shard in shards for g in shard}, key=lambda g: g != main_id)
+            for grader_id in ids:
+                stats = [shard[grader_id] for shard in shards if grader_id in shard]
+                counts = {"runs": sum(s["runs"] for s in stats),
+                          "refused": sum(s["refused"] for s in stats)}
+                committed = batch_for(batch_id, grader_id, main_id)
+                if counts["runs"]:
+                    store.publish(committed, grader_id, counts)
+                    summary.batches.append(committed)
+                else:
+                    store.discard(committed)
+                for shard in stats:
+                    summary.add(shard)
             if progress:
                 progress("grade", summary.graded + summary.refused, None)
+
+        def abandon(batch_id: str, shards: list[dict]) -> None:
+            for grader_id in {g for shard in shards for g in shard} | {main_id}:
+                store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:
             pending: list[RunRef] = []
             for status, ref in _classified(engine, bucket, job, known):
+                if status == "empty":
+                    continue
                 summary.see(status)
                 if status == "unchanged" and not full:
                     continue
                 pending.append(ref)
                 if len(pending) >= batch_size:
+                    if should_stop():
+                        summary.stopped = True
+                        break
                     start(pending)
                     pending = []
-                while len(inflight) > 1:  # one batch graded while the next is listed
+                while len(inflight) > 1:  # one batch graded while the next is collected
                     finish()
-            if pending:
+                if summary.stopped:
+                    break
+            if pending and not summary.stopped and not should_stop():
                 start(pending)
+            elif pending:
+                summary.stopped = True
             while inflight:
-                finish()
+                if summary.stopped:  # the batches in hand are abandoned, never half-published
+                    batch_id, futures = inflight.popleft()
+                    abandon(batch_id, [f.result() for f in futures])
+                else:
+                    finish()
         except BaseException:
             engine.close(cancel=True)
+            for batch_id, _ in inflight:
+                with contextlib.suppress(OSError):  # the next grade removes what is left
+                    abandon(batch_id, [])
             raise
         engine.close()
         if progress:
             progress("grade", summary.graded + summary.refused, summary.found - summary.skipped)
         if summary.batches:
             write_catalog(store)
+    if judge:
+        summary.judging = judge.stats.as_dict()
     return summary

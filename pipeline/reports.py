@@ -1,4 +1,5 @@
-"""Per-run `grade` reports (JSON), with exactly the fields of the contract grader's report.
+"""Per-run reports (JSON): the contract `grade` report of an OpenProse run, with exactly the
+fields of the contract grader's report, and the GradeReport of a moltzap ledger.
 
 Built with polars aggregations over the batch tables; the only per-run step is serialising.
 """
@@ -10,6 +11,8 @@ import json
 
 import polars as pl
 
+from .checks.ledger import LEDGER_CLAUSE_KIND, verdict
+
 
 def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
     return verdicts.join(
@@ -20,10 +23,54 @@ def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
-    """Return {file name: JSON text} for every graded run of the batch."""
-    runs = tables["runs"].filter(pl.col("status") == "graded")
+    """Return {file name: JSON text} for every graded run of the batch (refused runs have none).
+
+    A file is named `{run_id}.json`; a run id seen under two uris adds a hash of the uri.
+    """
+    out: dict[str, str] = {}
+    for run_id, run_uri, body in sorted(_contract_reports(tables, frame) + ledger_reports(tables),
+                                        key=lambda r: r[1]):
+        name = f"{run_id}.json"
+        if name in out:  # one run id under two prefixes: tell them apart by their uri
+            name = f"{run_id}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
+        # compact: the C encoder is ten times faster than the indenting one (`jq .` indents)
+        out[name] = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return out
+
+
+def ledger_reports(tables: dict[str, pl.DataFrame]) -> list[tuple[str, str, dict]]:
+    """(run_id, run_uri, GradeReport) per graded ledger: grader id, checks in order, verdict.
+
+    `checks` holds name, outcome and detail of every check; `verdict` is derived from them
+    (failed > undecided > passed) and is never an input.
+    """
+    runs = tables["runs"].filter((pl.col("status") == "graded") & (pl.col("source") == "ledger"))
     if runs.is_empty():
-        return {}
+        return []
+    checks = (
+        tables["checks"].join(
+            tables["clauses"].filter(pl.col("kind") == LEDGER_CLAUSE_KIND)
+            .select("run_uri", "clause_id", "position", pl.col("text").alias("name")),
+            on=["run_uri", "clause_id"])
+        .sort("run_uri", "position")
+        .group_by("run_uri", "grader_id", maintain_order=True)
+        .agg(
+            pl.struct("name", "outcome", "detail").alias("checks"),
+            verdict(pl.col("outcome")).alias("verdict"),
+        )
+    )
+    report = runs.select("run_id", "run_uri", pl.col("program").alias("definition_id")).join(
+        checks, on="run_uri", how="left")
+    fields = ("run_id", "grader_id", "definition_id", "verdict", "checks")
+    return [(rec["run_id"], rec["run_uri"], {k: rec[k] for k in fields})
+            for rec in report.iter_rows(named=True)]
+
+
+def _contract_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame
+                      ) -> list[tuple[str, str, dict]]:
+    runs = tables["runs"].filter((pl.col("status") == "graded") & (pl.col("source") != "ledger"))
+    if runs.is_empty():
+        return []
     rows = _clause_rows(tables["clauses"], tables["clause_verdicts"])
     services = tables["services"].select("run_uri", "service", "position")
     clause_lists = (
@@ -78,15 +125,9 @@ def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[
         .join(unevaluable, on="run_uri", how="left")
         .sort("run_uri")
     )
-    out: dict[str, str] = {}
     fields = ("run_id", "program", "overall_score", "overall_verdict", "services",
               "conditional_ensures", "unevaluable_clauses", "recommendations")
     lists = ("services", "conditional_ensures", "unevaluable_clauses", "recommendations")
-    for rec in report.iter_rows(named=True):
-        body = {k: rec[k] if k not in lists else rec[k] or [] for k in fields}
-        name = f"{rec['run_id']}.json"
-        if name in out:  # one run id under two prefixes: tell them apart by their uri
-            name = f"{rec['run_id']}~{hashlib.sha1(rec['run_uri'].encode()).hexdigest()[:8]}.json"
-        # compact: the C encoder is ten times faster than the indenting one (`jq .` indents)
-        out[name] = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    return out
+    return [(rec["run_id"], rec["run_uri"],
+             {k: rec[k] if k not in lists else rec[k] or [] for k in fields})
+            for rec in report.iter_rows(named=True)]

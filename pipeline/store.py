@@ -11,6 +11,9 @@ Layout (RESULTS may be a local folder or s3://bucket/prefix):
 A batch is written to `_staging`, moved into place, and only then committed. Readers (the
 catalog, `rungrade sql`, the CLI) see committed batches only; a crash before the commit marker
 leaves a batch that the next `grade` removes and redoes. Committed files are never rewritten.
+
+Reports are moved into place only after the commit marker; a batch committed but not yet
+done moving its reports is finished by the next `grade` (see `discard_uncommitted`).
 """
 
 from __future__ import annotations
@@ -95,14 +98,21 @@ class ResultStore:
         return {c["batch_id"] for c in self.commits()}
 
     def discard_uncommitted(self) -> list[str]:
-        """Remove parts of batches that never committed (a crash or kill mid-publish)."""
-        committed = self.committed_batches()
+        """Remove parts of batches that never committed (a crash or kill mid-publish).
+
+        A committed batch whose reports were still staged has them moved into place now.
+        """
+        commits = {c["batch_id"]: c["grader_id"] for c in self.commits()}
         removed = []
         staging = self.path("_staging")
         if self.fs.exists(staging):
             for path in self.fs.ls(staging, detail=False):
-                removed.append(path.rsplit("/", 1)[-1])
-                self.fs.rm(path, recursive=True)
+                batch = path.rstrip("/").rsplit("/", 1)[-1]
+                if batch in commits:
+                    self._publish_reports(batch, commits[batch])  # roll its reports forward
+                else:
+                    removed.append(batch)
+                    self.fs.rm(path, recursive=True)
         for table in TABLES:
             base = self.path(table)
             if not self.fs.exists(base):
@@ -110,10 +120,16 @@ class ResultStore:
             for grader_dir in self.fs.ls(base, detail=False):
                 for batch_dir in self.fs.ls(grader_dir, detail=False):
                     batch = batch_dir.rsplit("batch=", 1)[-1]
-                    if batch not in committed:
+                    if batch not in commits:
                         self.fs.rm(batch_dir, recursive=True)
                         removed.append(batch)
         return sorted(set(removed))
+
+    def discard(self, batch_id: str) -> None:
+        """Drop the staged parts of a batch that will not be published (a stop, a failure)."""
+        staging = self.path("_staging", batch_id)
+        if self.fs.exists(staging):
+            self.fs.rm(staging, recursive=True)
 
     def write_batch(self, batch_id: str, grader_id: str, tables: dict[str, pl.DataFrame],
                     reports: dict[str, str], summary: dict) -> None:
@@ -142,35 +158,60 @@ class ResultStore:
             self._put(f"{staging}/reports/{name}", text.encode(), fresh=True)
 
     def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
-        """Move a staged batch into place, then write its commit marker (the batch exists).
-
-        Reports go to `reports/grader={slug}/` and, last, their latest copy to `reports/`.
+        """Move a staged batch's parts into place, write its commit marker (the batch now
+        exists), then move its reports into place.
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = sorted(self.fs.find(staging)) if self.fs.exists(staging) else []
-        moves, latest = [], []
+        moves = []
         for path in staged:
             table, _, name = path[len(staging) + 1:].partition("/")
             if table in TABLES:
                 moves.append((path, self.path(table, f"grader={slug}", f"batch={batch_id}",
                                               name)))
-            elif table == "reports":
-                moves.append((path, self.path("reports", f"grader={slug}", name)))
-                latest.append((moves[-1][1], self.path("reports", name)))
         if self.local:
             for src, dst in moves:
                 self._move(src, dst)
-            for src, dst in latest:
-                self._copy(src, dst)
-        elif moves:  # server-side copies, many at a time; staging goes with the folder below
+        elif moves:  # server-side copies, many at a time; staging goes with the folder later
             self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
-            if latest:
-                self.fs.copy([m[0] for m in latest], [m[1] for m in latest])
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode())
+        self._publish_reports(batch_id, grader_id)
+
+    def _publish_reports(self, batch_id: str, grader_id: str) -> None:
+        """Put a committed batch's staged reports in place, then drop its staging folder.
+
+        Runs after the commit marker, so a report never describes an uncommitted batch. Each
+        report's top-level copy is made before its per-grader copy is moved out of staging, so
+        a crash part way leaves every unfinished report staged, and `discard_uncommitted`
+        rolls it forward.
+        """
+        slug = grader_slug(grader_id)
+        staging = self.path("_staging", batch_id)
+        staged = f"{staging}/reports"
+        files = sorted(self.fs.find(staged)) if self.fs.exists(staged) else []
+        pairs, used = [], set()
+        for src in files:
+            # shards stage `{part}/{uri tag}/{name}`: one run id under two prefixes in two
+            # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
+            *_, tag, name = ["", *src[len(staged) + 1:].split("/")]
+            if name in used and tag:
+                name = f"{name.removesuffix('.json')}~{tag}.json"
+            used.add(name)
+            pairs.append((src, name))
+        if self.local:
+            if pairs:
+                os.makedirs(self.path("reports", f"grader={slug}"), exist_ok=True)
+            for src, name in pairs:
+                self._copy(src, self.path("reports", name))
+                self._move(src, self.path("reports", f"grader={slug}", name))
+        elif pairs:
+            self.fs.copy([s for s, _ in pairs], [self.path("reports", n) for _, n in pairs])
+            self.fs.copy([s for s, _ in pairs],
+                         [self.path("reports", f"grader={slug}", n) for _, n in pairs])
         if self.fs.exists(staging):
             self.fs.rm(staging, recursive=True)
 

@@ -3,8 +3,9 @@
 `synthesize(out, runs, seed)` writes `runs` run folders under `out/{project}/.prose/runs/`.
 The corpus looks like a real bucket: four programs with their services, bindings of 0.5–7 KB
 (a few much larger), JSON and markdown outputs, services that error with `__error.md` and take
-their conditional ensures, outputs that miss their format, and the runs a grader must refuse
-(no program.md, no manifest.md, no end line in state.md, no bindings, era-B layout).
+their conditional ensures, outputs that miss their format, a few runs in the era-B layout, and
+the runs a grader must refuse (no program.md, no manifest.md, no end line in state.md, no
+bindings).
 
 Run `i` depends only on (seed, i), so a corpus is reproducible byte for byte and can be grown:
 `start=10_000` appends runs 10,000… without touching the earlier ones.
@@ -32,7 +33,7 @@ OUTCOMES: tuple[tuple[str, float], ...] = (
     ("missing-manifest", 0.02),  # a program without a services list
     ("incomplete-run", 0.04),    # crashed or still running: no '---end' line
     ("no-outputs", 0.02),
-    ("era-b", 0.01),
+    ("era-b", 0.01),             # the later layout: root.prose.md, sources/, vm.log.md
 )
 LARGE_BINDING_SHARE = 0.01  # bindings far beyond the usual 7 KB
 

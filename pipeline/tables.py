@@ -10,20 +10,42 @@ from __future__ import annotations
 import polars as pl
 
 REFUSAL_REASONS = {
-    "missing-program": "the run folder has no program.md",
-    "missing-manifest": "the run folder has no manifest.md",
+    "missing-program": "the run folder has no program.md (era B: root.prose.md)",
+    "missing-manifest": "the run folder has no manifest.md (era B: manifest.run.md or "
+                        "forme.manifest.json)",
     "no-outputs": "no service published any binding",
-    "incomplete-run": "state.md is missing or does not end with a '---end' line",
+    "incomplete-run": "state.md (era B: vm.log.md) is missing or does not end with a '---end' "
+                      "line",
     "no-ensures": "no service declares an ensures clause, so there is nothing to grade",
     "unreadable-file": "a file the grader needs could not be read",
     "unsafe-path": "the run holds a symlink that leaves the runs root (never followed)",
     "unsupported-layout": "the run uses a layout this grader does not grade yet",
     "internal-error": "the grader raised while processing this run",
+    # moltzap ledgers (SPEC 4.1): validation, then grading refusals
+    "ledger-incomplete": "the ledger has no completion.json (it is written last)",
+    "ledger-unreadable-artifact": "manifest.json or records.ndjson is missing, unreadable or too "
+                                  "large",
+    "ledger-invalid-json": "a ledger file or record line is not valid JSON",
+    "ledger-empty-line": "records.ndjson holds an empty line",
+    "ledger-schema-mismatch": "a ledger file or record envelope does not have the ledger schema",
+    "ledger-run-id-mismatch": "manifest, completion and records do not name the same run id",
+    "ledger-digest-mismatch": "a file's sha256 differs from the digest sealed in completion.json",
+    "ledger-undecodable-event": "a record's event is not a well-formed moltzap event",
+    "ledger-duplicate-event-id": "two records carry the same event id",
+    "ledger-sequence-gap": "logicalSequence is not 0, 1, 2, ... in line order",
+    "ledger-record-count-mismatch": "completion.json's recordCount differs from the records",
+    "ledger-no-grader": "no ledger grader is defined for the ledger's scenario",
+    "ledger-grader-ambiguous": "more than one ledger grader matches the ledger's scenarios",
+    "ledger-program-not-succeeded": "the ledger has no program-succeeded event",
+    "ledger-target-not-ready": "no ready runtime for the grader's target agent",
+    "ledger-selection-unmatched": "a selected response names a delivery the ledger does not hold",
+    "ledger-response-count-mismatch": "the number of selected responses differs from the "
+                                      "grader's expected count",
 }
 OUTCOMES = ("passed", "failed", "undecided")
 VERDICTS = ("satisfied", "partially_satisfied", "violated", "not_evaluable")
 RUN_VERDICTS = ("satisfied", "partial", "violated", "not_evaluable")
-CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail")
+CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail", "ledger_check")
 
 Str, Int, Bool, F64 = pl.String, pl.Int64, pl.Boolean, pl.Float64
 
@@ -52,12 +74,12 @@ COLUMNS: dict[str, dict[str, pl.DataType]] = {
     "checks": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
         "check": Str, "outcome": Str, "detail": Str, "evidence": Str, "confidence": Int,
-        "recommendation": Str,
+        "recommendation": Str, "judgeable": Bool, "judge_id": Str,
     },
     "clause_verdicts": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str,
         "verdict": Str, "outcome": Str, "evidence": Str, "confidence": Int, "reason": Str,
-        "recommendation": Str,
+        "recommendation": Str, "judge_id": Str,
     },
     "service_scores": {
         "grader_id": Str, "run_id": Str, "run_uri": Str, "service": Str, "clauses": Int,

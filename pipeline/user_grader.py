@@ -1,16 +1,17 @@
-"""Load a user's grader from a Python file that defines a module-level `grader`."""
+"""Load a user's graders from Python files: a module-level `grader`, or `ledger_graders`."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from .checks.grader import Grader, GraderError
+from .checks.ledger import LedgerGrader
 
 
-def load_grader(path: Path | str) -> Grader:
-    """Import `path` and return its `grader`; refuses files without a valid Grader."""
+def _import(path: Path | str) -> ModuleType:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"grader file {path} does not exist")
@@ -21,7 +22,23 @@ def load_grader(path: Path | str) -> Grader:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # so worker processes can unpickle what it defines
     spec.loader.exec_module(module)
-    grader = getattr(module, "grader", None)
+    return module
+
+
+def load_grader(path: Path | str) -> Grader:
+    """Import `path` and return its `grader`; refuses files without a valid Grader."""
+    grader = getattr(_import(path), "grader", None)
     if not isinstance(grader, Grader):
         raise GraderError(f"{path} must define `grader = Grader('<name>.grader/v<N>', [...])`")
     return grader
+
+
+def load_ledger_graders(path: Path | str) -> list[LedgerGrader]:
+    """Import `path` and return its `ledger_graders`; refuses a file without a non-empty list
+    of LedgerGrader."""
+    graders = getattr(_import(path), "ledger_graders", None)
+    if (not isinstance(graders, list | tuple) or not graders
+            or not all(isinstance(g, LedgerGrader) for g in graders)):
+        raise GraderError(f"{path} must define `ledger_graders = [LedgerGrader(...), ...]` "
+                          "(see pipeline/checks/moltzap.py for examples)")
+    return list(graders)

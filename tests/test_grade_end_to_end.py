@@ -13,11 +13,13 @@ from conftest import SAMPLE_RUNS
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.grade import default_ledger_graders
 from pipeline.sources.contract import parse_contract
 from pipeline.store import grader_slug
 from pipeline.tables import TABLES, validate
 
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
+LEDGER_REPORT_FIELDS = ["run_id", "grader_id", "definition_id", "verdict", "checks"]
 REPORT_FIELDS = ["run_id", "program", "overall_score", "overall_verdict", "services",
                  "conditional_ensures", "unevaluable_clauses", "recommendations"]
 
@@ -73,11 +75,26 @@ def test_tables_match_their_schemas(results):
     validate({t: load(out, t).drop("grader", "batch") for t in TABLES})
 
 
+def expected_grader_ids(out, summary) -> pl.DataFrame:
+    """run_uri -> grader id: a graded ledger's rows carry its ledger grader's id (the one its
+    target service names), every other run's the summary's."""
+    ledger = load(out, "services").filter(pl.col("kind") == "target").select(
+        "run_uri", pl.col("contract_source").alias("expected"))
+    return load(out, "runs").select("run_uri").join(ledger, on="run_uri", how="left").select(
+        "run_uri", pl.col("expected").fill_null(summary["grader_id"]))
+
+
 def test_every_row_is_stamped_with_the_grader_id(results):
     out, summary = results
+    expected = expected_grader_ids(out, summary)
+    assert set(expected["expected"]) > {summary["grader_id"]}  # the samples hold ledgers
     for table in TABLES:
-        ids = load(out, table)["grader_id"].unique().to_list()
-        assert ids in ([], [summary["grader_id"]]), table
+        rows = load(out, table).join(expected, on="run_uri", how="left")
+        assert rows["expected"].null_count() == 0, table
+        assert (rows["grader_id"] == rows["expected"]).all(), table
+        # each grader id is committed in its own batch: the partition names it
+        slugs = {g: grader_slug(g) for g in rows["grader_id"].unique()}
+        assert (rows["grader"] == rows["grader_id"].replace_strict(slugs)).all(), table
 
 
 def test_every_ensures_clause_is_graded_exactly_once(results):
@@ -87,11 +104,14 @@ def test_every_ensures_clause_is_graded_exactly_once(results):
     graded = load(out, "runs").filter(pl.col("status") == "graded")
     services = load(out, "services")
     counted = verdicts.group_by("run_uri", "service").len()
+    checks_of = {g.grader_id: len(g.checks) for g in default_ledger_graders()}
     for run in graded.iter_rows(named=True):
         for svc in services.filter(pl.col("run_uri") == run["run_uri"]).iter_rows(named=True):
             source = svc["contract_source"]
             if source is None:
                 expected = 0
+            elif run["source"] == "ledger":  # each check of its ledger grader is a clause
+                expected = checks_of[source]
             else:
                 path, _, inline = source.partition("#")
                 with open(os.path.join(run["run_uri"], path), encoding="utf-8") as handle:
@@ -136,14 +156,23 @@ def test_scores_recomputed_independently_match(results):
 
 def test_reports_have_exactly_the_report_fields(results):
     out, summary = results
-    archived = sorted((out / "reports" / f"grader={grader_slug(summary['grader_id'])}")
-                      .glob("*.json"))
+    archived = sorted((out / "reports").glob("grader=*/*.json"))
     reports = sorted((out / "reports").glob("*.json"))
     assert len(reports) == len(archived) == summary["graded"]
-    assert [p.read_bytes() for p in reports] == [p.read_bytes() for p in archived]
+    assert sorted(p.read_bytes() for p in reports) == sorted(p.read_bytes() for p in archived)
     scores = {r["run_id"]: r for r in load(out, "run_scores").iter_rows(named=True)}
+    ledgers = set(load(out, "runs").filter(pl.col("source") == "ledger")["run_id"])
     for path in reports:
         report = json.loads(path.read_text())
+        if report["run_id"] in ledgers:  # a ledger's GradeReport
+            assert list(report) == LEDGER_REPORT_FIELDS
+            assert report["checks"] and report["verdict"] == scores[report["run_id"]][
+                "outcome_verdict"]
+            assert (out / "reports" / f"grader={grader_slug(report['grader_id'])}"
+                    / path.name).exists()
+            continue
+        assert (out / "reports" / f"grader={grader_slug(summary['grader_id'])}"
+                / path.name).exists()
         assert list(report) == REPORT_FIELDS
         assert report["overall_score"] == scores[report["run_id"]]["overall_score"]
         for svc in report["services"]:

@@ -43,8 +43,9 @@ def refusal_of(root):
             "program.md": "---\nname: brief\nkind: program\n---\n# Brief\n",
             "services/researcher.md": "### Requires\n- `question`: q\n",
             "services/writer.md": "### Requires\n- `findings`: f\n"}}),
-        ("unsupported-layout", {"drop": ("program.md",), "files": {"root.prose.md": "# x\n",
-                                                                    "vm.log.md": "x\n"}}),
+        # era B is read like era A: with no manifest.run.md it lacks its services list
+        ("missing-manifest", {"drop": ("program.md",), "files": {"root.prose.md": "# x\n",
+                                                                  "vm.log.md": "x\n"}}),
     ],
 )
 def test_each_refusal_reason(make_run, run_root, reason, kwargs):

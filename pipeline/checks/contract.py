@@ -81,6 +81,7 @@ def meets_description() -> Check:
             "state a property of `{}` that can be checked: a format (JSON, list, table), a "
             "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
             "or an exact phrase", pl.col("output_name")),
+        judgeable=True,
     )
 
 

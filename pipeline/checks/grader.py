@@ -46,6 +46,8 @@ class Check:
     # A testable rewrite to suggest when this check leaves its clause undecided.
     recommendation: pl.Expr | None = None
     name: str = ""
+    # Its undecided rows carry a judgment question (`detail`) that a judge may settle.
+    judgeable: bool = False
 
 
 CheckFactory = Callable[..., Check]
@@ -102,6 +104,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
             c.confidence.clip(0, 100).cast(pl.Int64).alias("confidence"),
             (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
             .alias("recommendation"),
+            pl.lit(c.judgeable).alias("judgeable"),
             pl.lit(order).alias("check_order"),
         )
         for order, c in enumerate(grader.checks)

@@ -36,6 +36,7 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str) -
         ).first().alias("evidence"),
         pl.col("detail").filter(~decided).first().alias("open_question"),
         pl.col("recommendation").filter(~decided).drop_nulls().first().alias("recommendation"),
+        pl.col("judge_id").drop_nulls().first().alias("judge_id"),
     )
     n_decided = pl.col("n_passed") + pl.col("n_failed")
     confidence = (

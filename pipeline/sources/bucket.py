@@ -1,11 +1,13 @@
 """Where runs live: a local folder or an `s3://bucket/prefix`, listed as a stream, read with caps.
 
-`Bucket.discover()` yields run folders one at a time, so memory does not grow with the size of
-the bucket. Locally it stops descending at each run folder (the worker that reads a run lists
-it with `list_run`, in parallel); on S3 it pages through one flat listing, sorted by key, and
-groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes of its
-files) comes from that listing. Symlinks are never followed: the local walker records them
-with their resolved target so the reader can refuse runs whose links leave the root.
+A run is an OpenProse run folder (named `{YYYYMMDD}-{HHMMSS}-{suffix}`) or a moltzap ledger
+folder (any name; it directly holds `records.ndjson` or `completion.json`): the outermost such
+folder above a file. `Bucket.discover()` yields runs one at a time, so memory does not grow
+with the size of the bucket. Locally it stops descending at each run (the worker that reads a
+run lists it with `list_run`, in parallel); on S3 it pages through the flat listing, sorted by
+key, and groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes
+of its files) comes from that listing. Symlinks are never followed: the local walker records
+them with their resolved target so the reader can refuse runs whose links leave the root.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import fsspec
 
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
+# `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
+LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 
 
 class FileInfo(NamedTuple):
@@ -32,12 +36,17 @@ class FileInfo(NamedTuple):
 
 @dataclass
 class RunRef:
-    """One run folder found under the root, with every file below it (relative paths)."""
+    """One run folder found under the root, with every file below it (relative paths).
+
+    `source` says which reader reads it: `prose` (an OpenProse run directory, any era) or
+    `ledger` (a moltzap ledger folder).
+    """
 
     run_id: str
     uri: str
     path: str
     files: dict[str, FileInfo] = field(default_factory=dict)
+    source: str = "prose"
     listed: bool = True  # False until `Bucket.list_run` has filled `files` (local discovery)
 
     @property
@@ -125,9 +134,15 @@ class Bucket:
         are read. S3 runs come with their files from one paged listing of the prefix.
         """
         if self.local:
-            yield from _discover_local(self, self.root)
+            yield from _discover_local(self, self.root, top=True)
         else:
-            yield from iter_runs(self, self._iter_s3_files())
+            # Ledger folders are told by a marker file that may sort after their other keys:
+            # one pass collects them (folder names only), the second groups as it streams.
+            root = self.root.rstrip("/")
+            ledgers = {path.rsplit("/", 1)[0][len(root) + 1:]
+                       for path, _ in self._iter_s3_files()
+                       if path.rsplit("/", 1)[-1] in LEDGER_MARKERS}
+            yield from iter_runs(self, self._iter_s3_files(), ledgers)
 
     def list_run(self, ref: RunRef) -> RunRef:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
@@ -145,6 +160,8 @@ class Bucket:
             files = {".": FileInfo(st.st_size, st.st_mtime)}
         else:
             files = _list_local(ref.path)
+            if any(name in files for name in LEDGER_MARKERS):  # a ledger wins over the name
+                ref.source = "ledger"
         ref.files, ref.listed = files, True
         return ref
 
@@ -230,32 +247,44 @@ def _list_local(folder: str) -> dict[str, FileInfo]:
     return files
 
 
-def _discover_local(bucket: Bucket, folder: str) -> Iterator[RunRef]:
-    # Descend until a folder (or symlink, or file) is named like a run; never below one.
+def _discover_local(bucket: Bucket, folder: str, top: bool = False) -> Iterator[RunRef]:
+    # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
+    # ledger marker; never below one.
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
+    if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
+        name = os.path.basename(folder)
+        yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
+        return
     for entry in entries:
         if RUN_DIR.match(entry.name):
             yield RunRef(entry.name, bucket.to_uri(entry.path), entry.path, listed=False)
-        else:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                yield from _discover_local(bucket, entry.path)
+        elif _is_dir(entry):
+            yield from _discover_local(bucket, entry.path)
 
 
-def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]]) -> Iterator[RunRef]:
-    """Group a listing sorted by path into run folders: the outermost folder named like a run.
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
-    Yields each run as soon as the listing has moved past it, so only the runs of the current
-    page are held. A symlink named like a run folder is itself a run (so it can be refused, not
-    lost).
+
+def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
+              ledger_dirs: set[str] | None = None) -> Iterator[RunRef]:
+    """Group a listing sorted by path into runs: the outermost run or ledger folder of a file.
+
+    A run folder is named like a run (`{YYYYMMDD}-{HHMMSS}-{suffix}`); a ledger folder, whatever
+    its name, directly holds `records.ndjson` or `completion.json` (`ledger_dirs`, relative to
+    the root; the other ledger files are then checked by the ledger reader). At one level a
+    ledger folder wins over the name. Yields each run as soon as the listing has moved past it,
+    so only the runs of the current page are held. A symlink named like a run folder is itself
+    a run (so it can be refused, not lost).
     """
+    ledger_dirs = ledger_dirs or set()
     open_runs: dict[str, RunRef] = {}
     root = bucket.root.rstrip("/")
     for path, info in files:
@@ -266,17 +295,29 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]]) -> Iterator
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
         parts = rel.split("/")
         for i, part in enumerate(parts):
-            if RUN_DIR.match(part):
-                run_path = "/".join([root, *parts[: i + 1]])
-                ref = open_runs.get(run_path)
-                if ref is None:
-                    ref = open_runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path)
-                inner = "/".join(parts[i + 1:]) or "."
-                ref.files[inner] = info
-                break
+            folder = "/".join(parts[: i + 1])
+            source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
+                "prose" if RUN_DIR.match(part) else None)
+            if source is None:
+                continue
+            run_path = f"{root}/{folder}"
+            ref = open_runs.get(run_path)
+            if ref is None:
+                ref = open_runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
+                                                   source=source)
+            inner = "/".join(parts[i + 1:]) or "."
+            ref.files[inner] = info
+            break
     yield from sorted(open_runs.values(), key=lambda r: r.path)
 
 
 def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef]:
-    """Every run folder of a complete listing (any order), sorted by uri."""
-    return sorted(iter_runs(bucket, sorted(files, key=lambda f: f[0])), key=lambda r: r.uri)
+    """Every run of a complete listing (any order), sorted by uri (see `iter_runs`)."""
+    root = bucket.root.rstrip("/")
+    ledgers = set()
+    for path, _ in files:
+        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        if "/" in rel and rel.rsplit("/", 1)[-1] in LEDGER_MARKERS:
+            ledgers.add(rel.rsplit("/", 1)[0])
+    return sorted(iter_runs(bucket, sorted(files, key=lambda f: f[0]), ledgers),
+                  key=lambda r: r.uri)

@@ -93,6 +93,8 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
             body = "\n".join(lines[end + 1:])
             try:
                 data = yaml.safe_load(raw) if raw.strip() else {}
+            except RecursionError:  # thousands of nested brackets exhaust the YAML composer
+                return {}, body, "front matter is nested too deeply to read"
             except yaml.YAMLError as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 return {}, body, f"front matter is not valid YAML: {first}"
@@ -195,11 +197,20 @@ def _parse_component(name: str, kind: str, lines: list[str]) -> Component:
     return comp
 
 
+def front_matter_text(front: dict, key: str) -> str | None:
+    """A scalar front matter field as text; lists, mappings and aliases of them are ignored."""
+    value = front.get(key)
+    # str() of a nested alias graph can expand exponentially, so only scalars are rendered
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value).strip() or None
+    return None
+
+
 def parse_contract(text: str, default_name: str = "", default_kind: str = "service") -> Contract:
     """Parse contract markdown. Never raises on content; problems are reported as fields."""
     front, body, fm_error = split_front_matter(text)
-    name = str(front.get("name") or default_name)
-    kind = str(front.get("kind") or default_kind)
+    name = front_matter_text(front, "name") or default_name
+    kind = front_matter_text(front, "kind") or default_kind
     title = None
     chunks: list[tuple[str, list[str]]] = [("", [])]
     in_fence = False

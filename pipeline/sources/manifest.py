@@ -105,6 +105,26 @@ def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
     return svc
 
 
+def _merge_repeated(services: list[ServiceWiring]) -> list[ServiceWiring]:
+    """One wiring per service name: a repeated `### name` block adds to the first one.
+
+    A service listed twice must not be graded twice, so later blocks only fill in what the
+    first left empty and extend its lists.
+    """
+    merged: dict[str, ServiceWiring] = {}
+    for svc in services:
+        first = merged.setdefault(svc.name, svc)
+        if first is svc:
+            continue
+        first.source = first.source or svc.source
+        first.workspace = first.workspace or svc.workspace
+        first.inputs += [i for i in svc.inputs if i not in first.inputs]
+        first.outputs += [o for o in svc.outputs if o not in first.outputs]
+        first.errors += [e for e in svc.errors if e not in first.errors]
+        first.delegates += [d for d in svc.delegates if d not in first.delegates]
+    return list(merged.values())
+
+
 def parse_manifest(text: str) -> Manifest:
     """Parse manifest.md. Never raises on content; unknown sections are skipped."""
     program = None
@@ -157,7 +177,7 @@ def parse_manifest(text: str) -> Manifest:
                     returns[name] = _strip_name(m_from.group(2)) if m_from else None
                 else:
                     requires.append(name)
-    services = [s for s in services if s.name]
+    services = _merge_repeated([s for s in services if s.name])
     names = {s.name for s in services}
     for name in order:
         if name not in names and name != "caller":

@@ -1,4 +1,4 @@
-"""Read one OpenProse era-A run folder and flatten it into table rows, or refuse it.
+"""Read one OpenProse run folder (era A or era B) and flatten it into table rows, or refuse it.
 
 This is the only per-run Python of the pipeline: it reads files and emits plain rows for the
 `runs`, `services`, `clauses`, `bindings` and `refusals` tables. Judging happens later, on
@@ -15,12 +15,42 @@ from functools import lru_cache
 
 from .bucket import Bucket, RunRef
 from .contract import Component, Contract, normalise_name, parse_contract
+from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
+from .outage import is_outage, unavailable
 from .state_log import parse_error_file, parse_state_log
+from .vm_log import parse_vm_log
 
 CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
 DEFAULT_BINDING_CAP = 64 << 10
 ERA_B_MARKERS = ("manifest.run.md", "forme.manifest.json", "root.prose.md", "vm.log.md")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one era keeps the entry copy, the wiring, the snapshots and the log (SPEC 2.5).
+
+    Bindings and workspaces sit in the same places in every era.
+    """
+
+    name: str  # runs.layout
+    program: str
+    manifests: tuple[str, ...]  # the first one present is read
+    snapshots: tuple[str, ...]  # `{}` is the service name
+    log: str
+
+
+ERA_A = Layout("prose-a", "program.md", ("manifest.md",),
+               ("services/{}.md", "services/{}.prose.md"), "state.md")
+ERA_B = Layout("prose-b", "root.prose.md", ("manifest.run.md", "forme.manifest.json"),
+               ("sources/{}.prose.md", "sources/{}.md"), "vm.log.md")
+
+
+def detect_layout(files) -> Layout:
+    """Era B when its markers are present and era A's entry copy is not."""
+    if "program.md" not in files and any(m in files for m in ERA_B_MARKERS):
+        return ERA_B
+    return ERA_A
 
 
 @dataclass
@@ -55,7 +85,9 @@ def _contract(text: str, name: str, kind: str) -> Contract:
     return parse_contract(text, name, kind)
 
 
-def _manifest(text: str) -> Manifest:
+def _manifest(text: str, is_json: bool = False) -> Manifest:
+    if is_json:
+        return _forme_manifest(text)
     # A manifest's preamble (generation time, source path) differs in every run, but the parser
     # reads only its `# ` title there; keyed without the preamble, a program's manifests share
     # one parse.
@@ -69,6 +101,14 @@ def _manifest(text: str) -> Manifest:
 @lru_cache(maxsize=1024)
 def _manifest_cached(text: str) -> Manifest:
     return parse_manifest(text)
+
+
+@lru_cache(maxsize=1024)
+def _forme_manifest(text: str) -> Manifest:
+    try:
+        return parse_forme_manifest(text)
+    except ValueError as exc:  # JSON is the one format whose damage cannot be read around
+        raise Refusal("unreadable-file", f"forme.manifest.json: {exc}") from exc
 
 
 def decode(data: bytes) -> tuple[str, bool]:
@@ -105,17 +145,23 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
              now: str | None = None) -> RunRows:
     """Flatten one run folder. Returns graded-table rows, or a single refusal row.
 
-    Refuses (closed set, see tables.REFUSAL_REASONS): unsafe-path, unsupported-layout,
-    missing-program, missing-manifest, incomplete-run, no-outputs, no-ensures,
-    unreadable-file; any unexpected exception becomes internal-error with a short traceback.
+    Refuses (closed set, see tables.REFUSAL_REASONS): unsafe-path, missing-program,
+    missing-manifest, incomplete-run, no-outputs, no-ensures, unreadable-file; any unexpected
+    exception becomes internal-error with a short traceback. Era-A and era-B names are read
+    alike (see `Layout`); the refusal detail names the file of the run's era.
+    Raises StoreUnavailable when the store stops answering: that is no fault of the run.
     """
     now = now or _now()
     run = _base_run(ref, now)
     try:
         return _read(bucket, ref, run, binding_cap)
     except Refusal as refusal:
+        if is_outage(refusal):
+            raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
         return refuse(ref, refusal.reason, refusal.detail, run=run)
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the run
+        if is_outage(exc):
+            raise unavailable(exc, f"reading {ref.uri}") from exc
         tb = traceback.format_exception(exc, limit=-3)
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
@@ -127,13 +173,14 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
     if ref.files.get(".", None) is not None and ref.files["."].link_target is not None:
         raise Refusal("unsafe-path", "the run folder itself is a symlink")
-    if "program.md" not in files and any(m in files for m in ERA_B_MARKERS):
-        run["layout"] = "prose-b"
-        raise Refusal("unsupported-layout", "OpenProse era-B layout (root.prose.md, vm.log.md)")
-    if "program.md" not in files:
-        raise Refusal("missing-program", "no program.md in the run folder")
-    if "manifest.md" not in files:
-        raise Refusal("missing-manifest", "no manifest.md: a program without a services list")
+    layout = detect_layout(files)
+    run["layout"] = layout.name
+    if layout.program not in files:
+        raise Refusal("missing-program", f"no {layout.program} in the run folder")
+    manifest_rel = next((m for m in layout.manifests if m in files), None)
+    if manifest_rel is None:
+        raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
+                      "without a services list")
 
     def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
         if files[rel].link_target is not None:
@@ -144,19 +191,20 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             raise Refusal("unreadable-file", f"{rel}: {exc}") from exc
         return decode(data)[0]
 
-    program_text = text_of("program.md")
-    manifest = _manifest(text_of("manifest.md"))
-    log = parse_state_log(text_of("state.md")) if "state.md" in files else None
+    program_text = text_of(layout.program)
+    manifest = _manifest(text_of(manifest_rel), manifest_rel.endswith(".json"))
+    log_text = text_of(layout.log) if layout.log in files else None
+    log = None if log_text is None else (
+        parse_vm_log(log_text) if layout is ERA_B else parse_state_log(log_text))
     program = _contract(program_text, manifest.program or "", "program")
-    program_name = str(program.front_matter.get("name") or manifest.program or (
-        log.program if log else None) or "program")
+    program_name = program.main.name or (log.program if log else None) or "program"
     run["program"] = program_name
     run["completed"] = bool(log and log.completed)
     run["ended_at"] = log.ended_at if log else None
     if log is None:
-        raise Refusal("incomplete-run", "no state.md: completion cannot be established")
+        raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established")
     if not log.completed:
-        raise Refusal("incomplete-run", "state.md does not end with a '---end' line")
+        raise Refusal("incomplete-run", f"{layout.log} does not end with a '---end' line")
 
     binding_files = sorted(
         rel for rel in files
@@ -189,7 +237,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     errored_names: list[tuple[str, str | None, str]] = []
 
     for position, wiring in enumerate(wirings):
-        comp, source = _service_contract(ref, files, text_of, wiring.name, wiring.source, program)
+        comp, source = _service_contract(layout, files, text_of, wiring.name, wiring.source,
+                                         program)
         declared = [*(comp_error_names(comp) if comp else []), *wiring.errors]
         declared = list(dict.fromkeys(declared))
         err_rel = f"workspace/{wiring.name}/__error.md"
@@ -214,17 +263,20 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
+        # The program is a component of the run; its name must not merge it with a service.
+        taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
+        component = program_name if program_name not in taken else f"{program_name} (program)"
         first_error = errored_names[0] if errored_names else (None, None, None)
         log_error = log.errors[0] if log.errors else None
         rows.services.insert(0, {
-            "run_id": ref.run_id, "run_uri": ref.uri, "service": program_name,
-            "kind": "program", "contract_source": "program.md",
+            "run_id": ref.run_id, "run_uri": ref.uri, "service": component,
+            "kind": "program", "contract_source": layout.program,
             "declared_errors": comp_error_names(program.main),
             "errored": bool(errored_names or log.errors), "error_name": first_error[1],
             "error_detail": first_error[2] or log_error, "log_status": "completed",
             "position": 0,
         })
-        for row in _clause_rows(ref, program_name, program.main, "program_ensures", None):
+        for row in _clause_rows(ref, component, program.main, "program_ensures", None):
             if row["output_name"]:
                 key = normalise_name(row["output_name"])
                 returned_by = manifest.returns.get(row["output_name"])
@@ -251,23 +303,24 @@ def comp_error_names(comp: Component) -> list[str]:
     return [i.name for i in comp.items("errors") if i.name and i.parent_position is None]
 
 
-def _service_contract(ref, files, text_of, name, source, program: Contract):
-    """Find a service's contract: its manifest source, services/{name}.md, or inline.
+def _service_contract(layout: Layout, files, text_of, name, source, program: Contract):
+    """Find a service's contract: its manifest source, its era's snapshot, or inline.
 
-    A source naming the program file itself (`program.md`, `program.md#name`) points at the
-    inline `## name` component, never at the program's own sections.
+    A source naming the program file itself (`program.md`, `program.md#name`; era B:
+    `root.prose.md`) points at the inline `## name` component, never at the program's own
+    sections.
     """
     path, _, anchor = (source or "").lstrip("./").partition("#")
     inline = program.component(anchor or name)
-    if path == "program.md":
-        return (inline, f"program.md#{inline.name}") if inline else (None, None)
+    if path == layout.program:
+        return (inline, f"{layout.program}#{inline.name}") if inline else (None, None)
     candidates = [path] if path else []
-    candidates += [f"services/{name}.md", f"services/{name}.prose.md"]
+    candidates += [pattern.format(name) for pattern in layout.snapshots]
     for rel in candidates:
         if rel in files:
             return _contract(text_of(rel), name, "service").main, rel
     if inline is not None:
-        return inline, f"program.md#{inline.name}"
+        return inline, f"{layout.program}#{inline.name}"
     return None, None
 
 

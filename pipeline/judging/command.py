@@ -1,0 +1,98 @@
+"""`--judge-cmd`: a local executable asked in batches over JSON Lines.
+
+One process per batch: it reads one JSON request per line on stdin and writes one JSON answer
+per line on stdout (any order, matched by `id`). The command is split like a shell would
+(shlex) but never run through a shell. A process that overruns its time is killed with its
+whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from .answers import Answer, Failure, answers_from_lines
+from .identity import JudgeConfigError, judge_name, name_from_command
+
+STDERR_NOTE = 200
+
+
+class CommandJudge:
+    """Asks an executable; `name` defaults to the stem of the script it runs."""
+
+    kind = "command"
+
+    def __init__(self, command: str | list[str], name: str | None = None,
+                 batch_size: int = 16):
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise JudgeConfigError("--judge-cmd is empty: give the command that runs your "
+                                   "judge, e.g. --judge-cmd 'python3 my_judge.py'")
+        self.name = judge_name(name) if name else name_from_command(self.argv)
+        self.batch_size = max(1, batch_size)
+
+    def check_ready(self) -> None:
+        """Refuses a command whose executable cannot be found."""
+        exe = self.argv[0]
+        if shutil.which(exe) is None and not (Path(exe).is_file() and os.access(exe, os.X_OK)):
+            raise JudgeConfigError(f"judge command {exe!r} was not found or is not "
+                                   "executable: give a path or a program on PATH")
+
+    def ask(self, requests: list[dict], timeout: float) -> dict[str, Answer | Failure]:
+        """One process for `requests`; an answer or a failure for every request id."""
+        ids = [r["id"] for r in requests]
+        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in requests)
+        try:
+            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            return dict.fromkeys(ids, Failure(f"judge command could not start: {exc}",
+                                              retryable=False))
+        timed_out = False
+        try:
+            out, err = proc.communicate(payload.encode("utf-8"), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            out, err = _kill(proc)
+        found, notes = answers_from_lines(out.decode("utf-8", "replace"), set(ids))
+        if len(found) == len(ids):
+            return found
+        missing = Failure(_why_missing(proc.returncode, timed_out, timeout, err, notes))
+        return {rid: found.get(rid, missing) for rid in ids}
+
+
+def _kill(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    """Kill the judge's process group; return what it wrote before that."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        return proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a descendant that left the group still holds a pipe
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+        proc.wait()
+        return b"", b""
+
+
+def _why_missing(code: int | None, timed_out: bool, timeout: float, err: bytes,
+                 notes: list[str]) -> str:
+    lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+    said = f": {lines[-1][:STDERR_NOTE]}" if lines else ""
+    if timed_out:
+        return f"judge timed out after {timeout:g}s"
+    if code is not None and code < 0:
+        return f"judge was killed by signal {-code}{said}"
+    if code:
+        return f"judge exited with code {code}{said}"
+    if notes:
+        return (f"judge answered malformed JSON ({len(notes)} line(s) not understood, first: "
+                f"{notes[0]})")
+    return "judge printed no answer for this request"

@@ -1,0 +1,113 @@
+"""moto's S3 server on loopback, with a switch that makes it fail at a chosen request.
+
+The server is real (werkzeug serving moto's S3 app on a free port). Once `fail_from` matches
+a request, that request and every later one has its connection reset before any response, as
+a dying server or a load balancer in front of one does; `stop()` closes the listening socket so
+new connections are refused. Each failed attempt is recorded, so tests can see the client's
+retries and their backoff. `start()` after a failure serves the same buckets again.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
+
+
+class ConnectionCut(Exception):
+    """Raised inside the server after it reset the client's connection."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FaultyS3Server(ThreadedMotoServer):
+    def __init__(self) -> None:
+        super().__init__("127.0.0.1", free_port(), verbose=False)
+        self.fail_from: Callable[[dict], bool] | None = None
+        self.failing = False
+        self.attempts: list[tuple[float, str]] = []  # (time, request) of each cut request
+        self.requests: list[str] = []
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    def _server_entry(self) -> None:
+        app = DomainDispatcherApplication(create_backend_app)
+
+        def guarded(environ, start_response):
+            request = f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}?" \
+                      f"{environ.get('QUERY_STRING', '')}"
+            self.requests.append(request)
+            if not self.failing and self.fail_from is not None and self.fail_from(environ):
+                self.failing = True
+            if self.failing:
+                self.attempts.append((time.monotonic(), request))
+                sock = environ.get("werkzeug.socket")
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+                raise ConnectionCut(request)
+            return app(environ, start_response)
+
+        self._server = make_server(self._ip_address, self._port, guarded, threaded=True,
+                                   request_handler=MotoRequestHandler)
+        self._server_ready_event.set()
+        self._server.serve_forever()
+
+    def start(self) -> None:
+        self.failing, self.fail_from = False, None
+        super().start()
+
+    def stop(self) -> None:
+        server = self._server
+        super().stop()
+        if server is not None:
+            server.server_close()  # refuse new connections instead of queueing them
+
+
+def is_list_page(number: int) -> Callable[[dict], bool]:
+    """Match the `number`-th (1-based) ListObjectsV2 request."""
+    seen = {"n": 0}
+    lock = threading.Lock()
+
+    def match(environ: dict) -> bool:
+        if "list-type=2" not in environ.get("QUERY_STRING", ""):
+            return False
+        with lock:
+            seen["n"] += 1
+            return seen["n"] == number
+
+    return match
+
+
+def is_object_read(after: int) -> Callable[[dict], bool]:
+    """Match object reads (GET of a key) once `after` of them have been served."""
+    seen = {"n": 0}
+    lock = threading.Lock()
+
+    def match(environ: dict) -> bool:
+        path = environ.get("PATH_INFO", "")
+        if environ["REQUEST_METHOD"] != "GET" or path.count("/") < 2 or "list-type" in \
+                environ.get("QUERY_STRING", ""):
+            return False
+        with lock:
+            seen["n"] += 1
+            return seen["n"] > after
+
+    return match

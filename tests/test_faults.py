@@ -1,0 +1,232 @@
+"""Faults while grading: a results target that refuses writes, and SIGTERM mid-grade.
+
+Each test grades once, injects the fault into a second grade, then checks that every file of
+the earlier results is byte-identical, that the failure is reported clearly with a stable exit
+code, and that rerunning the same command completes without duplicate rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_folders import write_run
+from typer.testing import CliRunner
+
+from pipeline import exit_codes
+from pipeline.catalog import connect
+from pipeline.cli import app
+from pipeline.store import ResultStore
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def assert_intact(before: dict[str, bytes], root: Path, *, derived: tuple[str, ...] = ()):
+    """Every file present before is still there with the same bytes (derived files aside)."""
+    after = snapshot(root)
+    for rel, data in before.items():
+        if rel in derived:
+            continue
+        assert rel in after, f"{rel} disappeared"
+        assert after[rel] == data, f"{rel} changed"
+
+
+def current_rows(results: Path) -> dict[str, list]:
+    con = connect(str(results))
+    return {
+        "runs": con.sql("select run_uri, status from runs order by all").fetchall(),
+        "verdicts": con.sql("select run_uri, clause_id, verdict from clause_verdicts "
+                            "order by all").fetchall(),
+    }
+
+
+def assert_no_duplicates(results: Path, runs_expected: int) -> None:
+    con = connect(str(results))
+    n, distinct = con.sql("select count(*), count(distinct run_uri) from runs").fetchall()[0]
+    assert n == distinct == runs_expected
+    dup = con.sql("select count(*) - count(distinct (grader_id, run_uri, service, clause_id)) "
+                  "from clause_verdicts").fetchall()[0][0]
+    assert dup == 0
+
+
+@contextlib.contextmanager
+def refusing_writes(path: Path):
+    """Make `path` (a folder) refuse new entries: immutable as root, read-only otherwise."""
+    if os.geteuid() == 0:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a folder immutable here: {done.stderr.decode().strip()}")
+        undo = ["chattr", "-i", str(path)]
+    else:
+        path.chmod(0o555)
+        undo = None
+    try:
+        yield
+    finally:
+        if undo:
+            subprocess.run(undo, check=True)
+        else:
+            path.chmod(0o755)
+
+
+def grade(runs: Path, out: Path, *extra: str):
+    return CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                    "--workers", "1", *extra])
+
+
+# Where the write fails: staging the parts, moving reports into place, the commit marker.
+@pytest.mark.parametrize("blocked", ["_staging", "reports", "_commits"])
+def test_publish_failure_leaves_earlier_results_intact(tmp_path, blocked):
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    for i in range(4):
+        write_run(runs, f"20261112-0100{i:02d}-first")
+    assert grade(runs, out).exit_code == 0
+    before, rows_before = snapshot(out), current_rows(out)
+    commits_before = ResultStore(str(out)).committed_batches()
+
+    for i in range(3):  # new runs arrive; the next grade must publish them or nothing
+        write_run(runs, f"20261113-0100{i:02d}-second")
+    with refusing_writes(out / blocked):
+        failed = grade(runs, out)
+    assert failed.exit_code == exit_codes.STORAGE, failed.output
+    assert "intact" in failed.output and "rerun" in failed.output
+    assert "Traceback" not in failed.output
+    assert_intact(before, out)
+    if blocked == "reports":
+        # Reports move after the commit marker: the batch is committed, its reports are
+        # rolled forward by the next grade.
+        assert ResultStore(str(out)).committed_batches() > commits_before
+    else:
+        assert ResultStore(str(out)).committed_batches() == commits_before
+        assert current_rows(out) == rows_before, "readers saw part of the failed batch"
+
+    rerun = grade(runs, out)
+    assert rerun.exit_code == 0, rerun.output
+    assert json.loads(rerun.output)["found"] == 7
+    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_no_duplicates(out, 7)
+    assert len(list((out / "reports").glob("*.json"))) == 7
+    assert not list((out / "_staging").glob("*"))
+
+
+def test_catalog_refresh_failure_is_reported(tmp_path):
+    # The batch commits, then the results root refuses the refreshed catalog file.
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    write_run(runs, "20261112-010000-first")
+    assert grade(runs, out).exit_code == 0
+    before = snapshot(out)
+    write_run(runs, "20261113-010000-second")
+    with refusing_writes(out):
+        failed = grade(runs, out)
+    assert failed.exit_code == exit_codes.STORAGE, failed.output
+    assert "catalog" in failed.output and "Traceback" not in failed.output
+    assert_intact(before, out)
+    rerun = grade(runs, out)
+    assert rerun.exit_code == 0, rerun.output
+    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_no_duplicates(out, 2)
+
+
+def test_results_under_a_file_fail_clearly(tmp_path):
+    runs = tmp_path / "runs"
+    write_run(runs)
+    blocker = tmp_path / "blocker.txt"
+    blocker.write_text("not a folder\n")
+    result = grade(runs, blocker / "results")
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    assert "a store failed" in result.output and "Traceback" not in result.output
+    assert blocker.read_text() == "not a folder\n"
+
+
+def _start_grade(runs: Path, out: Path, workers: int) -> subprocess.Popen:
+    code = "import sys; from pipeline.cli import app; sys.exit(app())"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "grade", str(runs), "--out", str(out), "--json",
+         "--batch-size", "10", "--workers", str(workers)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+
+
+def _wait_for_commit(out: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (out / "_commits").is_dir() and any((out / "_commits").glob("*.json")):
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.005)
+    raise AssertionError("no batch committed in time")
+
+
+def _wait_for_children(proc: subprocess.Popen, timeout: float = 60) -> None:
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    if not children.exists():
+        pytest.skip("this system does not list child processes in /proc")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if children.read_text().split():
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.001)
+    raise AssertionError("no reader process started in time")
+
+
+@pytest.mark.parametrize(("target", "workers"), [("process", 1), ("process-group", 2)])
+def test_sigterm_stops_cleanly_and_the_rerun_finishes(tmp_path, target, workers):
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    total = 200
+    for i in range(total):
+        write_run(runs, f"20261112-{i:06d}-bulk")
+    proc = _start_grade(runs, out, workers)
+    _wait_for_commit(out, proc)
+    if target == "process":
+        proc.send_signal(signal.SIGTERM)
+    else:  # what a scheduler does: the whole group, while reader processes are at work
+        _wait_for_children(proc)
+        os.killpg(proc.pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == exit_codes.STOPPED, stderr
+    assert "stopped by SIGTERM" in stderr and "Rerun" in stderr
+    assert "Traceback" not in stderr
+    summary = json.loads(stdout)
+    assert summary["stopped"] and 0 < len(summary["batches"]) < total // 10
+
+    # Nothing half-published: every batch folder on disk is committed, staging is empty.
+    store = ResultStore(str(out))
+    committed = store.committed_batches()
+    assert committed == set(summary["batches"])
+    on_disk = {p.name.removeprefix("batch=") for p in out.glob("*/grader=*/batch=*")}
+    assert on_disk == committed
+    assert not any((out / "_staging").glob("*"))
+    assert_no_duplicates(out, 10 * len(committed))
+    before = snapshot(out)
+
+    rerun = _start_grade(runs, out, workers)
+    stdout, stderr = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, stderr
+    assert json.loads(stdout)["found"] == total
+    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_no_duplicates(out, total)
+
+
+def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    write_run(runs, "20261112-010000-changes")
+    assert grade(runs, out).exit_code == 0
+    before = snapshot(out)
+    (runs / "20261112-010000-changes" / "bindings/writer/tldr.md").unlink()  # a verdict changes
+    with refusing_writes(out / "_commits"):
+        failed = grade(runs, out)
+    assert failed.exit_code == exit_codes.STORAGE, failed.output
+    assert_intact(before, out)

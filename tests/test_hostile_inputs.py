@@ -1,0 +1,384 @@
+"""A corpus of broken and hostile runs, built by the test and graded through the CLI.
+
+Every run found must end graded or refused with the expected reason, nothing outside the runs
+root may be read, no run content may execute, and the batch must finish.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from run_folders import RESEARCHER, WRITER, write_run
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.sources.prose import DEFAULT_BINDING_CAP, read_run
+from pipeline.tables import TABLES
+
+SECRET = "OUTSIDE-THE-ROOT-7f3a9c"  # planted outside the runs root; must never be read
+HUGE = 200 << 20
+MANY = 10_000
+REPO = Path(__file__).resolve().parent.parent
+
+# YAML that would run a command if it were ever loaded with an unsafe loader.
+PYTHON_TAG = """---
+name: !!python/object/apply:os.system ["touch {marker}"]
+kind: service
+boom: !!python/object/new:subprocess.Popen [["touch", "{marker}"]]
+---
+
+### Ensures
+- `summary`: a summary
+- `tldr`: one sentence
+"""
+# Nine levels of nine-fold aliases: expanding the name would take 9**9 list items.
+LAUGHS = "---\n" + "\n".join(
+    [f"l0: &l0 [{', '.join(['lol'] * 9)}]"]
+    + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+    + ["name: *l8", "kind: *l8"]) + "\n---\n\n### Ensures\n- `report`: a markdown brief\n"
+MANY_ENSURES = "---\nname: writer\nkind: service\n---\n\n### Ensures\n" + "".join(
+    f"- `out{i}`: output number {i}\n" for i in range(MANY)) + "- `tldr`: one sentence\n"
+DEEP_ITEMS = "### Ensures\n- `summary`: a summary\n" + "".join(
+    f"{'  ' * (i + 1)}- level {i} detail\n" for i in range(300)) + "- `tldr`: one sentence\n"
+DUPLICATE_BLOCKS = """# Manifest: brief
+
+## Graph
+
+### researcher
+source: services/researcher.md
+outputs:
+- (public) findings → bindings/researcher/findings.md
+
+### writer
+source: services/writer.md
+outputs:
+- (public) summary → bindings/writer/summary.md
+
+### writer (patch loop)
+source: services/writer.md
+outputs:
+- (public) tldr → bindings/writer/tldr.md
+"""
+
+
+def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
+    """Write the broken runs under base/runs; return {run folder (relative): (status, reason)}.
+
+    Also writes base/outside/, the target of every symlink, which must never be read.
+    """
+    root, outside = base / "runs", base / "outside"
+    outside.mkdir(parents=True)
+    (outside / "secret.md").write_text(f"# {SECRET}\n")
+    write_run(outside, "20261112-000099-outside", files={
+        "bindings/writer/report.md": SECRET, "services/writer.md": WRITER + f"\n{SECRET}\n"})
+    (outside / "folder").mkdir()
+    (outside / "folder" / "summary.md").write_text(SECRET)
+
+    expected: dict[str, tuple[str, str | None]] = {}
+
+    def run(rel: str, status: str = "graded", reason: str | None = None, **kwargs) -> Path:
+        parent, _, run_id = rel.rpartition("/")
+        expected[rel] = (status, reason)
+        return write_run(root / parent if parent else root, run_id, **kwargs)
+
+    # Undecodable and binary outputs are read, flagged and graded.
+    path = run("20261112-000001-bytes")
+    (path / "bindings/writer/summary.md").write_bytes("Résumé, naïve café\n".encode("latin-1"))
+    (path / "bindings/writer/tldr.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe" * 64)
+    (path / "bindings/writer/report.json").write_bytes(b"\xff\xfe{\x00}\x00")
+
+    # Empty files: outputs, contracts, the log.
+    path = run("20261112-000002-empty-outputs")
+    for out in (path / "bindings").rglob("*.md"):
+        out.write_bytes(b"")
+    run("20261112-000003-empty-program", files={"program.md": ""})
+    run("20261112-000004-empty-state", "refused", "incomplete-run", files={"state.md": ""})
+    run("20261112-000005-empty-manifest", files={"manifest.md": ""})
+    run("20261112-000006-empty-service", files={"services/writer.md": ""})
+
+    # A 200 MB output: sparse on disk, read up to the cap only.
+    path = run("20261112-000007-huge")
+    with open(path / "bindings/writer/report.md", "r+b") as handle:
+        handle.truncate(HUGE)
+
+    # 10,000 ensures clauses in one service.
+    run("20261112-000008-many-clauses", files={"services/writer.md": MANY_ENSURES})
+
+    # Deep nesting: the run 60 folders down, 150 folders inside it, items 300 levels deep.
+    run("/".join(["deep"] * 60) + "/20261112-000009-deep")
+    path = run("20261112-000010-deep-inside", files={"services/writer.md": DEEP_ITEMS})
+    nested = path / "workspace" / "writer" / Path(*["n"] * 150)
+    nested.mkdir(parents=True)
+    (nested / "scratch.md").write_text("deep scratch\n")
+
+    # Symlinks leaving the root: a file, a subfolder, the run folder itself.
+    path = run("20261112-000011-link-file", "refused", "unsafe-path")
+    (path / "bindings/writer/report.md").unlink()
+    (path / "bindings/writer/report.md").symlink_to(outside / "secret.md")
+    path = run("20261112-000012-link-folder", "refused", "unsafe-path")
+    for out in (path / "bindings/writer").iterdir():
+        out.unlink()
+    (path / "bindings/writer").rmdir()
+    (path / "bindings/writer").symlink_to(outside / "folder", target_is_directory=True)
+    expected["20261112-000013-link-run"] = ("refused", "unsafe-path")
+    (root / "20261112-000013-link-run").symlink_to(outside / "20261112-000099-outside",
+                                                   target_is_directory=True)
+    # A manifest source that climbs out of the run is looked up in the run listing only.
+    run("20261112-000014-climbing-source", files={"manifest.md": DUPLICATE_BLOCKS.replace(
+        "source: services/writer.md", "source: ../../outside/20261112-000099-outside/"
+        "services/writer.md", 1)})
+
+    # Names with '..', spaces and unicode, in the run id, a service and an output.
+    run("20261112-000015-a..b c ü", files={
+        "bindings/wri ter/ré sumé..md": "a résumé\n", "bindings/writer/..hidden.md": "dots\n"})
+
+    # A run still being written: no '---end' yet.
+    run("20261112-000016-writing", "refused", "incomplete-run", files={
+        "state.md": "# run:20261112-000016-writing brief\n1→ researcher ✓\n2→ writer\n"})
+
+    # Malformed and hostile YAML front matter: safe loading only, nothing executes.
+    run("20261112-000017-yaml-broken", files={
+        "program.md": "---\nname: [unclosed\nkind: {\n---\n\n### Ensures\n- `report`: brief\n",
+        "services/researcher.md": "---\nname: researcher\n\tkind: tab\n" + RESEARCHER[4:]})
+    run("20261112-000018-yaml-python", files={
+        "services/writer.md": PYTHON_TAG.format(marker=marker),
+        "program.md": PYTHON_TAG.format(marker=marker)})
+    run("20261112-000019-yaml-laughs", files={"program.md": LAUGHS})
+    run("20261112-000020-yaml-unclosed", files={"program.md": "---\nname: brief\n# never closed"})
+
+    # The same run id under two prefixes: two runs, told apart by their uri.
+    run("team-a/20261112-000021-same")
+    run("team-b/20261112-000021-same")
+
+    # A manifest listing a service twice, and a program named like one of its services.
+    run("20261112-000022-repeated-service", files={"manifest.md": DUPLICATE_BLOCKS})
+    run("20261112-000023-program-named-writer", files={
+        "program.md": "---\nname: writer\nkind: program\n---\n\n### Ensures\n- `report`: x\n"})
+    return expected
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    base = tmp_path_factory.mktemp("hostile")
+    marker = base / "executed"
+    expected = build_corpus(base, marker)
+    out = base / "results"
+    started = time.perf_counter()
+    result = CliRunner().invoke(app, ["grade", str(base / "runs"), "--out", str(out), "--json",
+                                      "--workers", "2", "--validate"])
+    elapsed = time.perf_counter() - started
+    assert result.exit_code == 0, result.output
+    return base, out, expected, json.loads(result.output), marker, elapsed
+
+
+def load(out: Path, table: str) -> pl.DataFrame:
+    return pl.read_parquet(out / table / "**" / "*.parquet", hive_partitioning=True)
+
+
+def by_folder(base: Path, df: pl.DataFrame) -> dict[str, dict]:
+    prefix = str(base / "runs") + "/"
+    return {row["run_uri"].removeprefix(prefix): row for row in df.iter_rows(named=True)}
+
+
+def test_every_broken_run_is_graded_or_refused_as_expected(corpus):
+    base, out, expected, summary, _, elapsed = corpus
+    assert summary["found"] == len(expected)
+    assert summary["found"] == summary["graded"] + summary["refused"]
+    runs = by_folder(base, load(out, "runs"))
+    refusals = by_folder(base, load(out, "refusals"))
+    got = {rel: (row["status"], refusals.get(rel, {}).get("reason")) for rel, row in runs.items()}
+    assert got == expected
+    assert "internal-error" not in summary["refusals"]
+    assert elapsed < 120, f"the hostile corpus took {elapsed:.0f}s"
+
+
+def test_nothing_outside_the_root_is_read(corpus):
+    base, out, *_ = corpus
+    con = duckdb.connect()
+    for table in TABLES:
+        rows = con.sql(f"select * from read_parquet('{out}/{table}/**/*.parquet')").fetchall()
+        assert SECRET not in repr(rows), table
+    for report in (out / "reports").rglob("*.json"):
+        assert SECRET not in report.read_text(encoding="utf-8")
+    # the climbing manifest source is not followed: the run's own snapshot is used instead
+    services = by_folder(base, load(out, "services").filter(pl.col("service") == "writer"))
+    assert services["20261112-000014-climbing-source"]["contract_source"] == "services/writer.md"
+
+
+def test_hostile_yaml_never_executes(corpus):
+    base, out, _, _, marker, _ = corpus
+    assert not marker.exists(), "run content was executed"
+    runs = by_folder(base, load(out, "runs"))
+    assert runs["20261112-000018-yaml-python"]["status"] == "graded"
+    # an alias bomb as the program name is ignored, not expanded
+    assert runs["20261112-000019-yaml-laughs"]["program"] == "brief"
+
+
+def test_bad_bytes_are_flagged_and_kept(corpus):
+    base, out, *_ = corpus
+    rel = "20261112-000001-bytes"
+    b = load(out, "bindings").filter(pl.col("run_uri") == str(base / "runs" / rel))
+    flags = {(row["name"], row["extension"]): row["decode_errors"]
+             for row in b.iter_rows(named=True)}
+    assert flags[("summary", "md")] and flags[("tldr", "md")] and flags[("report", "json")]
+    assert not flags[("findings", "md")] and not flags[("report", "md")]
+    summary = b.filter(pl.col("name") == "summary").row(0, named=True)
+    assert summary["text"].startswith("R\ufffdsum\ufffd")
+    raw = (base / "runs" / rel / "bindings/writer/summary.md").read_bytes()
+    assert summary["size_bytes"] == len(raw)
+
+
+def test_empty_outputs_are_graded_as_missing(corpus):
+    base, out, *_ = corpus
+    uri = str(base / "runs" / "20261112-000002-empty-outputs")
+    published = load(out, "checks").filter(
+        (pl.col("run_uri") == uri) & (pl.col("check") == "output_published"))
+    assert published.height > 0
+    assert published["outcome"].unique().to_list() == ["failed"]
+    assert published["evidence"].str.contains("is empty").all()
+
+
+def test_huge_binding_is_capped_and_flagged(corpus):
+    base, out, *_ = corpus
+    uri = str(base / "runs" / "20261112-000007-huge" / "bindings/writer/report.md")
+    b = load(out, "bindings").filter(pl.col("uri") == uri).row(0, named=True)
+    assert b["truncated"] and b["size_bytes"] == HUGE
+    assert len(b["text"]) == DEFAULT_BINDING_CAP
+
+
+def test_huge_binding_keeps_memory_flat(tmp_path):
+    path = write_run(tmp_path, "20261112-000007-huge")
+    with open(path / "bindings/writer/report.md", "r+b") as handle:
+        handle.truncate(HUGE)
+    bucket = Bucket(str(tmp_path))
+    (ref,) = group_runs(bucket, bucket.walk())
+    tracemalloc.start()
+    try:
+        rows = read_run(bucket, ref)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert rows.runs[0]["status"] == "graded"
+    assert peak < 8 << 20, f"reading a 200 MB binding peaked at {peak >> 20} MB"
+
+
+def _grade_rss(runs: Path, out: Path) -> int:
+    """Peak resident memory (KB) of a fresh process grading `runs` with one reader."""
+    code = ("import resource, sys; from pipeline.checks import default_grader; "
+            "from pipeline.grade import grade_runs; "
+            "s = grade_runs(sys.argv[1], sys.argv[2], default_grader(), workers=1); "
+            "assert s.graded == 1, s; "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    done = subprocess.run([sys.executable, "-c", code, str(runs), str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return int(done.stdout.split()[-1])
+
+
+def test_huge_binding_process_memory_matches_a_small_run(tmp_path):
+    small, huge = tmp_path / "small", tmp_path / "huge"
+    write_run(small, "20261112-000007-huge")
+    path = write_run(huge, "20261112-000007-huge")
+    with open(path / "bindings/writer/report.md", "r+b") as handle:
+        handle.truncate(HUGE)
+    base = _grade_rss(small, tmp_path / "r1")
+    peak = _grade_rss(huge, tmp_path / "r2")
+    assert peak - base < 32 << 10, f"grading a 200 MB binding cost {(peak - base) >> 10} MB more"
+
+
+def test_ten_thousand_clauses_are_each_judged_once(corpus):
+    base, out, *_ = corpus
+    uri = str(base / "runs" / "20261112-000008-many-clauses")
+    verdicts = load(out, "clause_verdicts").filter(
+        (pl.col("run_uri") == uri) & (pl.col("service") == "writer"))
+    assert verdicts.height == MANY + 1
+    assert verdicts["clause_id"].n_unique() == MANY + 1
+    scores = load(out, "service_scores").filter(
+        (pl.col("run_uri") == uri) & (pl.col("service") == "writer")).row(0, named=True)
+    assert scores["clauses"] == MANY + 1
+    # only `tldr` was published; the 10,000 other outputs are missing
+    assert scores["satisfied"] == 1 and scores["violated"] == MANY
+
+
+def test_ten_thousand_clauses_grade_fast(tmp_path):
+    write_run(tmp_path / "runs", "20261112-000008-many-clauses",
+              files={"services/writer.md": MANY_ENSURES})
+    started = time.perf_counter()
+    result = CliRunner().invoke(app, ["grade", str(tmp_path / "runs"), "--out",
+                                      str(tmp_path / "r"), "--json", "--workers", "1"])
+    elapsed = time.perf_counter() - started
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["graded"] == 1
+    assert elapsed < 20, f"10,000 clauses took {elapsed:.1f}s"
+
+
+def test_deep_nesting_is_found_and_graded(corpus):
+    base, out, *_ = corpus
+    runs = by_folder(base, load(out, "runs"))
+    deep = "/".join(["deep"] * 60) + "/20261112-000009-deep"
+    assert runs[deep]["status"] == "graded"
+    inside = runs["20261112-000010-deep-inside"]
+    assert inside["file_count"] == 11  # the scratch file 150 folders down is listed
+    clauses = load(out, "clauses").filter(pl.col("run_uri") == inside["run_uri"])
+    writer = clauses.filter(pl.col("service") == "writer")
+    assert writer.filter(pl.col("kind") == "detail").height == 300
+    assert writer.filter(pl.col("kind") != "detail")["output_name"].to_list() == [
+        "summary", "tldr"]
+
+
+def test_odd_names_are_kept_verbatim(corpus):
+    base, out, *_ = corpus
+    uri = str(base / "runs" / "20261112-000015-a..b c ü")
+    runs = load(out, "runs").filter(pl.col("run_uri") == uri)
+    assert runs["run_id"].to_list() == ["20261112-000015-a..b c ü"]
+    names = load(out, "bindings").filter(pl.col("run_uri") == uri).select("service", "name")
+    assert ("wri ter", "ré sumé.") in names.rows()
+    assert ("writer", "..hidden") in names.rows()
+    assert (out / "reports" / "20261112-000015-a..b c ü.json").exists()
+
+
+def test_same_run_id_under_two_prefixes_is_kept_twice(corpus):
+    base, out, *_ = corpus
+    runs = load(out, "runs").filter(pl.col("run_id") == "20261112-000021-same")
+    assert sorted(runs["run_uri"].to_list()) == [
+        str(base / "runs" / "team-a" / "20261112-000021-same"),
+        str(base / "runs" / "team-b" / "20261112-000021-same")]
+    assert load(out, "run_scores").filter(pl.col("run_id") == "20261112-000021-same").height == 2
+    reports = sorted((out / "reports").glob("20261112-000021-same*.json"))
+    assert len(reports) == 2
+    assert reports[0].read_bytes() == reports[1].read_bytes()  # same content, two files
+
+
+def test_repeated_service_and_program_named_like_a_service(corpus):
+    base, out, *_ = corpus
+    services = load(out, "services")
+    verdicts = load(out, "clause_verdicts")
+    assert not verdicts.select("run_uri", "clause_id").is_duplicated().any()
+    uri = str(base / "runs" / "20261112-000022-repeated-service")
+    assert services.filter((pl.col("run_uri") == uri)
+                           & (pl.col("service") == "writer")).height == 1
+    assert verdicts.filter((pl.col("run_uri") == uri)
+                           & (pl.col("service") == "writer")).height == 2
+    uri = str(base / "runs" / "20261112-000023-program-named-writer")
+    named = services.filter(pl.col("run_uri") == uri).select("service", "kind").rows()
+    assert ("writer", "service") in named and ("writer (program)", "program") in named
+
+
+def test_symlinked_runs_root_is_graded(tmp_path):
+    # The root itself may be a link (a mounted share); links inside it still may not leave it.
+    write_run(tmp_path / "real", "20261112-000030-linked-root")
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    result = CliRunner().invoke(app, ["grade", str(tmp_path / "alias"), "--out",
+                                      str(tmp_path / "r"), "--json", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["graded"] == 1
+    assert os.path.islink(tmp_path / "alias")

@@ -1,0 +1,518 @@
+"""The judge plug-in: a real judge process and a real HTTP endpoint settle judgment clauses;
+answers are cached by content; a failing judge leaves clauses undecided, never failed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+from judges.chat_server import ChatServer
+from run_folders import write_run
+from typer.testing import CliRunner
+
+from pipeline.catalog import connect
+from pipeline.checks import default_grader
+from pipeline.cli import app
+from pipeline.grade import grade_runs
+from pipeline.judging import (
+    ChatJudge,
+    CommandJudge,
+    Judge,
+    JudgeConfigError,
+    JudgmentCache,
+    judged_grader_id,
+    load_template,
+    make_judge,
+)
+from pipeline.judging.answers import MalformedAnswer, answer_from, answer_from_text
+from pipeline.judging.identity import name_from_command, slug
+
+REPO = Path(__file__).resolve().parent.parent
+JUDGE_SCRIPT = Path(__file__).parent / "judges" / "judge_script.py"
+EXAMPLE = REPO / "examples" / "judge_example.py"
+JUDGED = "prose.contract.judged-by-judge_script.grader/v1"
+BAD_SUMMARY = {"bindings/writer/summary.md": "First paragraph.\n\nBAD second paragraph.\n"}
+
+
+def judge_cmd(log: Path, mode: str = "rule") -> str:
+    return f"{sys.executable} {JUDGE_SCRIPT} --mode {mode} --log {log}"
+
+
+def command_judge(results: Path, log: Path, mode: str = "rule", batch_size: int = 16,
+                  **kwargs) -> Judge:
+    kwargs.setdefault("backoff", 0.0)
+    return Judge(CommandJudge(judge_cmd(log, mode), batch_size=batch_size),
+                 JudgmentCache(str(results)), **kwargs)
+
+
+def sent(log: Path) -> tuple[list[int], list[dict]]:
+    """(requests per judge process, every request) that the judge script received."""
+    if not log.exists():
+        return [], []
+    lines = [json.loads(ln) for ln in log.read_text().splitlines()]
+    return ([ln["process"] for ln in lines if "process" in ln],
+            [ln["request"] for ln in lines if "request" in ln])
+
+
+def grade(runs: Path, results: Path, judge: Judge | None = None, **kwargs):
+    # these tests grade the same runs again and again: --full, so no unchanged run is skipped
+    kwargs.setdefault("full", True)
+    return grade_runs(str(runs), str(results), default_grader(), workers=1, judge=judge,
+                      **kwargs)
+
+
+def table(results: Path, name: str, grader_id: str = JUDGED) -> pl.DataFrame:
+    return connect(str(results)).sql(
+        f"select * from {name} where grader_id = '{grader_id}' "
+        "order by run_id, service, clause_id").pl()
+
+
+def judged_rows(results: Path, grader_id: str = JUDGED) -> pl.DataFrame:
+    return table(results, "checks", grader_id).filter(pl.col("check") == "meets_description")
+
+
+@pytest.fixture
+def two_runs(run_root: Path) -> Path:
+    """Two runs with equal findings and report, and a summary that says BAD in the second."""
+    write_run(run_root, "20261112-031502-good")
+    write_run(run_root, "20261112-041502-bad", files=BAD_SUMMARY)
+    return run_root
+
+
+# -- a judge command ----------------------------------------------------------------------
+
+def test_command_judge_settles_only_judgeable_undecided_rows(two_runs, tmp_path):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    summary = grade(two_runs, results, command_judge(results, log))
+
+    assert summary.grader_id == JUDGED
+    _, requests = sent(log)
+    # 3 judgeable rows per run; findings and report are equal in both runs: asked once each
+    assert len(requests) == 4 and summary.judging["asked"] == 4
+    assert summary.judging | {"answered": 4, "failed": 0, "from_cache": 0, "calls": 4} \
+        == summary.judging
+    first = requests[0]
+    assert set(first) >= {"id", "program", "service", "clause", "question", "output",
+                          "output_name", "output_truncated", "template_version", "messages"}
+    assert first["program"] == "brief" and first["template_version"] == "v1"
+    assert not first["question"].startswith("requires judgment")
+    assert "<<<OUTPUT" in first["messages"][1]["content"]
+
+    rows = judged_rows(results)
+    assert rows.height == 6 and rows["judge_id"].to_list() == ["judge_script"] * 6
+    bad = rows.filter(pl.col("run_id").str.ends_with("bad") & (pl.col("service") == "writer"))
+    assert bad["outcome"].to_list() == ["failed"]
+    assert bad["evidence"].to_list() == ["“BAD second paragraph.”"]
+    assert "judge judge_script: the output says BAD" in bad["detail"][0]
+    assert rows.filter(pl.col("outcome") == "passed").height == 5
+    assert set(rows["confidence"]) == {80}
+    # checks that carry no judgment question are never sent and keep no judge id
+    others = table(results, "checks").filter(pl.col("check") != "meets_description")
+    assert others["judge_id"].null_count() == others.height
+    assert others.filter(pl.col("check") == "condition_triggered")["outcome"].to_list() \
+        == ["undecided"] * 2
+
+    verdicts = table(results, "clause_verdicts")
+    summary_clause = verdicts.join(bad.select("run_uri", "clause_id"), on=["run_uri", "clause_id"])
+    assert summary_clause["verdict"].to_list() == ["partially_satisfied"]
+    assert summary_clause["judge_id"].to_list() == ["judge_script"]
+    assert verdicts.filter(pl.col("judge_id").is_not_null()).height == 6
+
+
+def test_requests_are_batched_one_process_per_batch(run_root, tmp_path):
+    for i in range(4):  # distinct outputs: 4 runs x 3 judgeable rows, nothing shared
+        write_run(run_root, f"20261112-03150{i}-r{i}", files={
+            "bindings/writer/summary.md": f"Paragraph {i}.\n\nMore.\n",
+            "bindings/researcher/findings.md": f"- finding {i} (src: a)\n",
+            "bindings/writer/report.md": f"# Brief {i}\n"})
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    judge = Judge(CommandJudge(judge_cmd(log), batch_size=5), JudgmentCache(str(results)),
+                  concurrency=2)
+    summary = grade(run_root, results, judge)
+    processes, requests = sent(log)
+    assert sorted(processes) == [2, 5, 5] and len({r["id"] for r in requests}) == 12
+    assert summary.judging["answered"] == 12
+
+
+def test_with_judge_tables_pass_their_schemas(two_runs, tmp_path):
+    results = tmp_path / "results"
+    grade(two_runs, results, command_judge(results, tmp_path / "log"), validate=True)
+    assert table(results, "checks")["judgeable"].sum() == 6
+
+
+def test_ledgers_beside_runs_keep_their_grader_and_are_not_sent(two_runs, tmp_path):
+    from pipeline.sources.ledger_builder import evaluation
+
+    evaluation("run-recall", "evals.two-turn-recall/v1", ["ok", "BANANA7"]).write(
+        two_runs / "ledgers" / "run-recall")
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    summary = grade(two_runs, results, command_judge(results, log))
+    assert summary.found == 3 and summary.judging["asked"] == 4 and len(sent(log)[1]) == 4
+    checks = connect(str(results)).sql("select * from checks").pl()
+    ledger = checks.filter(pl.col("grader_id") != JUDGED)
+    assert ledger.height > 0 and "judged-by" not in ledger["grader_id"][0]
+    assert ledger["judge_id"].null_count() == ledger.height
+
+
+# -- the cache ----------------------------------------------------------------------------
+
+def test_second_run_sends_zero_requests_and_gives_the_same_verdicts(two_runs, tmp_path):
+    results, log1, log2 = tmp_path / "results", tmp_path / "first.log", tmp_path / "second.log"
+    grade(two_runs, results, command_judge(results, log1))
+    first = judged_rows(results).select("run_uri", "clause_id", "outcome", "evidence", "detail")
+    summary = grade(two_runs, results, command_judge(results, log2))
+    assert sent(log2) == ([], [])
+    assert summary.judging["asked"] == 0 and summary.judging["from_cache"] == 4
+    assert judged_rows(results).select(first.columns).equals(first)
+    parts = list((results / "judgments" / "judge=judge_script").glob("*.parquet"))
+    stored = pl.read_parquet(parts)
+    assert stored.height == 4 and set(stored["template_version"]) == {"v1"}
+
+
+def test_changed_output_asks_exactly_that_clause(two_runs, tmp_path):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    grade(two_runs, results, command_judge(results, tmp_path / "first.log"))
+    (two_runs / "20261112-031502-good" / "bindings/writer/summary.md").write_text(
+        "One paragraph, rewritten.\n\nBAD again.\n")
+    summary = grade(two_runs, results, command_judge(results, log))
+    _, requests = sent(log)
+    assert [r["output"] for r in requests] == ["One paragraph, rewritten.\n\nBAD again.\n"]
+    assert summary.judging["asked"] == 1 and summary.judging["from_cache"] == 3
+    good = judged_rows(results).filter(pl.col("run_id").str.ends_with("good")
+                                       & (pl.col("service") == "writer"))
+    assert good["outcome"].to_list() == ["failed"]
+
+
+def test_new_template_version_asks_everything_again(two_runs, tmp_path):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    grade(two_runs, results, command_judge(results, tmp_path / "first.log"))
+    newer = replace(load_template(), version="v1-reworded")
+    summary = grade(two_runs, results, command_judge(results, log, template=newer))
+    _, requests = sent(log)
+    assert len(requests) == 4 and {r["template_version"] for r in requests} == {"v1-reworded"}
+    assert summary.judging["from_cache"] == 0
+    # and the older answers are still there for the older template
+    again = grade(two_runs, results, command_judge(results, tmp_path / "third.log"))
+    assert again.judging["from_cache"] == 4 and sent(tmp_path / "third.log") == ([], [])
+
+
+def test_call_budget_caps_requests_and_the_rest_stay_undecided(two_runs, tmp_path):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    summary = grade(two_runs, results, command_judge(results, log, max_calls=3,
+                                                     concurrency=1))
+    assert len(sent(log)[1]) == 3
+    assert summary.judging | {"answered": 3, "over_budget": 1, "calls": 3} == summary.judging
+    rows = judged_rows(results)
+    waiting = rows.filter(pl.col("detail").str.contains("judge call budget exhausted"))
+    assert waiting.height >= 1 and set(waiting["outcome"]) == {"undecided"}
+    assert waiting["judge_id"].null_count() == waiting.height
+    # the next night asks only what the budget left out
+    more = grade(two_runs, results, command_judge(results, tmp_path / "next.log"))
+    assert more.judging["asked"] == 1 and more.judging["from_cache"] == 3
+
+
+@pytest.fixture
+def s3_endpoint(monkeypatch):
+    """A real S3-compatible server on loopback (moto) holding one empty bucket, `results`."""
+    import logging
+    import socket
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="results")
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def test_cache_beside_results_in_s3(two_runs, tmp_path, s3_endpoint):
+    import s3fs
+
+    results = "s3://results/nightly"
+
+    def night(log: Path):
+        judge = Judge(CommandJudge(judge_cmd(log)), JudgmentCache(results, s3_endpoint))
+        return grade_runs(str(two_runs), results, default_grader(), workers=1, judge=judge,
+                          endpoint_url=s3_endpoint, full=True)
+
+    first = night(tmp_path / "first.log")
+    second = night(tmp_path / "second.log")
+    assert first.judging["answered"] == 4 and len(sent(tmp_path / "first.log")[1]) == 4
+    assert second.judging["from_cache"] == 4 and sent(tmp_path / "second.log") == ([], [])
+    fs = s3fs.S3FileSystem(endpoint_url=s3_endpoint, use_listings_cache=False)
+    parts = fs.glob("results/nightly/judgments/judge=judge_script/*.parquet")
+    assert len(parts) == 1 and pl.read_parquet(fs.cat_file(parts[0])).height == 4
+
+
+def test_many_cache_parts_are_merged_when_read(tmp_path):
+    from pipeline.judging.cache import MAX_PARTS
+
+    cache = JudgmentCache(str(tmp_path / "results"))
+    for i in range(MAX_PARTS + 1):
+        cache.save("j", pl.DataFrame({
+            "judge_id": ["j"], "template_version": ["v1"], "clause_sha256": [f"c{i}"],
+            "output_sha256": ["o"], "outcome": ["passed"], "confidence": [70],
+            "evidence": ["x"], "rationale": [""], "answered_at": ["2026-11-12T03:00:00+00:00"]}))
+    cache.save("j", cache.known("j").head(1))  # an answer stored twice is one answer
+    assert len(cache.parts("j")) == MAX_PARTS + 2
+    fresh = JudgmentCache(str(tmp_path / "results"))
+    assert sorted(fresh.known("j")["clause_sha256"]) == sorted(f"c{i}" for i in
+                                                               range(MAX_PARTS + 1))
+    assert len(fresh.parts("j")) == 1
+    assert JudgmentCache(str(tmp_path / "results")).known("j").height == MAX_PARTS + 1
+
+
+# -- a judge that fails -------------------------------------------------------------------
+
+@pytest.mark.parametrize(("mode", "reason"), [
+    ("sleep", "judge timed out after 0.5s"),
+    ("garbage", "judge answered malformed JSON (2 line(s) not understood, first: not JSON"),
+    ("malformed", "judge answer malformed: confidence must be a number from 0 to 100, got 150"),
+])
+def test_failing_judge_leaves_clauses_undecided_with_the_reason(two_runs, tmp_path, mode,
+                                                                reason):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    summary = grade(two_runs, results, command_judge(results, log, mode, timeout=0.5,
+                                                     retries=0, batch_size=2))
+    assert summary.graded == 2 and summary.batches
+    assert summary.judging | {"asked": 4, "answered": 0, "failed": 4} == summary.judging
+    rows = judged_rows(results)
+    assert set(rows["outcome"]) == {"undecided"} and rows["judge_id"].null_count() == 6
+    assert all(f"judge judge_script gave no answer: {reason}" in d for d in rows["detail"])
+    verdicts = table(results, "clause_verdicts")
+    assert "violated" not in set(verdicts["verdict"])
+    assert not (results / "judgments").exists()  # failures are not cached: asked again
+
+
+def test_judge_crash_keeps_answers_given_before_it_and_retries_the_rest(two_runs, tmp_path):
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    judge = Judge(CommandJudge(judge_cmd(log, "crash"), batch_size=4),
+                  JudgmentCache(str(results)), retries=0)
+    summary = grade(two_runs, results, judge)
+    assert summary.judging | {"answered": 1, "failed": 3} == summary.judging
+    rows = judged_rows(results)
+    crashed = rows.filter(pl.col("judge_id").is_null())
+    assert set(crashed["outcome"]) == {"undecided"}
+    assert all("exited with code 3: judge blew up on the second request" in d
+               for d in crashed["detail"])
+    # with retries the crashing judge is asked again (each try answers one more request)
+    log2 = tmp_path / "retry.log"
+    judge = Judge(CommandJudge(judge_cmd(log2, "crash"), batch_size=4),
+                  JudgmentCache(str(results)), retries=2, backoff=0.01)
+    again = grade(two_runs, results, judge)
+    assert [len(sent(log2)[1]), sent(log2)[0]] == [6, [3, 2, 1]]
+    assert again.judging | {"from_cache": 1, "answered": 3, "failed": 0} == again.judging
+
+
+def test_quote_not_in_the_output_caps_confidence(two_runs, tmp_path):
+    results = tmp_path / "results"
+    grade(two_runs, results, command_judge(results, tmp_path / "log", "misquote"))
+    rows = judged_rows(results)
+    assert set(rows["confidence"]) == {49}
+    assert all("its quote is not in the output" in d for d in rows["detail"])
+    verdicts = table(results, "clause_verdicts").filter(pl.col("judge_id").is_not_null())
+    assert set(verdicts["verdict"]) == {"not_evaluable"}
+
+
+# -- an OpenAI-compatible endpoint --------------------------------------------------------
+
+def chat_judge(results: Path, server: ChatServer, **kwargs) -> Judge:
+    kwargs.setdefault("backoff", 0.0)
+    client = ChatJudge(server.url, "tiny-judge-1.0", api_key=kwargs.pop("api_key", None))
+    return Judge(client, JudgmentCache(str(results)), **kwargs)
+
+
+def test_chat_endpoint_judges_and_the_rerun_sends_nothing(two_runs, tmp_path):
+    results = tmp_path / "results"
+    with ChatServer(api_key="sk-test-123") as server:
+        summary = grade(two_runs, results, chat_judge(results, server, api_key="sk-test-123"))
+        assert len(server.requests) == 4
+        body = server.requests[0]["body"]
+        assert server.requests[0]["path"] == "/v1/chat/completions"
+        assert body["model"] == "tiny-judge-1.0" and body["temperature"] == 0
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        assert "Answer with one JSON object" in body["messages"][0]["content"]
+        assert {r["authorization"] for r in server.requests} == {"Bearer sk-test-123"}
+        again = grade(two_runs, results, chat_judge(results, server, api_key="sk-test-123"))
+        assert len(server.requests) == 4 and again.judging["from_cache"] == 4
+    gid = "prose.contract.judged-by-tiny-judge-1.0.grader/v1"
+    assert summary.grader_id == gid
+    rows = judged_rows(results, gid)
+    assert set(rows["judge_id"]) == {"tiny-judge-1.0"} and set(rows["confidence"]) == {75}
+    assert rows.filter(pl.col("outcome") == "failed")["evidence"].to_list() \
+        == ["“BAD second paragraph.”"]
+
+
+def test_chat_endpoint_server_errors_are_retried(two_runs, tmp_path):
+    results = tmp_path / "results"
+    with ChatServer(mode="flaky", fail_first=2) as server:
+        summary = grade(two_runs, results, chat_judge(results, server, concurrency=1))
+        assert len(server.requests) == 6
+    assert summary.judging | {"answered": 4, "failed": 0, "calls": 6} == summary.judging
+
+
+@pytest.mark.parametrize(("mode", "key", "reason", "calls"), [
+    ("slow", None, "judge timed out after 0.3s", 8),
+    ("garbage", None, "judge answered malformed JSON: no JSON object in the reply", 8),
+    ("rule", "wrong-key", "judge endpoint answered HTTP 401: {\"error\": {\"message\": "
+                          "\"bad key\"}}", 4),
+])
+def test_chat_endpoint_failures_leave_clauses_undecided(two_runs, tmp_path, mode, key,
+                                                        reason, calls):
+    results = tmp_path / "results"
+    with ChatServer(mode=mode, api_key="sk-right" if key else None) as server:
+        summary = grade(two_runs, results, chat_judge(results, server, api_key=key,
+                                                      timeout=0.3, retries=1))
+        # retryable failures are asked twice; a refused key is not retried
+        assert summary.judging["calls"] == calls
+    gid = "prose.contract.judged-by-tiny-judge-1.0.grader/v1"
+    rows = judged_rows(results, gid)
+    assert set(rows["outcome"]) == {"undecided"} and summary.judging["failed"] == 4
+    assert all(f"gave no answer: {reason}" in d for d in rows["detail"]), rows["detail"][0]
+
+
+# -- the command line, the example judge and provenance -----------------------------------
+
+def test_example_judge_from_the_readme_runs_through_the_cli(run_root, tmp_path):
+    write_run(run_root, files={"bindings/writer/summary.md":
+                               "Light scatters.\n\nThe findings agree: short waves scatter.\n"})
+    results = tmp_path / "results"
+    readme = (REPO / "README.md").read_text()
+    assert EXAMPLE.read_text().strip() in readme  # the README shows exactly this file
+    result = CliRunner().invoke(app, [
+        "grade", str(run_root), "--out", str(results), "--workers", "1", "--json",
+        "--judge-cmd", f"{sys.executable} {EXAMPLE}"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["grader_id"] == "prose.contract.judged-by-judge_example.grader/v1"
+    assert data["judge"] | {"asked": 3, "answered": 3, "failed": 0} == data["judge"]
+    rows = judged_rows(results, data["grader_id"]).sort("service")
+    assert set(rows["judge_id"]) == {"judge_example"}
+    # only the summary has a line using a long word of its clause ("findings")
+    assert rows.select("service", "outcome", "evidence").rows() == [
+        ("brief", "undecided", rows["evidence"][0]),
+        ("researcher", "undecided", rows["evidence"][1]),
+        ("writer", "passed", "“The findings agree: short waves scatter.”")]
+    assert "1 output line(s) use the clause's key words" in rows["detail"][2]
+
+
+def test_cli_summary_prints_asked_cached_and_failed(two_runs, tmp_path):
+    results = tmp_path / "results"
+    args = ["grade", str(two_runs), "--out", str(results), "--workers", "1",
+            "--grader-id", "prose.contract.grader/v2", "--judge-cmd", judge_cmd(tmp_path / "log")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "prose.contract.judged-by-judge_script.grader/v2" in first.output
+    assert "asked 4 (answered 4, failed 0), answered from cache 0" in first.output
+    second = CliRunner().invoke(app, [*args, "--judge-max-calls", "0", "--full"])
+    assert "asked 0 (answered 0, failed 0), answered from cache 4" in second.output
+
+
+def test_chat_endpoint_key_comes_from_the_environment(two_runs, tmp_path):
+    results = tmp_path / "results"
+    with ChatServer(api_key="sk-env-456") as server:
+        result = CliRunner().invoke(app, [
+            "grade", str(two_runs), "--out", str(results), "--workers", "1", "--json",
+            "--judge-url", server.url, "--judge-model", "tiny-judge-1.0"],
+            env={"RUNGRADE_JUDGE_API_KEY": "sk-env-456"})
+        assert result.exit_code == 0, result.output
+        assert {r["authorization"] for r in server.requests} == {"Bearer sk-env-456"}
+    assert json.loads(result.output)["judge"]["answered"] == 4
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--judge-cmd", "x", "--judge-url", "http://127.0.0.1:1/v1"], "not both"),
+    (["--judge-url", "http://127.0.0.1:1/v1"], "needs --judge-model"),
+    (["--judge-model", "m"], "--judge-model needs --judge-cmd or --judge-url"),
+    (["--judge-max-calls", "5"], "--judge-max-calls needs --judge-cmd or --judge-url"),
+    (["--judge-cmd", "no-such-judge-program --x"], "was not found"),
+    (["--judge-cmd", "python3 j.py", "--judge-name", "Big Judge"], "not usable"),
+    (["--judge-url", "ftp://host/v1", "--judge-model", "m"], "is not an http(s) URL"),
+    (["--judge-cmd", "python3 j.py", "--judge-concurrency", "0"], "at least 1"),
+])
+def test_cli_refuses_judge_options_that_cannot_work(two_runs, tmp_path, args, message):
+    result = CliRunner().invoke(app, ["grade", str(two_runs), "--out", str(tmp_path / "r"),
+                                      *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_diff_compares_grading_without_and_with_two_judges(two_runs, tmp_path):
+    results = tmp_path / "results"
+    grade(two_runs, results)
+    grade(two_runs, results, command_judge(results, tmp_path / "a.log"))
+    other = Judge(CommandJudge(judge_cmd(tmp_path / "b.log", "misquote"), name="strict-b"),
+                  JudgmentCache(str(results)))
+    grade(two_runs, results, other)
+    ids = set(connect(str(results)).sql("select distinct grader_id from runs").pl()["grader_id"])
+    assert ids == {"prose.contract.grader/v1", JUDGED,
+                   "prose.contract.judged-by-strict-b.grader/v1"}
+    # each judge has its own cache: the second judge asked all of its questions
+    assert len(sent(tmp_path / "b.log")[1]) == 4
+    out = tmp_path / "flips.csv"
+    result = CliRunner().invoke(app, ["diff", str(results), "--base", "prose.contract.grader/v1",
+                                      "--head", JUDGED, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "clauses flipped             1 of 10 paired" in result.output
+    flips = pl.read_csv(out).filter(pl.col("flipped"))
+    assert flips.select("base_verdict", "head_verdict").rows() \
+        == [("satisfied", "partially_satisfied")]
+    result = CliRunner().invoke(app, ["diff", str(results), "--base", JUDGED, "--head",
+                                      "prose.contract.judged-by-strict-b.grader/v1"])
+    assert result.exit_code == 0 and "clauses flipped             6 of 10 paired" \
+        in result.output
+
+
+# -- small parts --------------------------------------------------------------------------
+
+def test_judged_grader_ids_are_distinct_and_stable():
+    assert judged_grader_id("prose.contract.grader/v3", "gpt-4o-mini") \
+        == "prose.contract.judged-by-gpt-4o-mini.grader/v3"
+    once = judged_grader_id("prose.contract.grader/v1", "a")
+    assert judged_grader_id(once, "a") == once
+    assert judged_grader_id("prose.contract.grader/v1", "b") != once
+    with pytest.raises(JudgeConfigError):
+        judged_grader_id("prose.contract.grader/v1", "Not OK")
+
+
+def test_judge_names_from_commands_and_models():
+    assert name_from_command(["python3", "-u", "tools/My Judge.py", "--x"]) == "my-judge"
+    assert name_from_command(["/usr/local/bin/judge-gpt"]) == "judge-gpt"
+    assert name_from_command(["uv", "run", "judge.py"]) == "run"
+    assert slug("meta-llama/Llama-3.1-8B-Instruct") == "meta-llama-llama-3.1-8b-instruct"
+    assert slug("..//") == "judge"
+
+
+def test_answers_are_read_strictly():
+    ok = answer_from({"outcome": "Passed", "confidence": 87.6, "evidence": " x ",
+                      "rationale": None})
+    assert (ok.outcome, ok.confidence, ok.evidence, ok.rationale) == ("passed", 88, "x", "")
+    for bad in ({"outcome": "maybe", "confidence": 5}, {"outcome": "passed", "confidence": True},
+                {"outcome": "passed", "confidence": -1}, {"outcome": "failed"},
+                {"outcome": "failed", "confidence": 9, "evidence": ["a"]}, ["passed"]):
+        with pytest.raises(MalformedAnswer):
+            answer_from(bad)
+    fenced = 'Sure.\n```json\n{"outcome": "failed", "confidence": 70} trailing'
+    assert answer_from_text(fenced).outcome == "failed"
+    with pytest.raises(MalformedAnswer):
+        answer_from_text('{"outcome": "failed", "confidence": ')
+
+
+def test_make_judge_without_a_judge_is_none(tmp_path):
+    assert make_judge(str(tmp_path)) is None

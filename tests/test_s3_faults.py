@@ -1,0 +1,173 @@
+"""S3 faults: the runs bucket's server stops mid-listing or mid-read, or blips.
+
+The server is moto's S3 on loopback behind a switch (tests/s3_faults_server.py). A server that
+stays down ends the grade with exit code 4 and a clear message after the client's bounded
+retries, and nothing of the interrupted batch is published; a short blip is absorbed by those
+retries. Results are local, so "byte-identical" is checked on real files.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from run_folders import write_run
+from s3_faults_server import FaultyS3Server, is_list_page, is_object_read
+from test_faults import assert_intact, assert_no_duplicates, snapshot
+from typer.testing import CliRunner
+
+from pipeline import exit_codes
+from pipeline.cli import app
+from pipeline.sources.bucket import filesystem
+from pipeline.store import ResultStore
+
+FILLER = 1000  # keys beside the runs (old logs): the listing takes more than one page
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    server = FaultyS3Server()
+    server.start()
+    yield server
+    server.stop()
+
+
+def seed(server: FaultyS3Server, local: Path, bucket: str | None = None) -> str:
+    """Copy the files under `local` into a bucket (fresh unless named); return the runs root."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    if bucket is None:
+        bucket = f"runs-{secrets.token_hex(4)}"
+        filesystem(f"s3://{bucket}", server.endpoint).mkdir(bucket)
+    # Through moto's own store: the grader reads over HTTP, but 1,000 uploads would be slow.
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            backend.put_object(bucket, f"runs/{path.relative_to(local)}", path.read_bytes())
+    return f"s3://{bucket}/runs"
+
+
+def grade(runs: str, out: Path, endpoint: str, *extra: str):
+    return CliRunner().invoke(app, ["grade", runs, "--out", str(out), "--json", "--workers", "1",
+                                    "--endpoint-url", endpoint, *extra])
+
+
+def first_grade(s3, tmp_path, runs: int) -> tuple[str, Path, dict[str, bytes]]:
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(runs):
+        write_run(local, f"20261112-{i:06d}-s3")
+    for i in range(FILLER):
+        (local / "archive").mkdir(exist_ok=True)
+        (local / "archive" / f"old-{i:04d}.log").write_text("rotated\n")
+    uri = seed(s3, local)
+    result = grade(uri, out, s3.endpoint)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["found"] == runs
+    return uri, out, snapshot(out)
+
+
+def add_runs(s3, tmp_path, uri: str, runs: int) -> None:
+    """New runs arrive in the bucket, so the next grade has runs to read."""
+    local = tmp_path / "new"
+    for i in range(runs):
+        write_run(local, f"20261113-{i:06d}-s3new")
+    seed(s3, local, uri.removeprefix("s3://").split("/", 1)[0])
+
+
+def assert_failed_cleanly(result, out: Path, before: dict[str, bytes], commits: set[str],
+                          elapsed: float) -> None:
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    assert "a store failed" in result.output and "rerun" in result.output
+    assert "Traceback" not in result.output
+    assert elapsed < 90, f"retries took {elapsed:.0f}s"
+    assert_intact(before, out)
+    assert ResultStore(str(out)).committed_batches() == commits
+
+
+@pytest.mark.parametrize("attempt", ["listing", "reading"])
+def test_server_stopped_mid_grade_publishes_nothing(s3, tmp_path, monkeypatch, attempt):
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "3")
+    uri, out, before = first_grade(s3, tmp_path, 4)
+    commits = ResultStore(str(out)).committed_batches()
+    add_runs(s3, tmp_path, uri, 6)
+
+    # The server dies at the second listing page, or after 30 object reads of this grade.
+    s3.fail_from = is_list_page(2) if attempt == "listing" else is_object_read(30)
+    threading.Thread(target=_stop_when_tripped, args=(s3,), daemon=True).start()
+    started = time.monotonic()
+    result = grade(uri, out, s3.endpoint)
+    assert_failed_cleanly(result, out, before, commits, time.monotonic() - started)
+    assert s3.attempts, "the fault was never injected"
+
+    s3.start()  # the same buckets, served again
+    rerun = grade(uri, out, s3.endpoint)
+    assert rerun.exit_code == 0, rerun.output
+    assert json.loads(rerun.output)["found"] == 10
+    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_no_duplicates(out, 10)
+
+
+def _stop_when_tripped(server: FaultyS3Server) -> None:
+    # A tripped server resets the request in flight, then stops listening.
+    while not server.failing:
+        time.sleep(0.001)
+    server.stop()
+
+
+def test_reads_fail_mid_batch_after_earlier_batches_committed(s3, tmp_path, monkeypatch):
+    # Batches of 5: some commit, then the server dies inside a batch; only whole batches stay.
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(20):
+        write_run(local, f"20261112-{i:06d}-s3")
+    uri = seed(s3, local)
+    s3.fail_from = is_object_read(5 * 10 * 2 + 25)  # mid third batch (10 reads a run)
+    threading.Thread(target=_stop_when_tripped, args=(s3,), daemon=True).start()
+    result = grade(uri, out, s3.endpoint, "--batch-size", "5")
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    store = ResultStore(str(out))
+    committed = store.committed_batches()
+    assert len(committed) == 2
+    # readers see the two whole batches and not one run of the third
+    assert_no_duplicates(out, 10)
+    before = snapshot(out)
+
+    s3.start()
+    rerun = grade(uri, out, s3.endpoint, "--batch-size", "5")
+    assert rerun.exit_code == 0, rerun.output
+    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_no_duplicates(out, 20)
+
+
+def test_a_short_blip_is_absorbed_by_retries(s3, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "6")
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(12):
+        write_run(local, f"20261112-{i:06d}-s3")
+    uri = seed(s3, local)
+    s3.fail_from = is_object_read(40)
+
+    def blip() -> None:
+        _stop_when_tripped(s3)
+        time.sleep(0.3)
+        s3.start()
+
+    threading.Thread(target=blip, daemon=True).start()
+    result = grade(uri, out, s3.endpoint)
+    assert result.exit_code == 0, result.output
+    assert s3.attempts, "the blip never happened"
+    summary = json.loads(result.output)
+    assert summary["found"] == summary["graded"] == 12
+    assert_no_duplicates(out, 12)
