@@ -383,7 +383,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
     out: dict[str, dict] = {}
     for grader_id, part_tables, reports in parts:
         uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
-        staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}/{name}": text
+        staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
                   for name, text in reports.items()}
         store.stage_part(batch_for(batch_id, grader_id, main_id), part, grader_id,
                          part_tables, staged)

@@ -127,9 +127,20 @@ class ResultStore:
 
     def discard(self, batch_id: str) -> None:
         """Drop the staged parts of a batch that will not be published (a stop, a failure)."""
-        staging = self.path("_staging", batch_id)
-        if self.fs.exists(staging):
-            self.fs.rm(staging, recursive=True)
+        self._remove(self.path("_staging", batch_id))
+
+    def _files(self, folder: str) -> list[str]:
+        """Every file below `folder`, sorted (none if it does not exist)."""
+        if self.local:  # os.walk: fsspec's local find stats every entry twice
+            return sorted(os.path.join(d, f) for d, _, names in os.walk(folder) for f in names)
+        return sorted(self.fs.find(folder)) if self.fs.exists(folder) else []
+
+    def _remove(self, folder: str) -> None:
+        if self.local:
+            if os.path.isdir(folder):
+                shutil.rmtree(folder)
+        elif self.fs.exists(folder):
+            self.fs.rm(folder, recursive=True)
 
     def write_batch(self, batch_id: str, grader_id: str, tables: dict[str, pl.DataFrame],
                     reports: dict[str, str], summary: dict) -> None:
@@ -163,7 +174,7 @@ class ResultStore:
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
-        staged = sorted(self.fs.find(staging)) if self.fs.exists(staging) else []
+        staged = self._files(staging)
         moves = []
         for path in staged:
             table, _, name = path[len(staging) + 1:].partition("/")
@@ -192,12 +203,13 @@ class ResultStore:
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = f"{staging}/reports"
-        files = sorted(self.fs.find(staged)) if self.fs.exists(staged) else []
         pairs, used = [], set()
-        for src in files:
-            # shards stage `{part}/{uri tag}/{name}`: one run id under two prefixes in two
+        for src in self._files(staged):
+            # shards stage `{part}/{uri tag}.{name}`: one run id under two prefixes in two
             # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
-            *_, tag, name = ["", *src[len(staged) + 1:].split("/")]
+            base = src.rsplit("/", 1)[-1]
+            tag, name = (base[:8], base[9:]) if src.count("/") > staged.count("/") + 1 else (
+                None, base)
             if name in used and tag:
                 name = f"{name.removesuffix('.json')}~{tag}.json"
             used.add(name)
@@ -212,8 +224,7 @@ class ResultStore:
             self.fs.copy([s for s, _ in pairs], [self.path("reports", n) for _, n in pairs])
             self.fs.copy([s for s, _ in pairs],
                          [self.path("reports", f"grader={slug}", n) for _, n in pairs])
-        if self.fs.exists(staging):
-            self.fs.rm(staging, recursive=True)
+        self._remove(staging)
 
     def fingerprints(self, grader_ids: set[str]) -> dict[str, str]:
         """{run_uri: fingerprint} of every run committed under one of `grader_ids`.
