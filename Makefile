@@ -29,7 +29,7 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check pipeline tests bench
 
 bench: $(VENV)/.installed-test
-	$(BIN)/python bench/grade_bench.py
+	$(BIN)/python bench/grade_bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(OUT) .pytest_cache .ruff_cache

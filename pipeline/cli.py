@@ -50,9 +50,22 @@ def grade(
         "--ledger-grader", help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
                                 "for moltzap ledgers; each replaces the built-in grader of its "
                                 "scenario. Repeatable.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Runs per committed batch.")] = 2000,
+    batch_size: Annotated[int, typer.Option(
+        min=1, help="Runs per committed batch: a crash loses at most the batch in progress, "
+                    "and memory grows with it.")] = 2000,
     workers: Annotated[int | None, typer.Option(
-        help="Processes reading runs (default: one per core).")] = None,
+        min=1, help="Processes listing, reading and grading runs (default: one per core; "
+                    "1 runs everything in this process).")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where runs are read and graded: 'local' (processes on this "
+                         "machine) or 'dask' (a Dask cluster: --scheduler, or a local one "
+                         "of --workers processes).")] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="With --engine dask: the address of a running Dask scheduler, "
+                            "e.g. tcp://10.0.0.5:8786.")] = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Grade every run again, even those already graded under this grader "
+                       "id with the same fingerprint (skipped by default).")] = False,
     validate: Annotated[bool, typer.Option(
         "--validate", help="Check every table against its pandera schema before writing.")]
     = False,
@@ -95,26 +108,40 @@ def grade(
         "--judge-retries", rich_help_panel="Judge",
         help="Retries of a failed judge call, with exponential backoff.")] = 2,
 ) -> None:
-    """Grade every run under RUNS and write results to --out.
+    """Grade the new and changed runs under RUNS and write the results to --out.
 
-    Every run found (OpenProse run folders of either era, and moltzap ledger folders) is
-    either graded or refused with a reason; the summary adds them up. Ledgers are graded by
-    the ledger grader of their scenario (built in, or from --ledger-grader).
-    With --judge-cmd or --judge-url, judgment clauses the checks leave undecided are asked of
-    a judge (answers cached under RESULTS/judgments/) and the grader id becomes
-    '<name>.judged-by-<judge>.grader/vN'.
-    SIGTERM stops at the next batch boundary: the batch in hand is abandoned, committed ones
-    stay, and rerunning the same command finishes the job.
-    Exit codes: 0 done; 2 bad arguments or input; 3 results locked by another grade;
-    4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM;
-    1 unexpected failure.
+    Runs are OpenProse run folders (era A or B) and moltzap ledger folders, at any depth.
+
+    A run graded before under this grader id with the same fingerprint is skipped (--full: not).
+
+    The fingerprint is the run's file names, sizes and mtimes.
+
+    Every other run is graded or refused with a reason; the summary adds them up.
+
+    Ledgers are graded by the grader of their scenario (built in, or from --ledger-grader).
+
+    A judge (--judge-cmd, --judge-url) settles judgment clauses the checks leave undecided.
+
+    Judged rows carry the grader id '<name>.judged-by-<judge>.grader/vN'.
+
+    Results are committed batch by batch: a killed grade loses only the batch in progress.
+
+    SIGTERM stops at the next batch boundary; rerun the same command to finish the job.
+
+    --engine dask runs the same stages on Dask workers, with the same results (see README).
+
+    Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
+
+    More exit codes: 4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM.
     """
     import duckdb
 
     from .checks import GraderError, default_grader
+    from .engines import EngineError
     from .grade import default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
     from .sources.outage import is_outage
+    from .store import ResultsLocked
     from .user_grader import load_grader, load_ledger_graders
 
     try:
@@ -131,18 +158,30 @@ def grade(
     except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
 
+    if engine not in ("local", "dask"):
+        raise fail(f"--engine must be 'local' or 'dask', not {engine!r}.", exit_codes.USAGE)
+    if scheduler and engine != "dask":
+        raise fail("--scheduler needs --engine dask.", exit_codes.USAGE)
+    if scheduler and workers:
+        raise fail("give --scheduler (a running cluster) or --workers (a local cluster of N "
+                   "processes), not both.", exit_codes.USAGE)
+    engine_factory = None
+    if engine == "dask":
+        from .engines import DaskSpec
+        engine_factory = DaskSpec(scheduler=scheduler, workers=workers)
+
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
     stop = _StopRequest()
     options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
-                   validate=validate, ledger_graders=ledger_graders, judge=judge,
-                   should_stop=stop.is_set)
+                   validate=validate, full=full, ledger_graders=ledger_graders, judge=judge,
+                   engine=engine_factory, should_stop=stop.is_set)
     try:
         if progress:
             with progress as bar:
-                task = bar.add_task("reading runs", total=None)
+                task = bar.add_task("discovering runs", total=None)
 
-                def on_progress(stage: str, done: int, total: int) -> None:
-                    bar.update(task, completed=done, total=total)
+                def on_progress(stage: str, done: int, total: int | None) -> None:
+                    bar.update(task, description=stage, completed=done, total=total)
 
                 summary = grade_runs(runs, out_dir, grader, progress=on_progress, **options)
         else:
@@ -150,6 +189,10 @@ def grade(
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
+    except ResultsLocked as exc:
+        raise fail(str(exc), exit_codes.LOCKED) from exc
+    except EngineError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
     except Exception as exc:
         if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
             raise
@@ -203,7 +246,11 @@ def print_summary(summary) -> None:
                   pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("runs found", str(data["found"]))
+    table.add_row("runs found", f"{data['found']}  (new {data['new']}, changed "
+                  f"{data['changed']}, unchanged {data['unchanged']})")
+    table.add_row("skipped", f"{data['skipped']}" + (
+        "  (--full: unchanged runs graded again)" if data["full"] else
+        "  (unchanged since graded under this grader id)" if data["skipped"] else ""))
     table.add_row("graded", str(data["graded"]))
     refused = ", ".join(f"{k} {v}" for k, v in data["refusals"].items())
     table.add_row("refused", f"{data['refused']}" + (f"  ({refused})" if refused else ""))
@@ -221,8 +268,44 @@ def print_summary(summary) -> None:
                       + (f", not asked (budget) {j['over_budget']}" if j["over_budget"] else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
-    if data["found"] != data["graded"] + data["refused"]:
-        err.print("[bold red]counts do not add up: found != graded + refused[/]")
+    if not data["stopped"] and data["found"] != data["skipped"] + data["graded"] + data["refused"]:
+        err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")
+
+
+@app.command()
+def synth(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write the run folders into "
+                                                 "(created if missing).")],
+    runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="How many runs.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same bytes.")] = 0,
+    start: Annotated[int, typer.Option(
+        min=0, help="Index of the first run: grow a corpus by writing runs START… of the "
+                    "same seed.")] = 0,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Processes writing runs (default: one per core).")] = None,
+) -> None:
+    """Write a synthetic corpus of OpenProse run folders, for tests and benchmarks.
+
+    Four programs, bindings of realistic sizes, errors with __error.md, conditional ensures, era B.
+
+    Some runs must be refused: no program.md or manifest.md, unfinished, no outputs.
+
+    Runs land in OUT/{project}/.prose/runs/; the same seed always writes the same bytes.
+
+    Exit codes: 0 done; 2 bad arguments.
+    """
+    from .synth import synthesize
+
+    summary = synthesize(str(out_dir), runs, seed=seed, start=start, workers=workers)
+    table = Table(title=f"rungrade synth · seed {seed}", show_header=False, box=None,
+                  pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("runs", f"{summary.runs}  (indexes {start}…{start + runs - 1})")
+    table.add_row("files", f"{summary.files}  ({summary.bytes / 1e6:.1f} MB)")
+    table.add_row("outcomes", ", ".join(f"{k} {v}" for k, v in summary.outcomes.items()))
+    table.add_row("written to", str(out_dir))
+    out.print(table)
 
 
 @app.command()

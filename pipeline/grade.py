@@ -1,16 +1,26 @@
 """The grading flow: discover, read + flatten, check, score, store. Stages pass tables.
 
 `grade_tables` is the pure part (tables in, tables out) that every engine runs; `grade_runs`
-drives it over a runs root in committed batches.
+drives it over a runs root in committed batches: it skips runs graded before and unchanged,
+and grades the rest shard by shard in worker processes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.util
+import multiprocessing
 import os
+import pickle
 import signal
-from collections import Counter
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+import sys
+import threading
+import time
+import traceback
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,13 +40,15 @@ from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import Bucket, RunRef, group_runs
+from .sources.bucket import Bucket, RunRef
 from .sources.ledger import read_ledger
+from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
+    from .engines import EngineFactory
     from .judging import Judge
 
 
@@ -96,12 +108,23 @@ def default_ledger_graders(extra: tuple[LedgerGrader, ...] = ()) -> tuple[Ledger
 
 @dataclass
 class Summary:
+    """What a `grade` did. found = new + changed + unchanged; graded + refused = the runs read.
+
+    Unchanged runs (same fingerprint as their committed rows under this job's grader ids) are
+    skipped unless `full`; then graded + refused + skipped = found.
+    """
+
     runs_uri: str
     results_uri: str
     grader_id: str
     found: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
     graded: int = 0
     refused: int = 0
+    full: bool = False
     refusals: Counter = field(default_factory=Counter)
     verdicts: Counter = field(default_factory=Counter)
     ledger_verdicts: Counter = field(default_factory=Counter)  # GradeReport verdicts
@@ -116,31 +139,58 @@ class Summary:
     def mean_score(self) -> float | None:
         return self.score_sum / self.scored if self.scored else None
 
-    def add(self, tables: dict[str, pl.DataFrame]) -> None:
-        runs = tables["runs"]
-        self.graded += runs.filter(pl.col("status") == "graded").height
-        self.refused += runs.filter(pl.col("status") == "refused").height
-        self.refusals.update(tables["refusals"]["reason"].to_list())
-        scores = tables["run_scores"]
-        self.verdicts.update(scores["overall_verdict"].to_list())
-        ledgers = scores.join(runs.filter(pl.col("source") == "ledger"), on="run_uri",
-                              how="semi")
-        self.ledger_verdicts.update(ledgers["outcome_verdict"].to_list())
-        valid = scores["overall_score"].drop_nulls()
-        self.score_sum += float(valid.sum()) if len(valid) else 0.0
-        self.scored += len(valid)
+    def add(self, stats: dict) -> None:
+        """Add the `shard_stats` of one graded shard."""
+        self.graded += stats["graded"]
+        self.refused += stats["refused"]
+        self.refusals.update(stats["refusals"])
+        self.verdicts.update(stats["verdicts"])
+        self.ledger_verdicts.update(stats["ledger_verdicts"])
+        self.score_sum += stats["score_sum"]
+        self.scored += stats["scored"]
+        # a run folder found empty when its worker listed it is not a run (yet)
+        self.found -= stats["empty"]
+        self.new -= stats["empty"]
+
+    def see(self, status: str) -> None:
+        """Count one discovered run as new, changed or unchanged (and maybe skipped)."""
+        self.found += 1
+        setattr(self, status, getattr(self, status) + 1)
+        if status == "unchanged" and not self.full:
+            self.skipped += 1
 
     def as_dict(self) -> dict:
         return {
             "runs": self.runs_uri, "results": self.results_uri, "grader_id": self.grader_id,
-            "found": self.found, "graded": self.graded, "refused": self.refused,
+            "found": self.found, "new": self.new, "changed": self.changed,
+            "unchanged": self.unchanged, "skipped": self.skipped, "full": self.full,
+            "graded": self.graded, "refused": self.refused,
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())),
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
-            "batches": self.batches, "stopped": self.stopped,
+            "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
             **({"judge": self.judging} if self.judging else {}),
         }
+
+
+def shard_stats(tables: dict[str, pl.DataFrame], empty: int = 0) -> dict:
+    """The counts a shard adds to the summary (small and picklable, unlike its tables)."""
+    runs = tables["runs"]
+    scores = tables["run_scores"]
+    valid = scores["overall_score"].drop_nulls()
+    ledgers = scores.join(runs.filter(pl.col("source") == "ledger"), on="run_uri", how="semi")
+    return {
+        "runs": runs.height,
+        "graded": runs.filter(pl.col("status") == "graded").height,
+        "refused": runs.filter(pl.col("status") == "refused").height,
+        "refusals": Counter(tables["refusals"]["reason"].to_list()),
+        "verdicts": Counter(scores["overall_verdict"].to_list()),
+        "ledger_verdicts": Counter(ledgers["outcome_verdict"].to_list()),
+        "score_sum": float(valid.sum()) if len(valid) else 0.0,
+        "scored": len(valid),
+        "empty": empty,
+    }
 
 
 def _ignore_stop_signals() -> None:
@@ -155,6 +205,9 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
     bucket = Bucket(runs_uri, endpoint)
     rows = RunRows()
     for ref in refs:
+        bucket.list_run(ref)
+        if not ref.files:
+            continue  # an empty folder is not a run yet (object stores have no empty folders)
         rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
                     else read_run(bucket, ref, cap))
     return rows
@@ -175,7 +228,8 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_stop_signals) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context(),
+                             initializer=_ignore_stop_signals) as pool:
         jobs = [(runs_uri, endpoint_url, part, binding_cap, ledger_graders) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
             rows.extend(result)
@@ -184,67 +238,390 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
     return rows
 
 
-def chunks(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+# -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
+LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
+SHARD_RUNS = 500  # at most this many runs read and graded per task
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs besides the runs and the graders (pickled with each task)."""
+
+    runs_uri: str
+    results_uri: str
+    endpoint_url: str | None
+    binding_cap: int
+    validate: bool
+    full: bool
+
+
+_WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
+
+
+def _process_context():
+    # Fresh interpreters forked from a clean server: polars' and duckdb's thread pools are
+    # never inherited mid-use (a fork of a process that has used polars can deadlock).
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["pipeline.grade"])
+    if threading.current_thread() is threading.main_thread():
+        # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
+        # survive exec): a stop sent to the whole process group is the parent's to handle.
+        previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
+                    signal.signal(signal.SIGINT, signal.SIG_IGN))
+        try:
+            from multiprocessing import forkserver
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
+    return ctx
+
+
+def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: int,
+                 aws: dict[str, str]) -> None:
+    """Load user grader modules, unpickle the graders, and die with the grading process."""
+    _ignore_stop_signals()
+    # The fork server kept the environment of its start; S3 settings follow this job's.
+    os.environ.update(aws)
+    for name, path in modules:
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec and spec.loader:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+    _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
+    _WORKER["judge"] = None
+    _init_watchdog(parent)
+
+
+def _init_list_worker(parent: int) -> None:
+    _ignore_stop_signals()
+    _init_watchdog(parent)
+
+
+def _init_watchdog(parent: int) -> None:
+    """Exit this worker as soon as the grading process is gone (even after a kill -9)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
+
+
+def _list_task(job: Job, items: list[tuple[RunRef, str | None]]
+               ) -> list[tuple[str, RunRef]]:
+    """List and fingerprint runs; return (status, run), dropping the listing of a skip."""
+    bucket = Bucket(job.runs_uri, job.endpoint_url)
+    out = []
+    for ref, known in items:
+        bucket.list_run(ref)
+        status = _status(ref, known) if ref.files else "empty"
+        if status in ("unchanged", "empty") and not job.full:
+            ref.files = {}
+        out.append((status, ref))
+    return out
+
+
+def _status(ref: RunRef, known: str | None) -> str:
+    if known is None:
+        return "new"
+    return "unchanged" if ref.fingerprint == known else "changed"
+
+
+def batch_for(batch_id: str, grader_id: str, main_grader_id: str) -> str:
+    """The batch id of one grader id's rows in a batch: ledgers graded beside OpenProse runs
+    carry their own grader ids, and each grader id commits its own batch."""
+    if grader_id == main_grader_id:
+        return batch_id
+    return f"{batch_id}-{hashlib.sha1(grader_id.encode()).hexdigest()[:6]}"
+
+
+def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[str, dict]:
+    """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}."""
+    grader: Grader = _WORKER["grader"]
+    judge = _WORKER.get("judge")
+    main_id = judge.grader(grader).grader_id if judge else grader.grader_id
+    rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
+                        _WORKER["ledger_graders"]))
+    empty = sum(1 for ref in refs if not ref.files)
+
+    def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
+        tables, clause_rows = grade_tables(source_tables(rows), grader,
+                                           _WORKER["ledger_graders"], judge)
+        if job.validate:
+            from .tables import validate as validate_tables
+            validate_tables(tables)
+        parts = []
+        for grader_id, part_tables in by_grader(tables) or [(main_id, tables)]:
+            frame = clause_rows.join(part_tables["runs"], on="run_uri", how="semi")
+            parts.append((grader_id, part_tables, build_reports(part_tables, frame)))
+        return parts
+
+    try:
+        parts = graded(rows)
+    except Exception as exc:
+        if is_outage(exc):
+            raise
+        parts = graded(_run_by_run(rows, graded))
+    store = ResultStore(job.results_uri, job.endpoint_url)
+    out: dict[str, dict] = {}
+    for grader_id, part_tables, reports in parts:
+        uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
+        staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
+                  for name, text in reports.items()}
+        store.stage_part(batch_for(batch_id, grader_id, main_id), part, grader_id,
+                         part_tables, staged)
+        out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
+    if main_id not in out and empty:  # only ledgers, or empty folders, in this shard
+        out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
+                        "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
+                        "scored": 0, "empty": empty}
+    return out
+
+
+def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
+    """The shard's rows with each run that fails `graded` on its own refused as internal-error.
+
+    A shard that raises is never dropped whole: its runs are tried one at a time, and only the
+    runs that raise by themselves are refused, with a short traceback.
+    """
+    by_run: dict[str, RunRows] = {}
+    for name in ("runs", "services", "clauses", "bindings", "refusals"):
+        for row in getattr(rows, name):
+            getattr(by_run.setdefault(row["run_uri"], RunRows()), name).append(row)
+    kept = RunRows()
+    for one in by_run.values():
+        if not one.runs:
+            continue  # rows without their run row belong to no run that can be reported
+        try:
+            graded(one)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            run = {**one.runs[0], "status": "refused"}
+            detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
+            one = RunRows(runs=[run], refusals=[{"run_id": run["run_id"], "run_uri":
+                                                 run["run_uri"], "reason": "internal-error",
+                                                 "detail": detail}])
+        kept.extend(one)
+    return kept
+
+
+def _uri_tag(uri: str) -> str:
+    return hashlib.sha1(uri.encode()).hexdigest()[:8]
+
+
+class _Engine:
+    """Where tasks run: listing and grading pools of `workers` processes, or this process.
+
+    Listing only walks folders, so its pool forks this process (cheap to start, and it never
+    touches polars). Grading uses polars and DuckDB, so its pool comes from a clean fork
+    server, started only when there is something to grade: a no-change rerun never pays for it.
+    A judge keeps one budget, cache and set of statistics per grade, so with a judge the
+    grading runs in this process.
+    """
+
+    def __init__(self, workers: int, grader: Grader,
+                 ledger_graders: tuple[LedgerGrader, ...], judge: Judge | None):
+        self.workers = workers
+        self.graders = (grader, ledger_graders)
+        self.list_pool: ProcessPoolExecutor | None = None
+        self.grade_pool: ProcessPoolExecutor | None = None
+        self.grade_inline = workers == 1 or judge is not None
+        if self.grade_inline:
+            _WORKER.update(grader=grader, ledger_graders=ledger_graders, judge=judge)
+
+    def submit_list(self, fn, *args) -> Future:
+        if self.workers > 1 and self.list_pool is None:
+            self.list_pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                initializer=_init_list_worker, initargs=(os.getpid(),))
+        return self._submit(self.list_pool, fn, args)
+
+    def submit_grade(self, fn, *args) -> Future:
+        if not self.grade_inline and self.grade_pool is None:
+            modules = [(name, mod.__file__) for name, mod in list(sys.modules.items())
+                       if name.startswith("rungrade_user_grader_") and
+                       getattr(mod, "__file__", None)]
+            self.grade_pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=_process_context(),
+                initializer=_init_worker,
+                initargs=(pickle.dumps(self.graders), modules, os.getpid(),
+                          {k: v for k, v in os.environ.items() if k.startswith("AWS_")}))
+        return self._submit(self.grade_pool, fn, args)
+
+    @staticmethod
+    def _submit(pool: ProcessPoolExecutor | None, fn, args) -> Future:
+        if pool is not None:
+            return pool.submit(fn, *args)
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # handed to whoever waits on the future, as a pool would
+            future.set_exception(exc)
+        return future
+
+    def close(self, cancel: bool = False) -> None:
+        for pool in (self.list_pool, self.grade_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
+                ) -> Iterator[tuple[str, RunRef]]:
+    """Every run of the bucket with its status, in discovery order; listings in parallel."""
+    if not bucket.local:  # S3: the listing already holds sizes and mtimes
+        for ref in bucket.discover():
+            status = _status(ref, known.get(ref.uri))
+            if status == "unchanged" and not job.full:
+                ref.files = {}
+            yield status, ref
+        return
+    window: deque[Future] = deque()
+    limit = 2 * engine.workers + 2
+    for chunk in chunks(bucket.discover(), LIST_CHUNK):
+        # a run never graded is new whatever its files: the worker grading it lists it
+        seen = [(r, known[r.uri]) for r in chunk if r.uri in known]
+        yield from (("new", r) for r in chunk if r.uri not in known)
+        if seen:
+            window.append(engine.submit_list(_list_task, job, seen))
+        while len(window) >= limit:
+            yield from window.popleft().result()
+    while window:
+        yield from window.popleft().result()
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
-               ledger_graders: tuple[LedgerGrader, ...] | None = None,
-               judge: Judge | None = None,
-               progress: Callable[[str, int, int], None] | None = None,
+               full: bool = False, ledger_graders: tuple[LedgerGrader, ...] | None = None,
+               judge: Judge | None = None, engine: EngineFactory | None = None,
+               progress: Callable[[str, int, int | None], None] | None = None,
                should_stop: Callable[[], bool] = lambda: False) -> Summary:
-    """Grade every run under `runs_uri` into `results_uri`, one committed batch per chunk.
+    """Grade the new and changed runs under `runs_uri` into `results_uri`; return a Summary.
 
-    `ledger_graders` grade moltzap ledgers (default: the built-in ones). With a `judge`,
-    OpenProse rows are stamped with the judged grader id (see `Judge.grader`).
-    `should_stop` is asked before a batch is read and before it is published: when it says
-    yes, the batch in hand is abandoned (never half-published) and `summary.stopped` is set.
+    Runs already committed under this job's grader ids with the same fingerprint are skipped
+    (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
+    batch read and graded in worker processes, in shards of at most SHARD_RUNS runs, and
+    committed on its own (one commit per grader id): a crash loses at most the batches not
+    yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
+    (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged
+    grader id (see `Judge.grader`). `should_stop` is asked before a batch starts and before
+    it is published: when it says yes, the batches in hand are abandoned (never
+    half-published) and `summary.stopped` is set. `engine` decides where the tasks run
+    (default: processes on this machine; see pipeline/engines.py for Dask).
+    Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
+    when another `grade` is writing to the same results.
     """
-    grader = judge.grader(grader) if judge else grader
     ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
+    main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
     store = ResultStore(results_uri, endpoint_url)
-    summary = Summary(runs_uri, results_uri, grader.grader_id)
-    summary.discarded = store.discard_uncommitted()
-    refs = group_runs(bucket, bucket.walk())
-    summary.found = len(refs)
-    workers = workers or os.cpu_count() or 1
-    done = 0
-    for chunk in chunks(refs, batch_size):
-        if should_stop():
-            summary.stopped = True
-            break
+    summary = Summary(runs_uri, results_uri, main_id, full=full)
+    workers = max(1, workers or os.cpu_count() or 1)
+    job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
+    with store.lock() as still_locked:
+        summary.discarded = store.discard_uncommitted()
+        known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
+        engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
+        workers = engine.workers
+        inflight: deque[tuple[str, list[Future]]] = deque()
 
-        def tick(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress("read", done, summary.found)
-
-        rows = read_runs(runs_uri, chunk, endpoint_url=endpoint_url, binding_cap=binding_cap,
-                         workers=workers, ledger_graders=ledger_graders, on_progress=tick)
-        tables, clause_rows = grade_tables(source_tables(rows), grader, ledger_graders, judge)
-        if validate:
-            from .tables import validate as validate_tables
-            validate_tables(tables)
-        if should_stop():
-            summary.stopped = True
-            break
-        for grader_id, part in by_grader(tables):  # one committed batch per grader id
-            frame = clause_rows.join(part["runs"], on="run_uri", how="semi")
-            reports = build_reports(part, frame)
+        def start(refs: list[RunRef]) -> None:
             batch_id = new_batch_id()
-            counts = {"runs": part["runs"].height, "refused": part["refusals"].height}
-            store.write_batch(batch_id, grader_id, part, reports, counts)
-            summary.batches.append(batch_id)
-        summary.add(tables)
-    if summary.batches:
-        write_catalog(store)
+            # one shard per worker, but never so large that a worker's memory follows the batch
+            size = min(-(-len(refs) // workers), SHARD_RUNS)
+            shards = [refs[i:i + size] for i in range(0, len(refs), size)]
+            inflight.append((batch_id, [engine.submit_grade(_grade_task, job, batch_id, k, shard)
+                                        for k, shard in enumerate(shards)]))
+
+        def finish() -> None:
+            batch_id, futures = inflight.popleft()
+            shards = [f.result() for f in futures]
+            if should_stop():
+                summary.stopped = True
+                abandon(batch_id, shards)
+                return
+            still_locked()
+            ids = sorted({g for shard in shards for g in shard}, key=lambda g: g != main_id)
+            for grader_id in ids:
+                stats = [shard[grader_id] for shard in shards if grader_id in shard]
+                counts = {"runs": sum(s["runs"] for s in stats),
+                          "refused": sum(s["refused"] for s in stats)}
+                committed = batch_for(batch_id, grader_id, main_id)
+                if counts["runs"]:
+                    store.publish(committed, grader_id, counts)
+                    summary.batches.append(committed)
+                else:
+                    store.discard(committed)
+                for shard in stats:
+                    summary.add(shard)
+            if progress:
+                progress("grade", summary.graded + summary.refused, None)
+
+        def abandon(batch_id: str, shards: list[dict]) -> None:
+            for grader_id in {g for shard in shards for g in shard} | {main_id}:
+                store.discard(batch_for(batch_id, grader_id, main_id))
+
+        try:
+            pending: list[RunRef] = []
+            for status, ref in _classified(engine, bucket, job, known):
+                if status == "empty":
+                    continue
+                summary.see(status)
+                if status == "unchanged" and not full:
+                    continue
+                pending.append(ref)
+                if len(pending) >= batch_size:
+                    if should_stop():
+                        summary.stopped = True
+                        break
+                    start(pending)
+                    pending = []
+                while len(inflight) > 1:  # one batch graded while the next is collected
+                    finish()
+                if summary.stopped:
+                    break
+            if pending and not summary.stopped and not should_stop():
+                start(pending)
+            elif pending:
+                summary.stopped = True
+            while inflight:
+                if summary.stopped:  # the batches in hand are abandoned, never half-published
+                    batch_id, futures = inflight.popleft()
+                    abandon(batch_id, [f.result() for f in futures])
+                else:
+                    finish()
+        except BaseException:
+            engine.close(cancel=True)
+            for batch_id, _ in inflight:
+                with contextlib.suppress(OSError):  # the next grade removes what is left
+                    abandon(batch_id, [])
+            raise
+        engine.close()
+        if progress:
+            progress("grade", summary.graded + summary.refused, summary.found - summary.skipped)
+        if summary.batches:
+            write_catalog(store)
     if judge:
         summary.judging = judge.stats.as_dict()
     return summary

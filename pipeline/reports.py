@@ -33,7 +33,8 @@ def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[
         name = f"{run_id}.json"
         if name in out:  # one run id under two prefixes: tell them apart by their uri
             name = f"{run_id}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
-        out[name] = json.dumps(body, ensure_ascii=False, indent=2)
+        # compact: the C encoder is ten times faster than the indenting one (`jq .` indents)
+        out[name] = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return out
 
 

@@ -1,31 +1,64 @@
 """The results dataset: Hive-partitioned Parquet, published one committed batch at a time.
 
 Layout (RESULTS may be a local folder or s3://bucket/prefix):
-    {table}/grader={grader_slug}/batch={batch_id}/part-0.parquet
+    {table}/grader={grader_slug}/batch={batch_id}/part-{k}.parquet   one part per shard
     reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
     reports/{run_id}.json          a copy of the run's most recent report, whatever its grader
     _commits/{batch_id}.json      written last: a batch without it does not exist
     _staging/{batch_id}/...        parts being written; removed when a batch is published
-
-Reports are moved into place only after the commit marker; a batch committed but not yet
-done moving its reports is finished by the next `grade` (see `discard_uncommitted`).
+    _lock (local) / _lock.json (S3)   held by the one `grade` writing here
 
 A batch is written to `_staging`, moved into place, and only then committed. Readers (the
 catalog, `rungrade sql`, the CLI) see committed batches only; a crash before the commit marker
-leaves a batch that the next `grade` removes and redoes.
+leaves a batch that the next `grade` removes and redoes. Committed files are never rewritten.
+
+Reports are moved into place only after the commit marker; a batch committed but not yet
+done moving its reports is finished by the next `grade` (see `discard_uncommitted`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
+import os
 import secrets
+import shutil
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import polars as pl
 
 from .sources.bucket import filesystem, split_uri
 from .tables import TABLES, conform
+
+LOCAL_LOCK_NAME = "_lock"
+S3_LOCK_NAME = "_lock.json"
+S3_LOCK_STALE_SECONDS = 600.0
+
+
+class ResultsLocked(RuntimeError):
+    """Another `rungrade grade` holds the results lock; the message names it."""
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc} {getattr(exc, '__cause__', '')}"
+    return "PreconditionFailed" in text or "412" in text or "Precondition" in text
+
+
+def _json_or_none(data: bytes) -> dict | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_json_fd(fd: int) -> dict | None:
+    return _json_or_none(os.pread(fd, 4096, 0))
 
 
 def grader_slug(grader_id: str) -> str:
@@ -56,25 +89,27 @@ class ResultStore:
         folder = self.path("_commits")
         if not self.fs.exists(folder):
             return []
-        out = []
-        for path in sorted(self.fs.ls(folder, detail=False)):
-            if path.endswith(".json"):
-                out.append(json.loads(self.fs.cat_file(path)))
-        return sorted(out, key=lambda c: c["batch_id"])
+        paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
+        blobs = self.fs.cat(paths) if paths else {}  # fetched concurrently on S3
+        return sorted((json.loads(blob) for blob in blobs.values()),
+                      key=lambda c: c["batch_id"])
 
     def committed_batches(self) -> set[str]:
         return {c["batch_id"] for c in self.commits()}
 
     def discard_uncommitted(self) -> list[str]:
-        """Remove parts of batches that never committed (a crash or kill mid-publish)."""
-        committed = self.committed_batches()
+        """Remove parts of batches that never committed (a crash or kill mid-publish).
+
+        A committed batch whose reports were still staged has them moved into place now.
+        """
+        commits = {c["batch_id"]: c["grader_id"] for c in self.commits()}
         removed = []
         staging = self.path("_staging")
         if self.fs.exists(staging):
             for path in self.fs.ls(staging, detail=False):
                 batch = path.rstrip("/").rsplit("/", 1)[-1]
-                if batch in committed:
-                    self._publish_reports(batch)  # committed: roll its reports forward
+                if batch in commits:
+                    self._publish_reports(batch, commits[batch])  # roll its reports forward
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
@@ -85,17 +120,42 @@ class ResultStore:
             for grader_dir in self.fs.ls(base, detail=False):
                 for batch_dir in self.fs.ls(grader_dir, detail=False):
                     batch = batch_dir.rsplit("batch=", 1)[-1]
-                    if batch not in committed:
+                    if batch not in commits:
                         self.fs.rm(batch_dir, recursive=True)
                         removed.append(batch)
         return sorted(set(removed))
 
+    def discard(self, batch_id: str) -> None:
+        """Drop the staged parts of a batch that will not be published (a stop, a failure)."""
+        self._remove(self.path("_staging", batch_id))
+
+    def _files(self, folder: str) -> list[str]:
+        """Every file below `folder`, sorted (none if it does not exist)."""
+        if self.local:  # os.walk: fsspec's local find stats every entry twice
+            return sorted(os.path.join(d, f) for d, _, names in os.walk(folder) for f in names)
+        return sorted(self.fs.find(folder)) if self.fs.exists(folder) else []
+
+    def _remove(self, folder: str) -> None:
+        if self.local:
+            if os.path.isdir(folder):
+                shutil.rmtree(folder)
+        elif self.fs.exists(folder):
+            self.fs.rm(folder, recursive=True)
+
     def write_batch(self, batch_id: str, grader_id: str, tables: dict[str, pl.DataFrame],
                     reports: dict[str, str], summary: dict) -> None:
         """Stage every part, move the parts into place, then write the commit marker."""
-        slug = grader_slug(grader_id)
+        self.stage_part(batch_id, 0, grader_id, tables, reports)
+        self.publish(batch_id, grader_id, summary)
+
+    def stage_part(self, batch_id: str, part: int, grader_id: str,
+                   tables: dict[str, pl.DataFrame], reports: dict[str, str]) -> None:
+        """Write one shard of a batch under `_staging/{batch_id}/`; nobody reads it there.
+
+        Worker processes stage their shards side by side (`part` numbers them); `publish`
+        later moves them all into place at once.
+        """
         staging = self.path("_staging", batch_id)
-        moves = []
         for table in TABLES:
             df = conform(table, tables[table]) if table in tables else None
             if df is None:
@@ -104,53 +164,232 @@ class ResultStore:
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
             df.write_parquet(buf, compression="zstd", statistics=True)
-            tmp = f"{staging}/{table}.parquet"
-            self._put(tmp, buf.getvalue())
-            moves.append((tmp, self.path(table, f"grader={slug}", f"batch={batch_id}",
-                                         "part-0.parquet")))
+            self._put(f"{staging}/{table}/part-{part}.parquet", buf.getvalue(), fresh=True)
         for name, text in reports.items():
-            self._put(f"{staging}/reports/grader={slug}/{name}", text.encode())
-            self._put(f"{staging}/reports/{name}", text.encode())
-        for src, dst in moves:
-            self._move(src, dst)
+            self._put(f"{staging}/reports/{name}", text.encode(), fresh=True)
+
+    def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
+        """Move a staged batch's parts into place, write its commit marker (the batch now
+        exists), then move its reports into place.
+        """
+        slug = grader_slug(grader_id)
+        staging = self.path("_staging", batch_id)
+        staged = self._files(staging)
+        moves = []
+        for path in staged:
+            table, _, name = path[len(staging) + 1:].partition("/")
+            if table in TABLES:
+                moves.append((path, self.path(table, f"grader={slug}", f"batch={batch_id}",
+                                              name)))
+        if self.local:
+            for src, dst in moves:
+                self._move(src, dst)
+        elif moves:  # server-side copies, many at a time; staging goes with the folder later
+            self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode())
-        self._publish_reports(batch_id)
+        self._publish_reports(batch_id, grader_id)
 
-    def _publish_reports(self, batch_id: str) -> None:
-        """Move a committed batch's staged reports into place, then drop its staging folder.
+    def _publish_reports(self, batch_id: str, grader_id: str) -> None:
+        """Put a committed batch's staged reports in place, then drop its staging folder.
 
-        Runs after the commit marker, so a report never describes an uncommitted batch; a crash
-        before it finishes is rolled forward by `discard_uncommitted`.
+        Runs after the commit marker, so a report never describes an uncommitted batch. Each
+        report's top-level copy is made before its per-grader copy is moved out of staging, so
+        a crash part way leaves every unfinished report staged, and `discard_uncommitted`
+        rolls it forward.
         """
+        slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = f"{staging}/reports"
-        if self.fs.exists(staged):
-            files = sorted(self.fs.find(staged))
-            # per-grader copies first, the top-level latest copies last
-            for src in sorted(files, key=lambda p: "/grader=" not in p):
-                self._move(src, self.path("reports", src[len(staged) + 1:]))
-        if self.fs.exists(staging):
-            self.fs.rm(staging, recursive=True)
+        pairs, used = [], set()
+        for src in self._files(staged):
+            # shards stage `{part}/{uri tag}.{name}`: one run id under two prefixes in two
+            # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
+            base = src.rsplit("/", 1)[-1]
+            tag, name = (base[:8], base[9:]) if src.count("/") > staged.count("/") + 1 else (
+                None, base)
+            if name in used and tag:
+                name = f"{name.removesuffix('.json')}~{tag}.json"
+            used.add(name)
+            pairs.append((src, name))
+        if self.local:
+            if pairs:
+                os.makedirs(self.path("reports", f"grader={slug}"), exist_ok=True)
+            for src, name in pairs:
+                self._copy(src, self.path("reports", name))
+                self._move(src, self.path("reports", f"grader={slug}", name))
+        elif pairs:
+            self.fs.copy([s for s, _ in pairs], [self.path("reports", n) for _, n in pairs])
+            self.fs.copy([s for s, _ in pairs],
+                         [self.path("reports", f"grader={slug}", n) for _, n in pairs])
+        self._remove(staging)
 
-    def _put(self, path: str, data: bytes) -> None:
+    def fingerprints(self, grader_ids: set[str]) -> dict[str, str]:
+        """{run_uri: fingerprint} of every run committed under one of `grader_ids`.
+
+        A run stored in several batches keeps the fingerprint of its latest batch, the one the
+        catalog shows. Reads two columns of the committed `runs` parts, nothing else.
+        """
+        import pyarrow.parquet as pq
+
+        batches = {c["batch_id"] for c in self.commits() if c["grader_id"] in grader_ids}
+        slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
+        parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
+        known: dict[str, str] = {}
+        for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1]):
+            with self.fs.open(url if self.local else url.split("://", 1)[1], "rb") as handle:
+                cols = pq.ParquetFile(handle).read(columns=["run_uri", "fingerprint"])
+            known.update(zip(cols["run_uri"].to_pylist(), cols["fingerprint"].to_pylist(),
+                             strict=True))
+        return known
+
+    # -- the lock: one `grade` at a time per results root ---------------------------------
+    @contextmanager
+    def lock(self, command: str = "rungrade grade",
+             stale_after: float = S3_LOCK_STALE_SECONDS) -> Iterator[Callable[[], None]]:
+        """Hold the results lock for the duration of a `with` block.
+
+        Yields a function that raises `ResultsLocked` if the lock was lost meanwhile (call it
+        before each commit). Refuses at once, with `ResultsLocked`, when another process holds
+        the lock. Local results use an advisory `flock` on `_lock`, which the kernel releases
+        when its holder dies, even by `kill -9`. S3 results use a `_lock.json` object created
+        only if absent (conditional write); its holder rewrites it every `stale_after / 4`
+        seconds, and a lock not rewritten for `stale_after` seconds is stale and may be taken.
+        """
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+                 "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        if self.local:
+            with self._local_lock(owner) as check:
+                yield check
+        else:
+            with self._s3_lock(owner, stale_after) as check:
+                yield check
+
+    def _locked_message(self, holder: dict | None, stale_after: float | None = None) -> str:
+        who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "
+               f"{holder.get('since')}" if holder else "another process")
+        text = (f"{self.uri} is being written by another `rungrade grade` ({who}). Wait for it "
+                "to finish, or give --out a different results folder.")
+        if stale_after is not None:
+            text += (f" If that process is gone, its lock expires {int(stale_after)} s after "
+                     f"its last heartbeat ({self.path(S3_LOCK_NAME)}).")
+        return text
+
+    @contextmanager
+    def _local_lock(self, owner: dict) -> Iterator[Callable[[], None]]:
+        os.makedirs(self.root, exist_ok=True)
+        fd = os.open(self.path(LOCAL_LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ResultsLocked(self._locked_message(_read_json_fd(fd))) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(owner).encode(), 0)
+            try:
+                yield lambda: None
+            finally:
+                os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    @contextmanager
+    def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[[], None]]:
+        bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
+        body = json.dumps(owner).encode()
+        state = {"etag": None, "lost": False}
+        try:
+            state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=body,
+                                            IfNoneMatch="*")["ETag"]
+        except Exception as exc:
+            if not _precondition_failed(exc):
+                raise
+            head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
+            holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
+            age = (datetime.now(UTC) - head["LastModified"]).total_seconds()
+            if age < stale_after:
+                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+            try:  # stale: take it over, unless someone else just did
+                state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
+                                                Body=body, IfMatch=head["ETag"])["ETag"]
+            except Exception as exc2:
+                if not _precondition_failed(exc2):
+                    raise
+                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(stale_after / 4):
+                try:
+                    state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
+                                                    Body=body, IfMatch=state["etag"])["ETag"]
+                except Exception as exc:
+                    if _precondition_failed(exc):
+                        state["lost"] = True
+                        return
+
+        def check() -> None:
+            if state["lost"]:
+                raise ResultsLocked(f"the lock on {self.uri} was taken over by another "
+                                    "process after this one missed its heartbeats; stopping "
+                                    "before the next commit")
+
+        beat = threading.Thread(target=heartbeat, name="rungrade-lock", daemon=True)
+        beat.start()
+        try:
+            yield check
+        finally:
+            stop.set()
+            beat.join()
+            if not state["lost"]:
+                try:
+                    self.fs.call_s3("delete_object", Bucket=bucket, Key=key,
+                                    IfMatch=state["etag"])
+                except Exception as exc:
+                    if not _precondition_failed(exc):
+                        raise
+
+    def _put(self, path: str, data: bytes, fresh: bool = False) -> None:
+        """Write a file whole. `fresh` paths (staging) are private: no rename dance needed."""
         parent = path.rsplit("/", 1)[0]
         if self.local:
-            self.fs.makedirs(parent, exist_ok=True)
-            tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+            os.makedirs(parent, exist_ok=True)
+            tmp = path if fresh else f"{path}.tmp-{secrets.token_hex(4)}"
             with open(tmp, "wb") as handle:
                 handle.write(data)
-                handle.flush()
-            self.fs.mv(tmp, path)  # rename: readers see the whole file or none of it
+            if not fresh:
+                os.replace(tmp, path)  # rename: readers see the whole file or none of it
         else:
             self.fs.pipe_file(path, data)
 
     def _move(self, src: str, dst: str) -> None:
         if self.local:
-            self.fs.makedirs(dst.rsplit("/", 1)[0], exist_ok=True)
-        self.fs.mv(src, dst)
+            parent = dst.rsplit("/", 1)[0]
+            try:
+                os.replace(src, dst)
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
+                os.replace(src, dst)
+        else:
+            self.fs.mv(src, dst)
+
+    def _copy(self, src: str, dst: str) -> None:
+        if self.local:  # a hard link; over an old copy, under a temporary name then renamed
+            try:
+                os.link(src, dst)
+                return
+            except FileExistsError:
+                pass
+            except OSError:
+                shutil.copyfile(src, dst)
+                return
+            tmp = f"{dst}.tmp-{secrets.token_hex(4)}"
+            os.link(src, tmp)
+            os.replace(tmp, dst)
+        else:
+            self.fs.copy(src, dst)
 
     # -- reading ---------------------------------------------------------------------------
     def table_files(self, table: str, batches: set[str] | None = None) -> list[str]:

@@ -8,6 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from run_folders import write_run
+from s3_server import s3_bucket, s3_server, s3fs_client  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_RUNS = REPO / "data" / "runs"

@@ -59,6 +59,8 @@ def sent(log: Path) -> tuple[list[int], list[dict]]:
 
 
 def grade(runs: Path, results: Path, judge: Judge | None = None, **kwargs):
+    # these tests grade the same runs again and again: --full, so no unchanged run is skipped
+    kwargs.setdefault("full", True)
     return grade_runs(str(runs), str(results), default_grader(), workers=1, judge=judge,
                       **kwargs)
 
@@ -247,7 +249,7 @@ def test_cache_beside_results_in_s3(two_runs, tmp_path, s3_endpoint):
     def night(log: Path):
         judge = Judge(CommandJudge(judge_cmd(log)), JudgmentCache(results, s3_endpoint))
         return grade_runs(str(two_runs), results, default_grader(), workers=1, judge=judge,
-                          endpoint_url=s3_endpoint)
+                          endpoint_url=s3_endpoint, full=True)
 
     first = night(tmp_path / "first.log")
     second = night(tmp_path / "second.log")
@@ -418,7 +420,7 @@ def test_cli_summary_prints_asked_cached_and_failed(two_runs, tmp_path):
     assert first.exit_code == 0, first.output
     assert "prose.contract.judged-by-judge_script.grader/v2" in first.output
     assert "asked 4 (answered 4, failed 0), answered from cache 0" in first.output
-    second = CliRunner().invoke(app, [*args, "--judge-max-calls", "0"])
+    second = CliRunner().invoke(app, [*args, "--judge-max-calls", "0", "--full"])
     assert "asked 0 (answered 0, failed 0), answered from cache 4" in second.output
 
 

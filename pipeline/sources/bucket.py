@@ -1,10 +1,13 @@
-"""Where runs live: a local folder or an `s3://bucket/prefix`, listed once and read with caps.
+"""Where runs live: a local folder or an `s3://bucket/prefix`, listed as a stream, read with caps.
 
-Listing walks the whole root a single time and groups files by run folder (OpenProse run
-directories and moltzap ledger folders alike), so the reader never lists again and the
-fingerprint (sizes and mtimes) comes for free. Symlinks are never followed:
-the local walker records them with their resolved target so the reader can refuse runs whose
-links leave the root.
+A run is an OpenProse run folder (named `{YYYYMMDD}-{HHMMSS}-{suffix}`) or a moltzap ledger
+folder (any name; it directly holds `records.ndjson` or `completion.json`): the outermost such
+folder above a file. `Bucket.discover()` yields runs one at a time, so memory does not grow
+with the size of the bucket. Locally it stops descending at each run (the worker that reads a
+run lists it with `list_run`, in parallel); on S3 it pages through the flat listing, sorted by
+key, and groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes
+of its files) comes from that listing. Symlinks are never followed: the local walker records
+them with their resolved target so the reader can refuse runs whose links leave the root.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import fsspec
 
@@ -22,8 +27,8 @@ LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(NamedTuple):
+    # A tuple: millions are listed, pickled to workers and back, and tuples are cheapest.
     size: int
     mtime: float
     link_target: str | None = None  # resolved target of a symlink, never followed
@@ -42,14 +47,15 @@ class RunRef:
     path: str
     files: dict[str, FileInfo] = field(default_factory=dict)
     source: str = "prose"
+    listed: bool = True  # False until `Bucket.list_run` has filled `files` (local discovery)
 
     @property
     def fingerprint(self) -> str:
-        h = hashlib.sha256()
-        for rel in sorted(self.files):
-            info = self.files[rel]
-            h.update(f"{rel}\0{info.size}\0{info.mtime:.6f}\0{info.link_target or ''}\n".encode())
-        return h.hexdigest()[:32]
+        files = self.files
+        text = "".join(
+            f"{rel}\0{files[rel].size}\0{files[rel].mtime:.6f}\0{files[rel].link_target or ''}\n"
+            for rel in sorted(files))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def split_uri(uri: str) -> tuple[str, str]:
@@ -105,10 +111,8 @@ class Bucket:
     def read(self, path: str, cap: int) -> tuple[bytes, bool]:
         """Read at most `cap` bytes; return (data, truncated)."""
         if self.local:
-            with open(path, "rb") as handle:
-                data = handle.read(cap + 1)
-        else:
-            data = self.fs.cat_file(path, start=0, end=cap + 1)
+            return _read_local(path, cap)
+        data = self.fs.cat_file(path, start=0, end=cap + 1)
         return data[:cap], len(data) > cap
 
     def read_many(self, paths: list[str], cap: int) -> dict[str, tuple[bytes, bool]]:
@@ -121,6 +125,78 @@ class Bucket:
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
         return os.path.commonpath([root, os.path.realpath(target)]) == root
+
+
+    def discover(self) -> Iterator[RunRef]:
+        """Yield every run folder under the root, sorted by path, one at a time.
+
+        Local runs come unlisted (`listed=False`): `list_run` fills their files where they
+        are read. S3 runs come with their files from one paged listing of the prefix.
+        """
+        if self.local:
+            yield from _discover_local(self, self.root, top=True)
+        else:
+            # Ledger folders are told by a marker file that may sort after their other keys:
+            # one pass collects them (folder names only), the second groups as it streams.
+            root = self.root.rstrip("/")
+            ledgers = {path.rsplit("/", 1)[0][len(root) + 1:]
+                       for path, _ in self._iter_s3_files()
+                       if path.rsplit("/", 1)[-1] in LEDGER_MARKERS}
+            yield from iter_runs(self, self._iter_s3_files(), ledgers)
+
+    def list_run(self, ref: RunRef) -> RunRef:
+        """Fill `ref.files` from the run folder (local), never following a symlink."""
+        if ref.listed:
+            return ref
+        try:
+            st = os.lstat(ref.path)
+        except OSError:
+            st = None
+        if st is None:
+            files = {}
+        elif os.path.islink(ref.path):
+            files = {".": FileInfo(0, 0.0, link_target=os.path.realpath(ref.path))}
+        elif not os.path.isdir(ref.path):
+            files = {".": FileInfo(st.st_size, st.st_mtime)}
+        else:
+            files = _list_local(ref.path)
+            if any(name in files for name in LEDGER_MARKERS):  # a ledger wins over the name
+                ref.source = "ledger"
+        ref.files, ref.listed = files, True
+        return ref
+
+    def _iter_s3_files(self) -> Iterator[tuple[str, FileInfo]]:
+        # One flat listing, page by page (1,000 keys each); S3 returns keys in byte order.
+        bucket, _, key = self.root.partition("/")
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        kwargs = {"Bucket": bucket, "Prefix": prefix}
+        while True:
+            page = self.fs.call_s3("list_objects_v2", **kwargs)
+            for item in page.get("Contents", []):
+                mtime = item.get("LastModified")
+                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
+                yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
+            if not page.get("IsTruncated"):
+                return
+            kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _read_local(path: str, cap: int) -> tuple[bytes, bool]:
+    # Read in modest chunks: asking for `cap` bytes at once allocates `cap` bytes per file.
+    chunk = min(cap + 1, 1 << 16)
+    with open(path, "rb", buffering=0) as handle:
+        data = handle.read(chunk)
+        if len(data) == chunk and chunk <= cap:
+            parts = [data]
+            total = len(data)
+            while total <= cap:
+                more = handle.read(min(cap + 1 - total, 1 << 20))
+                if not more:
+                    break
+                parts.append(more)
+                total += len(more)
+            data = b"".join(parts)
+    return data[:cap], len(data) > cap
 
 
 def _walk_local(root: str):
@@ -145,25 +221,79 @@ def _walk_local(root: str):
                 continue
 
 
-def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef]:
-    """Group listed files into runs: the outermost run folder or ledger folder above each file.
+def _list_local(folder: str) -> dict[str, FileInfo]:
+    # The walk of `_walk_local`, specialised for one run folder: relative paths, no generator.
+    files: dict[str, FileInfo] = {}
+    stack = [(folder, "")]
+    while stack:
+        current, prefix = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/"))
+                elif entry.is_symlink():
+                    files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    files[rel] = FileInfo(st.st_size, st.st_mtime)
+            except OSError:
+                continue
+    return files
+
+
+def _discover_local(bucket: Bucket, folder: str, top: bool = False) -> Iterator[RunRef]:
+    # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
+    # ledger marker; never below one.
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
+        name = os.path.basename(folder)
+        yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
+        return
+    for entry in entries:
+        if RUN_DIR.match(entry.name):
+            yield RunRef(entry.name, bucket.to_uri(entry.path), entry.path, listed=False)
+        elif _is_dir(entry):
+            yield from _discover_local(bucket, entry.path)
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
+              ledger_dirs: set[str] | None = None) -> Iterator[RunRef]:
+    """Group a listing sorted by path into runs: the outermost run or ledger folder of a file.
 
     A run folder is named like a run (`{YYYYMMDD}-{HHMMSS}-{suffix}`); a ledger folder, whatever
-    its name, directly holds `records.ndjson` or `completion.json` (the other ledger files are
-    then checked by the ledger reader). At one level a ledger folder wins over the name.
-    A symlink named like a run folder is itself a run (so it can be refused, not lost).
+    its name, directly holds `records.ndjson` or `completion.json` (`ledger_dirs`, relative to
+    the root; the other ledger files are then checked by the ledger reader). At one level a
+    ledger folder wins over the name. Yields each run as soon as the listing has moved past it,
+    so only the runs of the current page are held. A symlink named like a run folder is itself
+    a run (so it can be refused, not lost).
     """
-    runs: dict[str, RunRef] = {}
+    ledger_dirs = ledger_dirs or set()
+    open_runs: dict[str, RunRef] = {}
     root = bucket.root.rstrip("/")
-    listed = []
-    ledger_dirs = set()
     for path, info in files:
+        if open_runs:
+            done = [p for p in open_runs if path > p + "/" and not path.startswith(p + "/")]
+            for p in done:
+                yield open_runs.pop(p)
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
         parts = rel.split("/")
-        listed.append((parts, info))
-        if parts[-1] in LEDGER_MARKERS and len(parts) > 1:
-            ledger_dirs.add("/".join(parts[:-1]))
-    for parts, info in listed:
         for i, part in enumerate(parts):
             folder = "/".join(parts[: i + 1])
             source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
@@ -171,11 +301,23 @@ def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef
             if source is None:
                 continue
             run_path = f"{root}/{folder}"
-            ref = runs.get(run_path)
+            ref = open_runs.get(run_path)
             if ref is None:
-                ref = runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
-                                              source=source)
+                ref = open_runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
+                                                   source=source)
             inner = "/".join(parts[i + 1:]) or "."
             ref.files[inner] = info
             break
-    return sorted(runs.values(), key=lambda r: r.uri)
+    yield from sorted(open_runs.values(), key=lambda r: r.path)
+
+
+def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef]:
+    """Every run of a complete listing (any order), sorted by uri (see `iter_runs`)."""
+    root = bucket.root.rstrip("/")
+    ledgers = set()
+    for path, _ in files:
+        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        if "/" in rel and rel.rsplit("/", 1)[-1] in LEDGER_MARKERS:
+            ledgers.add(rel.rsplit("/", 1)[0])
+    return sorted(iter_runs(bucket, sorted(files, key=lambda f: f[0]), ledgers),
+                  key=lambda r: r.uri)

@@ -85,10 +85,26 @@ def _contract(text: str, name: str, kind: str) -> Contract:
     return parse_contract(text, name, kind)
 
 
-@lru_cache(maxsize=1024)
 def _manifest(text: str, is_json: bool = False) -> Manifest:
-    if not is_json:
-        return parse_manifest(text)
+    if is_json:
+        return _forme_manifest(text)
+    # A manifest's preamble (generation time, source path) differs in every run, but the parser
+    # reads only its `# ` title there; keyed without the preamble, a program's manifests share
+    # one parse.
+    head, sep, body = text.partition("\n## ")
+    if not sep or text.startswith("## "):
+        return _manifest_cached(text)
+    title = next((line for line in head.splitlines() if line.startswith("# ")), "")
+    return _manifest_cached(f"{title}\n{sep}{body}")
+
+
+@lru_cache(maxsize=1024)
+def _manifest_cached(text: str) -> Manifest:
+    return parse_manifest(text)
+
+
+@lru_cache(maxsize=1024)
+def _forme_manifest(text: str) -> Manifest:
     try:
         return parse_forme_manifest(text)
     except ValueError as exc:  # JSON is the one format whose damage cannot be read around

@@ -1,0 +1,230 @@
+"""Benchmark `rungrade grade` against simply reading the same files (`make bench`).
+
+One run of this script reports, for a synthetic corpus of --runs runs (about 19 files each):
+  - plain read: wall time of one process walking the corpus and reading every file
+  - rungrade grade: wall time of the command, its ratio to the plain read, runs/s, MB/s,
+    peak RSS (largest process, and the sum over the process tree)
+  - no-change rerun: wall time of the same command again, and its share of the full run
+  - dask engine: wall time of `rungrade grade --engine dask --workers N` (a LocalCluster of N
+    worker processes, started by the command and counted in its time) on the same corpus into
+    fresh results, and its ratio to the local engine's time (--no-dask skips it)
+and, with --big-runs N (0 skips it), the peak RSS of grading N runs.
+
+Both timings run with a warm page cache (the plain read runs twice; the second is reported).
+The corpus is written by `rungrade synth` (pipeline/synth.py) and deleted afterwards unless
+--keep; --dir reuses a folder, so a corpus written once can be benchmarked many times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+
+
+def corpus(folder: Path, runs: int, seed: int, workers: int | None) -> Path:
+    """The corpus of `runs` runs for `seed` in `folder`, written only if not there yet."""
+    from pipeline.synth import synthesize
+
+    root = folder / f"corpus-{runs}-seed{seed}"
+    stamp = folder / f"corpus-{runs}-seed{seed}.complete"
+    if not stamp.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        started = time.perf_counter()
+        made = synthesize(str(root), runs, seed=seed, workers=workers)
+        stamp.write_text(json.dumps({"files": made.files, "bytes": made.bytes}))
+        print(f"synthesized {runs} runs ({made.files} files, {made.bytes / 1e6:.0f} MB) in "
+              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return root
+
+
+def plain_read(root: Path) -> tuple[float, int, int]:
+    """(seconds, files, bytes) of one process reading every file under `root`."""
+    started = time.perf_counter()
+    files = size = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as handle:
+                size += len(handle.read())
+            files += 1
+    return time.perf_counter() - started, files, size
+
+
+class PeakRSS:
+    """Samples memory of a process and all its descendants until stopped.
+
+    `largest` is the peak RSS of any one process; `total` the peak sum of proportional set
+    sizes (PSS: a page shared by n processes counts 1/n in each), so pages that workers share
+    with the process they were forked from are not counted twice.
+    """
+
+    def __init__(self, pid: int, every: float = 0.02):
+        self.root = psutil.Process(pid)
+        self.every = every
+        self.largest = self.total = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            rss, pss = [], []
+            for proc in procs:
+                try:
+                    info = proc.memory_full_info()
+                except psutil.Error:
+                    continue
+                rss.append(info.rss)
+                pss.append(getattr(info, "pss", info.rss))
+            if rss:
+                self.largest = max(self.largest, *rss)
+                self.total = max(self.total, sum(pss))
+            self._stop.wait(self.every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
+          engine: str = "local") -> dict:
+    """Run `rungrade grade` once; return its summary, wall time and peak RSS."""
+    cmd = [RUNGRADE, "grade", str(runs), "--out", str(out), "--json", "--engine", engine]
+    if workers:
+        cmd += ["--workers", str(workers)]
+    if batch_size:
+        cmd += ["--batch-size", str(batch_size)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = PeakRSS(proc.pid)
+    stdout, stderr = proc.communicate()
+    wall = time.perf_counter() - started
+    peak.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"rungrade grade failed ({proc.returncode}):\n{stderr}")
+    return {"wall": wall, "summary": json.loads(stdout), "rss_largest": peak.largest,
+            "rss_total": peak.total}
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000, help="runs in the main corpus")
+    parser.add_argument("--big-runs", type=int, default=0,
+                        help="also measure peak RSS on a corpus this large (0: skip)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=None, help="rungrade --workers")
+    parser.add_argument("--batch-size", type=int, default=None, help="rungrade --batch-size")
+    parser.add_argument("--dask-workers", type=int, default=2,
+                        help="worker processes of the Dask engine's LocalCluster")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="folder for corpora and results (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep corpora and results")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+
+    folder = args.dir or Path(tempfile.mkdtemp(prefix="rungrade-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    figures: dict = {"runs": args.runs, "cores": os.cpu_count(), "workers": args.workers}
+    try:
+        runs = corpus(folder, args.runs, args.seed, args.workers)
+        plain_read(runs)  # warm the page cache, so both timings read from memory
+        read_s, files, size = plain_read(runs)
+        results = folder / f"results-{args.runs}"
+        shutil.rmtree(results, ignore_errors=True)
+        full = grade(runs, results, args.workers, args.batch_size)
+        rerun = grade(runs, results, args.workers, args.batch_size)
+        assert rerun["summary"]["skipped"] == full["summary"]["found"], rerun["summary"]
+        figures.update({
+            "files": files, "bytes": size, "plain_read_s": round(read_s, 3),
+            "grade_s": round(full["wall"], 3),
+            "grade_over_read": round(full["wall"] / read_s, 2),
+            "runs_per_s": round(args.runs / full["wall"], 1),
+            "mb_per_s": round(size / 1e6 / full["wall"], 1),
+            "grade_peak_rss_largest": full["rss_largest"],
+            "grade_peak_rss_total": full["rss_total"],
+            "rerun_s": round(rerun["wall"], 3),
+            "rerun_share_of_full": round(rerun["wall"] / full["wall"], 4),
+            "graded": full["summary"]["graded"], "refused": full["summary"]["refused"],
+        })
+        if not args.no_dask:
+            dask_results = folder / f"results-dask-{args.runs}"
+            shutil.rmtree(dask_results, ignore_errors=True)
+            dask = grade(runs, dask_results, args.dask_workers, args.batch_size, "dask")
+            same = ("found", "graded", "refused", "refusals", "verdicts", "mean_overall_score")
+            assert all(dask["summary"][k] == full["summary"][k] for k in same), dask["summary"]
+            figures.update({
+                "dask_workers": args.dask_workers, "dask_grade_s": round(dask["wall"], 3),
+                "dask_over_local": round(dask["wall"] / full["wall"], 2),
+                "dask_peak_rss_total": dask["rss_total"],
+            })
+        if args.big_runs:
+            big = corpus(folder, args.big_runs, args.seed, args.workers)
+            big_results = folder / f"results-{args.big_runs}"
+            shutil.rmtree(big_results, ignore_errors=True)
+            graded = grade(big, big_results, args.workers, args.batch_size)
+            figures.update({
+                "big_runs": args.big_runs, "big_grade_s": round(graded["wall"], 1),
+                "big_runs_per_s": round(args.big_runs / graded["wall"], 1),
+                "big_peak_rss_largest": graded["rss_largest"],
+                "big_peak_rss_total": graded["rss_total"],
+            })
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    report(figures, as_json=args.json)
+    return figures
+
+
+def report(f: dict, as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps(f, indent=1))
+        return
+    rows = [
+        ("corpus", f"{f['runs']} runs, {f['files']} files, {f['bytes'] / 1e6:.0f} MB; "
+                   f"{f['cores']} cores"),
+        ("plain read (1 process)", f"{f['plain_read_s']:.2f} s"),
+        ("rungrade grade", f"{f['grade_s']:.2f} s  = {f['grade_over_read']:.2f}× plain read"
+                           f"  (target ≤ 2×)"),
+        ("throughput", f"{f['runs_per_s']:.0f} runs/s, {f['mb_per_s']:.1f} MB/s"),
+        ("peak memory", f"RSS {mib(f['grade_peak_rss_largest'])} largest process; "
+                        f"PSS {mib(f['grade_peak_rss_total'])} all processes"),
+        ("no-change rerun", f"{f['rerun_s']:.2f} s  = {100 * f['rerun_share_of_full']:.1f}% "
+                            f"of the full run  (target ≤ 5%)"),
+    ]
+    if "dask_grade_s" in f:
+        rows.append((f"dask engine ({f['dask_workers']} workers)",
+                     f"{f['dask_grade_s']:.2f} s  = {f['dask_over_local']:.2f}× the local "
+                     f"engine  (target ≤ 1.3×); PSS {mib(f['dask_peak_rss_total'])} all "
+                     f"processes"))
+    if "big_runs" in f:
+        rows.append((f"{f['big_runs']} runs", f"{f['big_grade_s']:.0f} s "
+                     f"({f['big_runs_per_s']:.0f} runs/s); peak RSS "
+                     f"{mib(f['big_peak_rss_largest'])} largest process; PSS "
+                     f"{mib(f['big_peak_rss_total'])} all processes  (target ≤ 1 GiB)"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()

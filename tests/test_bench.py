@@ -1,0 +1,20 @@
+"""The benchmark script runs at a tiny size, so it cannot rot (figures printed, not asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
+
+
+def test_bench_script_runs_end_to_end(tmp_path: Path):
+    done = subprocess.run([sys.executable, str(BENCH), "--runs", "30", "--big-runs", "45",
+                           "--dir", str(tmp_path), "--workers", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    for figure in ("plain read", "rungrade grade", "throughput", "peak memory",
+                   "no-change rerun", "dask engine (2 workers)", "45 runs"):
+        assert figure in done.stdout

@@ -1,0 +1,157 @@
+"""Crash safety and the results lock, with real `rungrade grade` processes.
+
+A grade killed with SIGKILL at any moment must leave every committed batch readable and
+byte-for-byte unchanged; the next grade finishes the work and every run appears exactly once.
+A second grade on the same results stops at once with exit code 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline import exit_codes
+from pipeline.catalog import connect
+from pipeline.store import ResultsLocked, ResultStore
+from pipeline.synth import synthesize
+
+RUNS = 120
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("crashcorpus")
+    synthesize(str(root), RUNS, seed=3, workers=1)
+    return root
+
+
+def _start(runs: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([RUNGRADE, "grade", str(runs), "--out", str(out), "--json",
+                             "--workers", "2", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(predicate, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def _committed(out: Path) -> dict[Path, bytes]:
+    """Every file of every committed batch (parts and markers), with its bytes."""
+    store = ResultStore(str(out))
+    batches = store.committed_batches()
+    files = {out / "_commits" / f"{b}.json" for b in batches}
+    for part in out.glob("*/grader=*/batch=*/*.parquet"):
+        if part.parent.name.removeprefix("batch=") in batches:
+            files.add(part)
+    return {path: path.read_bytes() for path in files}
+
+
+def _check_views(out: Path, expected_runs: int | None = None) -> int:
+    """The catalog reads; no run and no clause appears twice. Returns the number of runs."""
+    con = connect(str(out))
+    total, distinct = con.sql("select count(*), count(distinct run_uri) from runs").fetchall()[0]
+    assert total == distinct
+    for table, key in (("clause_verdicts", "run_uri, service, clause_id"),
+                       ("service_scores", "run_uri, service"), ("run_scores", "run_uri"),
+                       ("refusals", "run_uri")):
+        dupes = con.sql(f"select {key}, count(*) n from {table} group by all having n > 1").pl()
+        assert dupes.is_empty(), (table, dupes)
+    marker_runs = sum(c["runs"] for c in ResultStore(str(out)).commits())
+    assert total == marker_runs
+    if expected_runs is not None:
+        assert total == expected_runs
+    return total
+
+
+def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, tmp_path):
+    out = tmp_path / "results"
+    proc = _start(corpus, out, "--batch-size", "8")
+    _wait_for(lambda: len(list((out / "_commits").glob("*.json"))) >= 3
+              if (out / "_commits").exists() else False)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    before = _committed(out)
+    graded_before = _check_views(out)  # readable right after the kill
+    assert 0 < graded_before < RUNS
+
+    rerun = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
+                            "--batch-size", "8", "--workers", "2"],
+                           capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads(rerun.stdout)
+    assert summary["found"] == RUNS
+    assert summary["skipped"] == graded_before  # committed work is not redone
+    assert summary["graded"] + summary["refused"] == RUNS - graded_before
+    assert {path: path.read_bytes() for path in before} == before  # unchanged, byte for byte
+    _check_views(out, expected_runs=RUNS)
+    assert not any((out / "_staging").glob("*")) if (out / "_staging").exists() else True
+
+
+def test_sigkill_at_any_moment(corpus, tmp_path):
+    # kills land during discovery, grading and publishing; each leaves a consistent store
+    out = tmp_path / "results"
+    for delay in (0.2, 0.9, 1.6, 2.4, 3.5):
+        proc = _start(corpus, out, "--batch-size", "16")
+        time.sleep(delay)
+        before = _committed(out) if (out / "_commits").exists() else {}
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if (out / "_commits").exists() and ResultStore(str(out)).commits():
+            _check_views(out)
+        assert {path: path.read_bytes() for path in before} == before
+    final = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
+                            "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert final.returncode == 0, final.stderr
+    _check_views(out, expected_runs=RUNS)
+
+
+def test_second_grade_on_same_results_stops_at_once(corpus, tmp_path):
+    out = tmp_path / "results"
+    first = _start(corpus, out, "--batch-size", "4")
+    lock = out / "_lock"
+    _wait_for(lambda: lock.exists() and lock.read_text().strip() != "")
+    started = time.monotonic()
+    second = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out)],
+                            capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    still_running = first.poll() is None
+    assert second.returncode == exit_codes.LOCKED, second.stderr
+    assert "being written by another `rungrade grade`" in second.stderr
+    assert f"pid {first.pid}" in " ".join(second.stderr.split())
+    assert elapsed < 20
+    assert still_running  # the first grade was really holding the lock
+    stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert json.loads(stdout)["found"] == RUNS
+    _check_views(out, expected_runs=RUNS)
+    # once the first is done the lock is free again
+    with ResultStore(str(out)).lock():
+        pass
+
+
+def test_local_lock_is_released_when_its_holder_dies(tmp_path):
+    out = tmp_path / "results"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pipeline.store import ResultStore\n"
+         f"with ResultStore({str(out)!r}).lock():\n    print('held', flush=True)\n"
+         "    time.sleep(60)\n"], stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(ResultsLocked, match=f"pid {holder.pid}"), ResultStore(str(out)).lock():
+        pass
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    with ResultStore(str(out)).lock():  # the kernel dropped the dead holder's lock
+        pass

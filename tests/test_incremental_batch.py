@@ -1,0 +1,169 @@
+"""Incremental nightly grading on a local runs root: skip, regrade, new grader id, --full."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pipeline.catalog import connect
+from pipeline.checks import default_grader
+from pipeline.grade import grade_runs
+from pipeline.store import ResultStore
+from pipeline.synth import synthesize
+
+RUNS = 24
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    synthesize(str(root), RUNS, seed=11, workers=1)
+    return root
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def _graded_binding(runs: Path, results: Path) -> Path:
+    """A binding of a run that the last grade graded (not refused)."""
+    con = connect(str(results))
+    uri = con.sql("select run_uri from runs where status = 'graded' order by run_uri "
+                  "limit 1").fetchall()[0][0]
+    return next(p for p in sorted(Path(uri).glob("bindings/*/*"))
+                if "caller" not in p.parts)
+
+
+def _views(results: Path) -> dict:
+    con = connect(str(results))
+    runs = con.sql("select grader_id, run_uri, fingerprint, batch_id from runs").pl()
+    dupes = con.sql("select grader_id, run_uri, service, clause_id, count(*) n "
+                    "from clause_verdicts group by all having n > 1").pl()
+    return {"runs": runs, "clause_dupes": dupes.height}
+
+
+def test_rerun_skips_unchanged_and_regrades_changed(corpus: Path, tmp_path: Path):
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    first = grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=2)
+    assert (first.found, first.new, first.changed, first.skipped) == (RUNS, RUNS, 0, 0)
+    assert first.graded + first.refused == RUNS and len(first.batches) == 3
+
+    second = grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=2)
+    assert (second.found, second.unchanged, second.skipped) == (RUNS, RUNS, RUNS)
+    assert second.graded + second.refused == 0 and second.batches == []
+    assert len(ResultStore(str(out)).commits()) == 3  # nothing new committed
+
+    # one run changes: a binding grows (size and mtime differ)
+    binding = _graded_binding(runs, out)
+    run_uri = str(binding.parents[2])
+    before = _views(out)["runs"].filter(run_uri=run_uri)
+    with open(binding, "a") as handle:
+        handle.write("\nA late correction appended by the service.\n")
+    third = grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=2)
+    assert (third.found, third.changed, third.skipped, third.new) == (RUNS, 1, RUNS - 1, 0)
+    assert third.graded + third.refused == 1 and len(third.batches) == 1
+
+    views = _views(out)
+    assert views["runs"].height == RUNS  # superseded, not duplicated
+    assert views["runs"]["run_uri"].n_unique() == RUNS
+    assert views["clause_dupes"] == 0
+    after = views["runs"].filter(run_uri=run_uri)
+    assert after["batch_id"][0] == third.batches[0] != before["batch_id"][0]
+    assert after["fingerprint"][0] != before["fingerprint"][0]
+    # the raw parts still hold the old rows: the catalog's latest-batch rule hides them
+    con = connect(str(out))
+    raw = con.sql(f"select count(*) from read_parquet('{out}/runs/*/*/*.parquet') "
+                  f"where run_uri = '{run_uri}'").fetchall()[0][0]
+    assert raw == 2
+
+
+def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), batch_size=50, workers=1)
+
+    synthesize(str(runs), 6, seed=11, start=RUNS, workers=1)  # the bucket grows
+    grown = grade_runs(str(runs), str(out), default_grader(), batch_size=50, workers=1)
+    assert (grown.found, grown.new, grown.skipped) == (RUNS + 6, 6, RUNS)
+    assert grown.graded + grown.refused == 6
+
+    v2 = default_grader().with_id("prose.contract.grader/v2")
+    other = grade_runs(str(runs), str(out), v2, batch_size=50, workers=1)
+    assert (other.new, other.skipped) == (RUNS + 6, 0)  # a new grader id grades everything
+
+    full = grade_runs(str(runs), str(out), default_grader(), batch_size=50, workers=1,
+                      full=True)
+    assert (full.unchanged, full.skipped, full.graded + full.refused) == (RUNS + 6, 0, RUNS + 6)
+
+    views = _views(out)["runs"]
+    per_grader = dict(views.group_by("grader_id").len().iter_rows())
+    assert per_grader == {"prose.contract.grader/v1": RUNS + 6,
+                          "prose.contract.grader/v2": RUNS + 6}
+    assert _views(out)["clause_dupes"] == 0
+
+
+def test_cli_summary_counts_and_json(corpus: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    cli = CliRunner()
+    first = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1"])
+    assert first.exit_code == 0, first.output
+    assert f"runs found          {RUNS}  (new {RUNS}, changed 0, unchanged 0)" in first.output
+    again = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json"])
+    assert again.exit_code == 0, again.output
+    data = json.loads(again.output)
+    assert {k: data[k] for k in ("found", "new", "changed", "unchanged", "skipped", "graded",
+                                 "refused")} == {
+        "found": RUNS, "new": 0, "changed": 0, "unchanged": RUNS, "skipped": RUNS,
+        "graded": 0, "refused": 0}
+
+
+def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, run_root):
+    # an unfinished run is refused; once its log ends it is regraded, not skipped
+    run = make_run("20261112-031502-late", files={
+        "state.md": "# run:20261112-031502-late brief\n1→ researcher ✓\n2→ writer\n"})
+    out = tmp_path / "results"
+    first = grade_runs(str(run_root), str(out), default_grader(), workers=1)
+    assert (first.refused, dict(first.refusals)) == (1, {"incomplete-run": 1})
+    assert grade_runs(str(run_root), str(out), default_grader(), workers=1).skipped == 1
+    state = run / "state.md"
+    state.write_text(state.read_text() + "2→ writer ✓\n---end 2026-11-12T03:20:00Z\n")
+    os.utime(state, (1, 1_900_000_000))
+    last = grade_runs(str(run_root), str(out), default_grader(), workers=1)
+    assert (last.changed, last.graded, last.refused) == (1, 1, 0)
+    con = connect(str(out))
+    assert con.sql("select status from runs").fetchall() == [("graded",)]
+    assert con.sql("select count(*) from refusals").fetchall()[0][0] == 0
+
+
+def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
+    # Memory stays flat as the bucket grows: at no point does the grading process hold more
+    # than one discovery chunk and two batches of runs, whatever the number of runs found.
+    import gc
+
+    from pipeline.grade import LIST_CHUNK
+    from pipeline.sources.bucket import RunRef
+
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 600, seed=9, workers=1)
+    alive: list[int] = []
+
+    def count(stage: str, done: int, total: int | None) -> None:
+        alive.append(sum(isinstance(o, RunRef) for o in gc.get_objects()))
+
+    summary = grade_runs(str(runs), str(tmp_path / "out"), default_grader(), batch_size=50,
+                         workers=1, progress=count)
+    assert summary.graded + summary.refused == 600 and len(alive) >= 12
+    bound = LIST_CHUNK + 2 * 50
+    assert max(alive) <= bound < 600, (max(alive), bound)
