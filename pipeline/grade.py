@@ -300,7 +300,10 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
             if spec and spec.loader:
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
-                spec.loader.exec_module(module)
+                try:
+                    spec.loader.exec_module(module)
+                except Exception:  # a file this job's graders do not need (moved, or broken)
+                    sys.modules.pop(name, None)
     _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
     _WORKER["judge"] = None
     _init_watchdog(parent)

@@ -24,8 +24,10 @@ def _import(path: Path | str) -> ModuleType:
     try:
         spec.loader.exec_module(module)
     except GraderError as exc:
+        sys.modules.pop(name, None)  # a broken file must not be replayed in grading workers
         raise GraderError(f"{path}: {exc}") from exc
     except Exception as exc:  # a user's file: say which one failed and why, not a traceback
+        sys.modules.pop(name, None)
         raise GraderError(f"{path} could not be loaded: {type(exc).__name__}: {exc}") from exc
     return module
 

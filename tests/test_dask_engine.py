@@ -116,10 +116,10 @@ def _break_runs(checks_uri: str, read_uri: str) -> None:
 
     verdicts, read = grade.clause_verdicts, prose._read
 
-    def failing_verdicts(clauses, checks, grader_id):
+    def failing_verdicts(clauses, *args, **kwargs):
         if checks_uri in clauses["run_uri"].to_list():
             raise RuntimeError("clause verdicts broke on this run")
-        return verdicts(clauses, checks, grader_id)
+        return verdicts(clauses, *args, **kwargs)
 
     def failing_read(bucket, ref, run, cap):
         if ref.uri == read_uri:
@@ -177,10 +177,10 @@ def test_a_shard_that_raises_in_the_local_engine_refuses_only_its_bad_run(
     bad = graded["run_uri"].to_list()[0]
     verdicts = grade.clause_verdicts
 
-    def failing(clauses, checks, grader_id):
+    def failing(clauses, *args, **kwargs):
         if bad in clauses["run_uri"].to_list():
             raise ValueError("no verdict for this run")
-        return verdicts(clauses, checks, grader_id)
+        return verdicts(clauses, *args, **kwargs)
 
     monkeypatch.setattr(grade, "clause_verdicts", failing)
     summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),

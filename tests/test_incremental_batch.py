@@ -94,7 +94,7 @@ def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
     assert (grown.found, grown.new, grown.skipped) == (RUNS + 6, 6, RUNS)
     assert grown.graded + grown.refused == 6
 
-    v2 = default_grader().with_id("prose.contract.grader/v2")
+    v2 = default_grader().with_id("prose.contract.rival.grader/v1")
     other = grade_runs(str(runs), str(out), v2, batch_size=50, workers=1)
     assert (other.new, other.skipped) == (RUNS + 6, 0)  # a new grader id grades everything
 
