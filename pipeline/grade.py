@@ -357,8 +357,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
     rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                         _WORKER["ledger_graders"]))
     empty = sum(1 for ref in refs if not ref.files)
-    tables, clause_rows = grade_tables(source_tables(rows), grader, _WORKER["ledger_graders"],
-                                       judge)
+    source = source_tables(rows)
+    del rows  # the row dicts are the biggest Python objects of a shard; the frames hold it all
+    tables, clause_rows = grade_tables(source, grader, _WORKER["ledger_graders"], judge)
     if job.validate:
         from .tables import validate as validate_tables
         validate_tables(tables)
