@@ -458,6 +458,12 @@ class _Engine:
                 initializer=_init_list_worker, initargs=(os.getpid(),))
         return self._submit(self.list_pool, fn, args)
 
+    def warm(self) -> None:
+        """Start the grading workers now, so their start overlaps discovery."""
+        if not self.grade_inline and self.grade_pool is None:
+            for _ in range(self.workers):
+                self.submit_grade(os.getpid)
+
     def submit_grade(self, fn, *args) -> Future:
         if not self.grade_inline and self.grade_pool is None:
             modules = [(name, mod.__file__) for name, mod in list(sys.modules.items())
@@ -547,6 +553,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
         engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
         workers = engine.workers
+        if (full or not known) and hasattr(engine, "warm"):
+            engine.warm()  # everything will be graded: start the workers right away
         inflight: deque[tuple[str, list[Future]]] = deque()
 
         def start(refs: list[RunRef]) -> None:
