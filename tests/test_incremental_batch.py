@@ -104,8 +104,7 @@ def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
 
     views = _views(out)["runs"]
     per_grader = dict(views.group_by("grader_id").len().iter_rows())
-    assert per_grader == {"prose.contract.grader/v1": RUNS + 6,
-                          "prose.contract.grader/v2": RUNS + 6}
+    assert per_grader == {default_grader().grader_id: RUNS + 6, v2.grader_id: RUNS + 6}
     assert _views(out)["clause_dupes"] == 0
 
 
