@@ -5,6 +5,9 @@ One run of this script reports, for a synthetic corpus of --runs runs (about 19 
   - rungrade grade: wall time of the command, its ratio to the plain read, runs/s, MB/s,
     peak RSS (largest process, and the sum over the process tree)
   - no-change rerun: wall time of the same command again, and its share of the full run
+  - dask engine: wall time of `rungrade grade --engine dask --workers N` (a LocalCluster of N
+    worker processes, started by the command and counted in its time) on the same corpus into
+    fresh results, and its ratio to the local engine's time (--no-dask skips it)
 and, with --big-runs N (0 skips it), the peak RSS of grading N runs.
 
 Both timings run with a warm page cache (the plain read runs twice; the second is reported).
@@ -98,9 +101,10 @@ class PeakRSS:
         self._thread.join()
 
 
-def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None) -> dict:
+def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
+          engine: str = "local") -> dict:
     """Run `rungrade grade` once; return its summary, wall time and peak RSS."""
-    cmd = [RUNGRADE, "grade", str(runs), "--out", str(out), "--json"]
+    cmd = [RUNGRADE, "grade", str(runs), "--out", str(out), "--json", "--engine", engine]
     if workers:
         cmd += ["--workers", str(workers)]
     if batch_size:
@@ -129,6 +133,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=None, help="rungrade --workers")
     parser.add_argument("--batch-size", type=int, default=None, help="rungrade --batch-size")
+    parser.add_argument("--dask-workers", type=int, default=2,
+                        help="worker processes of the Dask engine's LocalCluster")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
     parser.add_argument("--dir", type=Path, default=None,
                         help="folder for corpora and results (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep corpora and results")
@@ -159,6 +166,17 @@ def main(argv: list[str] | None = None) -> dict:
             "rerun_share_of_full": round(rerun["wall"] / full["wall"], 4),
             "graded": full["summary"]["graded"], "refused": full["summary"]["refused"],
         })
+        if not args.no_dask:
+            dask_results = folder / f"results-dask-{args.runs}"
+            shutil.rmtree(dask_results, ignore_errors=True)
+            dask = grade(runs, dask_results, args.dask_workers, args.batch_size, "dask")
+            same = ("found", "graded", "refused", "refusals", "verdicts", "mean_overall_score")
+            assert all(dask["summary"][k] == full["summary"][k] for k in same), dask["summary"]
+            figures.update({
+                "dask_workers": args.dask_workers, "dask_grade_s": round(dask["wall"], 3),
+                "dask_over_local": round(dask["wall"] / full["wall"], 2),
+                "dask_peak_rss_total": dask["rss_total"],
+            })
         if args.big_runs:
             big = corpus(folder, args.big_runs, args.seed, args.workers)
             big_results = folder / f"results-{args.big_runs}"
@@ -193,6 +211,11 @@ def report(f: dict, as_json: bool = False) -> None:
         ("no-change rerun", f"{f['rerun_s']:.2f} s  = {100 * f['rerun_share_of_full']:.1f}% "
                             f"of the full run  (target ≤ 5%)"),
     ]
+    if "dask_grade_s" in f:
+        rows.append((f"dask engine ({f['dask_workers']} workers)",
+                     f"{f['dask_grade_s']:.2f} s  = {f['dask_over_local']:.2f}× the local "
+                     f"engine  (target ≤ 1.3×); PSS {mib(f['dask_peak_rss_total'])} all "
+                     f"processes"))
     if "big_runs" in f:
         rows.append((f"{f['big_runs']} runs", f"{f['big_grade_s']:.0f} s "
                      f"({f['big_runs_per_s']:.0f} runs/s); peak RSS "

@@ -56,6 +56,13 @@ def grade(
     workers: Annotated[int | None, typer.Option(
         min=1, help="Processes listing, reading and grading runs (default: one per core; "
                     "1 runs everything in this process).")] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where runs are read and graded: 'local' (processes on this "
+                         "machine) or 'dask' (a Dask cluster: --scheduler, or a local one "
+                         "of --workers processes).")] = "local",
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="With --engine dask: the address of a running Dask scheduler, "
+                            "e.g. tcp://10.0.0.5:8786.")] = None,
     full: Annotated[bool, typer.Option(
         "--full", help="Grade every run again, even those already graded under this grader "
                        "id with the same fingerprint (skipped by default).")] = False,
@@ -121,6 +128,8 @@ def grade(
 
     SIGTERM stops at the next batch boundary; rerun the same command to finish the job.
 
+    --engine dask runs the same stages on Dask workers, with the same results (see README).
+
     Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
 
     More exit codes: 4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM.
@@ -128,6 +137,7 @@ def grade(
     import duckdb
 
     from .checks import GraderError, default_grader
+    from .engines import EngineError
     from .grade import default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
     from .sources.outage import is_outage
@@ -148,11 +158,23 @@ def grade(
     except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
 
+    if engine not in ("local", "dask"):
+        raise fail(f"--engine must be 'local' or 'dask', not {engine!r}.", exit_codes.USAGE)
+    if scheduler and engine != "dask":
+        raise fail("--scheduler needs --engine dask.", exit_codes.USAGE)
+    if scheduler and workers:
+        raise fail("give --scheduler (a running cluster) or --workers (a local cluster of N "
+                   "processes), not both.", exit_codes.USAGE)
+    engine_factory = None
+    if engine == "dask":
+        from .engines import DaskSpec
+        engine_factory = DaskSpec(scheduler=scheduler, workers=workers)
+
     progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
     stop = _StopRequest()
     options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
                    validate=validate, full=full, ledger_graders=ledger_graders, judge=judge,
-                   should_stop=stop.is_set)
+                   engine=engine_factory, should_stop=stop.is_set)
     try:
         if progress:
             with progress as bar:
@@ -169,6 +191,8 @@ def grade(
                    exit_codes.USAGE) from exc
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
+    except EngineError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
     except Exception as exc:
         if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
             raise

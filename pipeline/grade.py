@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -41,11 +42,13 @@ from .reports import build_reports
 from .scoring import run_models
 from .sources.bucket import Bucket, RunRef
 from .sources.ledger import read_ledger
+from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
 from .store import ResultStore, new_batch_id
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
+    from .engines import EngineFactory
     from .judging import Judge
 
 
@@ -83,7 +86,8 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader,
     if judge:
         checks = judge.settle(checks, clauses, tables["runs"])
     tables["checks"] = checks
-    tables["clause_verdicts"] = stamp(clause_verdicts(clauses, checks, grader.grader_id))
+    tables["clause_verdicts"] = stamp(clause_verdicts(clauses, checks, grader.grader_id,
+                                                      grader.preconditions))
     tables.update({name: conform(name, df) for name, df in run_models(tables).items()})
     return tables, clauses
 
@@ -296,7 +300,10 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
             if spec and spec.loader:
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module
-                spec.loader.exec_module(module)
+                try:
+                    spec.loader.exec_module(module)
+                except Exception:  # a grader file that failed in the parent too: not ours
+                    del sys.modules[name]
     _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
     _WORKER["judge"] = None
     _init_watchdog(parent)
@@ -357,17 +364,28 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
     rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                         _WORKER["ledger_graders"]))
     empty = sum(1 for ref in refs if not ref.files)
-    source = source_tables(rows)
-    del rows  # the row dicts are the biggest Python objects of a shard; the frames hold it all
-    tables, clause_rows = grade_tables(source, grader, _WORKER["ledger_graders"], judge)
-    if job.validate:
-        from .tables import validate as validate_tables
-        validate_tables(tables)
+
+    def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
+        tables, clause_rows = grade_tables(source_tables(rows), grader,
+                                           _WORKER["ledger_graders"], judge)
+        if job.validate:
+            from .tables import validate as validate_tables
+            validate_tables(tables)
+        parts = []
+        for grader_id, part_tables in by_grader(tables) or [(main_id, tables)]:
+            frame = clause_rows.join(part_tables["runs"], on="run_uri", how="semi")
+            parts.append((grader_id, part_tables, build_reports(part_tables, frame)))
+        return parts
+
+    try:
+        parts = graded(rows)
+    except Exception as exc:
+        if is_outage(exc):
+            raise
+        parts = graded(_run_by_run(rows, graded))
     store = ResultStore(job.results_uri, job.endpoint_url)
     out: dict[str, dict] = {}
-    for grader_id, part_tables in by_grader(tables) or [(main_id, tables)]:
-        frame = clause_rows.join(part_tables["runs"], on="run_uri", how="semi")
-        reports = build_reports(part_tables, frame)
+    for grader_id, part_tables, reports in parts:
         uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
         staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
                   for name, text in reports.items()}
@@ -379,6 +397,34 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
                         "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
                         "scored": 0, "empty": empty}
     return out
+
+
+def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
+    """The shard's rows with each run that fails `graded` on its own refused as internal-error.
+
+    A shard that raises is never dropped whole: its runs are tried one at a time, and only the
+    runs that raise by themselves are refused, with a short traceback.
+    """
+    by_run: dict[str, RunRows] = {}
+    for name in ("runs", "services", "clauses", "bindings", "refusals"):
+        for row in getattr(rows, name):
+            getattr(by_run.setdefault(row["run_uri"], RunRows()), name).append(row)
+    kept = RunRows()
+    for one in by_run.values():
+        if not one.runs:
+            continue  # rows without their run row belong to no run that can be reported
+        try:
+            graded(one)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            run = {**one.runs[0], "status": "refused"}
+            detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
+            one = RunRows(runs=[run], refusals=[{"run_id": run["run_id"], "run_uri":
+                                                 run["run_uri"], "reason": "internal-error",
+                                                 "detail": detail}])
+        kept.extend(one)
+    return kept
 
 
 def _uri_tag(uri: str) -> str:
@@ -475,7 +521,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                workers: int | None = None, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
                full: bool = False, ledger_graders: tuple[LedgerGrader, ...] | None = None,
-               judge: Judge | None = None,
+               judge: Judge | None = None, engine: EngineFactory | None = None,
                progress: Callable[[str, int, int | None], None] | None = None,
                should_stop: Callable[[], bool] = lambda: False) -> Summary:
     """Grade the new and changed runs under `runs_uri` into `results_uri`; return a Summary.
@@ -488,7 +534,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged
     grader id (see `Judge.grader`). `should_stop` is asked before a batch starts and before
     it is published: when it says yes, the batches in hand are abandoned (never
-    half-published) and `summary.stopped` is set.
+    half-published) and `summary.stopped` is set. `engine` decides where the tasks run
+    (default: processes on this machine; see pipeline/engines.py for Dask).
     Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
     when another `grade` is writing to the same results.
     """
@@ -504,9 +551,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     with store.lock() as still_locked:
         summary.discarded = store.discard_uncommitted()
         known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
-        engine = _Engine(workers, grader, ledger_graders, judge)
-        if full or not known:  # everything will be graded: start the workers right away
-            engine.warm()
+        engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
+        workers = engine.workers
+        if (full or not known) and hasattr(engine, "warm"):
+            engine.warm()  # everything will be graded: start the workers while discovery runs
         inflight: deque[tuple[str, list[Future]]] = deque()
 
         def start(refs: list[RunRef]) -> None:

@@ -21,7 +21,14 @@ def _import(path: Path | str) -> ModuleType:
         raise ImportError(f"cannot import {path} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # so worker processes can unpickle what it defines
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except GraderError as exc:
+        del sys.modules[name]  # never handed to workers, who would fail on it again
+        raise GraderError(f"{path}: {exc}") from exc
+    except Exception as exc:  # a user's file: say which one failed and why, not a traceback
+        del sys.modules[name]
+        raise GraderError(f"{path} could not be loaded: {type(exc).__name__}: {exc}") from exc
     return module
 
 

@@ -331,6 +331,7 @@ def output_substantial() -> Check:
     words = pl.col("binding_text").fill_null("").str.count_matches(r"\\S+")
     published = {{c.name: c for c in builtin_checks()}}["output_published"]
     return Check(
+        precondition=True,
         applies=published.applies,
         outcome=pl.when(pl.col("has_output") & (words >= MIN_WORDS)).then(pl.lit("passed"))
         .otherwise(pl.lit("failed")),

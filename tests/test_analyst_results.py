@@ -181,8 +181,10 @@ def test_diff_reports_exactly_the_flips_the_changed_rule_implies(graded):
     satisfied_before = {tuple(r) for r in _verdicts(results, BASE_ID)
                         .filter(pl.col("verdict") == "satisfied").select(KEY).iter_rows()}
     assert short & satisfied_before <= flipped <= short
-    assert set(flips["base_verdict"]) == {"satisfied"}
-    assert set(flips["head_verdict"]) <= {"violated", "partially_satisfied"}
+    # the base had the output published, so it could meet some requirements or leave them
+    # open; a failed precondition violates the clause whatever else passed
+    assert set(flips["base_verdict"]) <= {"satisfied", "partially_satisfied", "not_evaluable"}
+    assert set(flips["head_verdict"]) == {"violated"}
 
     # the run whose outputs are all long enough did not move at all
     steady = diff.runs.filter(pl.col("run_id") == "20261102-093000-Bb_2")
@@ -240,8 +242,9 @@ def test_paired_mean_delta_and_its_confidence_interval(graded):
     # per-service deltas add up: each service score moved by what its clauses say
     services = analysis.version_diff(analysis.open_results(str(results))).services
     moved = services.filter(pl.col("score_delta").fill_null(0) != 0)
-    assert set(moved["service"]) == {"classifier", "responder", "researcher", "writer",
-                                     "ticket-triage"}
+    # the program's reply is too short in one run only, and the built-in grader already
+    # violates it there ("at least 40 words"), so the stricter rule does not move the program
+    assert set(moved["service"]) == {"classifier", "responder", "researcher", "writer"}
 
 
 def test_identical_checks_under_two_ids_show_no_change(tmp_path):

@@ -16,5 +16,5 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     for figure in ("plain read", "rungrade grade", "throughput", "peak memory",
-                   "no-change rerun", "45 runs"):
+                   "no-change rerun", "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.catalog import connect
-from pipeline.checks import default_grader
+from pipeline.checks import DEFAULT_GRADER_ID, default_grader
 from pipeline.grade import grade_runs
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
@@ -94,8 +94,9 @@ def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
     assert (grown.found, grown.new, grown.skipped) == (RUNS + 6, 6, RUNS)
     assert grown.graded + grown.refused == 6
 
-    v2 = default_grader().with_id("prose.contract.grader/v2")
-    other = grade_runs(str(runs), str(out), v2, batch_size=50, workers=1)
+    other_id = "prose.contract-next.grader/v1"
+    other = grade_runs(str(runs), str(out), default_grader().with_id(other_id), batch_size=50,
+                       workers=1)
     assert (other.new, other.skipped) == (RUNS + 6, 0)  # a new grader id grades everything
 
     full = grade_runs(str(runs), str(out), default_grader(), batch_size=50, workers=1,
@@ -104,8 +105,7 @@ def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
 
     views = _views(out)["runs"]
     per_grader = dict(views.group_by("grader_id").len().iter_rows())
-    assert per_grader == {"prose.contract.grader/v1": RUNS + 6,
-                          "prose.contract.grader/v2": RUNS + 6}
+    assert per_grader == {DEFAULT_GRADER_ID: RUNS + 6, other_id: RUNS + 6}
     assert _views(out)["clause_dupes"] == 0
 
 
@@ -160,7 +160,8 @@ def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
     alive: list[int] = []
 
     def count(stage: str, done: int, total: int | None) -> None:
-        alive.append(sum(isinstance(o, RunRef) for o in gc.get_objects()))
+        alive.append(sum(isinstance(o, RunRef) and o.path.startswith(str(runs))
+                         for o in gc.get_objects()))
 
     summary = grade_runs(str(runs), str(tmp_path / "out"), default_grader(), batch_size=50,
                          workers=1, progress=count)

@@ -1,9 +1,16 @@
 """Checks and graders: the public API for writing a grader of your own (see README)."""
 
-from .contract import builtin_checks, excerpt, quoted
+from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, contract_checks, excerpt, quoted
 from .grader import EVIDENCE_CAP, REGISTRY, Check, Grader, GraderError, check, run_checks
+from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 
-DEFAULT_GRADER_ID = "prose.contract.grader/v1"
+# v2: checks read what each clause requires (formats, counts, phrases, fields, ranges, ...)
+DEFAULT_GRADER_ID = "prose.contract.grader/v2"
+
+
+def builtin_checks() -> list[Check]:
+    """Every built-in check, contract checks first, in the order the default grader runs them."""
+    return [*contract_checks(), *content_checks()]
 
 
 def default_grader(grader_id: str = DEFAULT_GRADER_ID) -> Grader:
@@ -11,5 +18,7 @@ def default_grader(grader_id: str = DEFAULT_GRADER_ID) -> Grader:
     return Grader(grader_id, builtin_checks())
 
 
-__all__ = ["DEFAULT_GRADER_ID", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError",
-           "builtin_checks", "check", "default_grader", "excerpt", "quoted", "run_checks"]
+__all__ = ["CONTENT", "DEFAULT_GRADER_ID", "EVIDENCE_CAP", "FAILED", "JUDGED", "NAMED", "PASSED",
+           "PRIMARY", "REGISTRY", "UNDECIDED", "Check", "Grader", "GraderError", "around",
+           "builtin_checks", "check", "content_checks", "contract_checks", "default_grader",
+           "excerpt", "label", "quoted", "run_checks"]

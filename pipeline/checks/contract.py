@@ -1,5 +1,8 @@
 """Built-in contract checks: does the named output exist, and what happened on error paths.
 
+What an output must contain is checked by library.py; this file holds the checks every
+clause meets first (is its output there?) and the conditional-ensures bookkeeping.
+
 Each function returns expressions over the clause frame (see frame.py). Deciding checks give
 `passed` or `failed`; a check that cannot settle its property gives `undecided` and says in
 `detail` what is still open.
@@ -13,6 +16,8 @@ from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
 PRIMARY = pl.col("kind").is_in(["ensures", "program_ensures"]) & ~pl.col("on_degraded_path")
+# An error the log records without a name (`---error … timeout`) is still told apart.
+ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
@@ -29,8 +34,7 @@ def quoted(expr: pl.Expr) -> pl.Expr:
 
 def where(expr: pl.Expr) -> pl.Expr:
     """`bindings/{service}/{name}` for a clause's output, as evidence of an absence."""
-    return pl.format("bindings/{}/{}", pl.coalesce("output_service", "service"),
-                     pl.col("output_name"))
+    return pl.format("bindings/{}/{}", pl.coalesce("output_service", "service"), expr)
 
 
 @check("output_published")
@@ -43,6 +47,7 @@ def output_published() -> Check:
                              where(pl.col("output_name")), pl.col("log_status")))
     )
     return Check(
+        precondition=True,
         applies=PRIMARY & pl.col("output_name").is_not_null(),
         outcome=pl.when(pl.col("has_output")).then(PASSED).otherwise(FAILED),
         detail=pl.format("output `{}` is published and non-empty", pl.col("output_name")),
@@ -66,25 +71,6 @@ def output_named() -> Check:
     )
 
 
-@check("meets_description")
-def meets_description() -> Check:
-    """Deferred: whether an existing output meets the clause's description needs judgment."""
-    return Check(
-        applies=PRIMARY & pl.col("output_name").is_not_null() & pl.col("has_output")
-        & (pl.col("description").str.count_matches(r"\S+") >= 3),
-        outcome=UNDECIDED,
-        detail=pl.format("requires judgment: does `{}` meet {}?", pl.col("output_name"),
-                         quoted(pl.col("description"))),
-        evidence=quoted(excerpt(pl.col("binding_text"))),
-        confidence=pl.lit(0),
-        recommendation=pl.format(
-            "state a property of `{}` that can be checked: a format (JSON, list, table), a "
-            "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
-            "or an exact phrase", pl.col("output_name")),
-        judgeable=True,
-    )
-
-
 @check("degraded_path")
 def degraded_path() -> Check:
     """Primary ensures of a service graded on its degraded path are recorded, not judged."""
@@ -93,8 +79,8 @@ def degraded_path() -> Check:
         outcome=UNDECIDED,
         detail=pl.format(
             "not held against `{}`: it errored with declared error '{}' and is graded on its "
-            "degraded path", pl.col("service"), pl.col("error_name")),
-        evidence=pl.format("error '{}': {}", pl.col("error_name"),
+            "degraded path", pl.col("service"), ERROR),
+        evidence=pl.format("error '{}': {}", ERROR,
                            excerpt(pl.col("error_detail").fill_null(""), 200)),
         confidence=pl.lit(0),
     )
@@ -113,7 +99,7 @@ def condition_triggered() -> Check:
                              quoted(pl.col("condition")))),
         evidence=pl.when(pl.col("errored"))
         .then(pl.format("the service errored with '{}', which this condition does not name",
-                        pl.col("error_name")))
+                        ERROR))
         .otherwise(pl.format("`{}` did not error (log: {})", pl.col("service"),
                              pl.col("log_status"))),
         confidence=pl.lit(0),
@@ -125,36 +111,50 @@ def condition_triggered() -> Check:
 
 @check("degraded_output_provided")
 def degraded_output_provided() -> Check:
-    """When the condition occurred, the service must still publish its degraded output."""
+    """When the condition occurred, the service must still publish its degraded output: the
+    output its degraded text names, or else any non-empty binding."""
+    named = pl.col("output_scope") == "named"
     outputs = pl.col("service_outputs")
+    provided = pl.when(named).then(pl.col("has_output")).otherwise(outputs.list.len() > 0)
     return Check(
+        precondition=True,
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
-        outcome=pl.when(outputs.list.len() > 0).then(PASSED).otherwise(FAILED),
-        detail=pl.format("after error '{}', `{}` provides {}", pl.col("error_name"),
+        outcome=pl.when(provided).then(PASSED).otherwise(FAILED),
+        detail=pl.format("after error '{}', `{}` provides {}", ERROR,
                          pl.col("service"), quoted(pl.col("description"))),
-        evidence=pl.when(outputs.list.len() > 0)
+        evidence=pl.when(named & provided)
+        .then(pl.format("published `{}`: {}", pl.col("target_output"),
+                        quoted(excerpt(pl.col("binding_text")))))
+        .when(named)
+        .then(pl.format("no non-empty `{}` was published after error '{}'",
+                        pl.col("target_output"), ERROR))
+        .when(provided)
         .then(pl.format("published: {}", outputs.list.join(", ")))
         .otherwise(pl.format("`{}` published no non-empty binding after error '{}'",
-                             pl.col("service"), pl.col("error_name"))),
-        confidence=pl.when(outputs.list.len() > 0).then(70).otherwise(90),
+                             pl.col("service"), ERROR)),
+        confidence=pl.when(provided).then(pl.when(named).then(90).otherwise(70)).otherwise(90),
     )
 
 
 @check("error_declared")
 def error_declared() -> Check:
-    """The error a service signalled must be one it declared."""
+    """The error a service signalled must be one it declared (an error the log records
+    without a name cannot be told either way)."""
     return Check(
-        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
+        precondition=True,
+        applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)
+        & pl.col("error_name").is_not_null(),
         outcome=pl.when(pl.col("error_declared")).then(PASSED).otherwise(FAILED),
-        detail=pl.format("error '{}' is one of `{}`'s declared errors", pl.col("error_name"),
+        detail=pl.format("error '{}' is one of `{}`'s declared errors", ERROR,
                          pl.col("service")),
         evidence=pl.format("declared: {}", pl.col("declared_errors").list.join(", ")),
         confidence=pl.lit(95),
     )
 
 
-def builtin_checks() -> list[Check]:
+def contract_checks() -> list[Check]:
+    """Existence and error-path checks, in the order the built-in grader runs them."""
     return [
-        output_published(), output_named(), meets_description(), degraded_path(),
-        condition_triggered(), degraded_output_provided(), error_declared(),
+        output_published(), output_named(), degraded_path(), condition_triggered(),
+        degraded_output_provided(), error_declared(),
     ]

@@ -1,16 +1,24 @@
 """The clause frame: one row per gradable clause, joined with its output and its service.
 
 Checks are expressions over this frame. Its columns (beyond those of `clauses`):
+  target_output (the output a clause is about: its own name, or for a conditional the first
+  backticked output its degraded text names), output_scope ('named' | 'service' | null: a
+  conditional naming no output is judged on everything its service published)
   binding_text, binding_uri, binding_size, binding_extension, binding_truncated, has_output
   service_kind, errored, error_name, error_detail, declared_errors, log_status
   service_outputs (non-empty bindings the service published), details (sub-item texts)
   condition_kind ('error' | 'branch'), triggered (bool, null when the log cannot tell)
   error_declared, on_degraded_path (primary ensures not held against an errored service)
+plus what clause_analysis.py reads in each clause (formats, quantities, literals, ...) and
+what output_analysis.py measures in each output (n_words, list_items, json_kind, ...).
 """
 
 from __future__ import annotations
 
 import polars as pl
+
+from .clause_analysis import clause_requirements
+from .output_analysis import output_facts
 
 # Words that mark a conditional ensures as an error fallback rather than a branch.
 ERROR_WORDS = (
@@ -27,8 +35,12 @@ def normalised(expr: pl.Expr) -> pl.Expr:
     )
 
 
+BACKTICKED = r"`([^`\n]+)`"
+
+
 def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
                  bindings: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per non-detail clause, joined, analysed and measured (columns above)."""
     outputs = (
         bindings.with_columns(
             normalised(pl.col("name")).alias("output_key"),
@@ -41,13 +53,17 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         .unique(["run_uri", "service", "output_key"], keep="first", maintain_order=True)
     )
     nonempty = outputs.filter("_nonempty")
+    programs = services.filter(pl.col("kind") == "program").select(
+        "run_uri", pl.col("service").alias("program"))
     per_service = pl.concat([
-        nonempty.group_by("run_uri", "service").agg(pl.col("name").sort().alias("service_outputs")),
+        nonempty.group_by("run_uri", "service").agg(
+            pl.col("name").sort().alias("service_outputs"),
+            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text")),
         # a program's outputs are everything its services published
-        nonempty.join(services.filter(pl.col("kind") == "program").select("run_uri", "service")
-                      .rename({"service": "program"}), on="run_uri")
+        nonempty.join(programs, on="run_uri")
         .group_by("run_uri", pl.col("program").alias("service"))
-        .agg(pl.col("name").unique().sort().alias("service_outputs")),
+        .agg(pl.col("name").unique().sort().alias("service_outputs"),
+             pl.col("text").sort_by("service", "name").str.join("\n\n").alias("_service_text")),
     ])
     details = (
         clauses.filter(pl.col("kind") == "detail")
@@ -59,10 +75,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         "run_uri", "service", pl.col("kind").alias("service_kind"), "errored", "error_name",
         "error_detail", "declared_errors", "log_status",
     )
-    top = clauses.filter(pl.col("kind") != "detail").with_columns(
-        normalised(pl.col("output_name")).alias("output_key"),
-        pl.coalesce("output_service", "service").alias("_output_service"),
-    )
+    top = _targets(clauses.filter(pl.col("kind") != "detail"), outputs, programs)
     frame = (
         top.join(svc, on=["run_uri", "service"], how="left")
         .join(
@@ -79,14 +92,73 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
               on=["run_uri", "_output_service"], how="left")
         .join(details, on=["run_uri", "service", "position"], how="left")
         .with_columns(
+            pl.when(pl.col("target_output").is_not_null()).then(pl.lit("named"))
+            .when(pl.col("kind") == "conditional").then(pl.lit("service"))
+            .alias("output_scope"),
+        )
+        .with_columns(
+            # a conditional naming no output is judged on all its service published
+            pl.when(pl.col("output_scope") == "service").then(pl.col("_service_text"))
+            .otherwise(pl.col("binding_text")).alias("binding_text"),
             pl.col("service_outputs").fill_null(pl.lit([], dtype=pl.List(pl.String))),
             pl.col("details").fill_null(pl.lit([], dtype=pl.List(pl.String))),
             pl.col("errored").fill_null(False),
+        )
+        .with_columns(
             (pl.col("binding_text").str.strip_chars().str.len_chars() > 0)
             .fill_null(False).alias("has_output"),
         )
     )
-    return _conditionals(frame).drop("_output_service")
+    frame = _conditionals(frame).drop("_output_service", "_service_text")
+    return output_facts(clause_requirements(frame))
+
+
+def _targets(top: pl.DataFrame, outputs: pl.DataFrame, programs: pl.DataFrame) -> pl.DataFrame:
+    """Add target_output, output_key and _output_service (where the output is published).
+
+    A conditional's target is the first backticked name in its degraded text that is an output
+    of its component: an ensures item's name, or a binding its service (for a program: any
+    service of the run) published.
+    """
+    top = top.with_row_index("_row")
+    declared = top.filter(pl.col("output_name").is_not_null()).select(
+        "run_uri", "service", normalised(pl.col("output_name")).alias("key"))
+    published = pl.concat([
+        outputs.select("run_uri", "service", pl.col("output_key").alias("key")),
+        outputs.join(programs, on="run_uri")
+        .select("run_uri", pl.col("program").alias("service"), pl.col("output_key").alias("key")),
+    ])
+    known = pl.concat([declared, published]).unique()
+    refs = (
+        top.filter(pl.col("kind") == "conditional")
+        .select("_row", "run_uri", "service",
+                pl.col("description").fill_null("").str.extract_all(BACKTICKED).alias("ref"))
+        .explode("ref").drop_nulls("ref")
+        .with_columns(pl.col("ref").str.strip_chars("`").str.strip_chars())
+        .with_row_index("_order")
+        .with_columns(normalised(pl.col("ref")).alias("key"))
+        .join(known, on=["run_uri", "service", "key"], how="inner")
+        .sort("_order").unique("_row", keep="first")
+        .select("_row", pl.col("ref").alias("_ref"))
+    )
+    publisher = (
+        outputs.sort("service").group_by("run_uri", "output_key", maintain_order=True)
+        .agg(pl.col("service").first().alias("_publisher"))
+    )
+    return (
+        top.join(refs, on="_row", how="left")
+        .with_columns(pl.coalesce("output_name", "_ref").alias("target_output"))
+        .with_columns(normalised(pl.col("target_output")).alias("output_key"))
+        .join(publisher, on=["run_uri", "output_key"], how="left")
+        .join(programs.rename({"program": "service"}).with_columns(pl.lit(True).alias("_prog")),
+              on=["run_uri", "service"], how="left")
+        .with_columns(
+            # a program's conditional names an output some service of the run published
+            pl.when(pl.col("_prog").fill_null(False) & pl.col("output_service").is_null())
+            .then(pl.coalesce("_publisher", "service"))
+            .otherwise(pl.coalesce("output_service", "service")).alias("_output_service"))
+        .sort("_row").drop("_row", "_ref", "_publisher", "_prog")
+    )
 
 
 def _tokens(expr: pl.Expr) -> pl.Expr:
@@ -102,10 +174,13 @@ def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
 
     Error conditionals of an errored service are matched to the error by shared words
     ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
-    and when none shares a word, every error conditional of the service triggers.
+    and when none shares a word, every error conditional of the service triggers. An error
+    the log records without a name (`---error … timeout`) triggers only the conditionals that
+    share a word with its message.
     """
     cond = pl.col("condition").fill_null("")
-    overlap = _tokens(pl.col("error_name")).list.set_intersection(
+    # an error the log records without a name is matched by the words of its message
+    overlap = _tokens(pl.coalesce("error_name", "error_detail")).list.set_intersection(
         _tokens(pl.col("condition"))).list.len()
     is_error_kind = cond.str.contains(ERROR_WORDS) | (overlap > 0)
     frame = frame.with_columns(
@@ -119,6 +194,8 @@ def _conditionals(frame: pl.DataFrame) -> pl.DataFrame:
     triggered = (
         pl.when(pl.col("condition_kind") != "error").then(None)
         .when(~pl.col("errored")).then(False)
+        # an unnamed error triggers only the conditionals that share a word with its message
+        .when(pl.col("error_name").is_null()).then(pl.col("_overlap") > 0)
         .otherwise(pl.col("_overlap") == best)
     )
     declared = pl.col("declared_errors").list.eval(

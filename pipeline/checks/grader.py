@@ -19,6 +19,15 @@ from ..tables import COLUMNS, conform
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
 EVIDENCE_CAP = 2000
+# Text shaped like a key, token or password is never copied into evidence (results are read
+# widely); it is shown as SECRET_MASK instead.
+SECRET_PATTERNS = (
+    r"AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----|\bsk-[A-Za-z0-9_\-]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bxox[baprs]-[A-Za-z0-9\-]{10,}|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{20,}|(?i:password|passwd|pwd|secret|api[_\-]?key|token)"
+    r"\s*[:=]\s*\S{6,}"
+)
+SECRET_MASK = "[secret masked]"
 
 
 class GraderError(ValueError):
@@ -46,6 +55,12 @@ class Check:
     # A testable rewrite to suggest when this check leaves its clause undecided.
     recommendation: pl.Expr | None = None
     name: str = ""
+    # A list column of the frame: the check then judges one row per element (a clause with
+    # three stated counts gets three rows); the element is `pl.col(each)` in the expressions.
+    each: str | None = None
+    # A precondition establishes there is something to judge (the output exists): when it
+    # fails the clause is violated, when it passes it meets none of the clause's requirements.
+    precondition: bool = False
     # Its undecided rows carry a judgment question (`detail`) that a judge may settle.
     judgeable: bool = False
 
@@ -86,8 +101,20 @@ class Grader:
             raise GraderError(f"grader {grader_id} lists a check twice: {names}")
         object.__setattr__(self, "checks", checks)
 
+    @property
+    def preconditions(self) -> tuple[str, ...]:
+        """Names of the checks that are preconditions (see Check.precondition)."""
+        return tuple(c.name for c in self.checks if c.precondition)
+
     def with_id(self, grader_id: str) -> Grader:
         return Grader(grader_id, self.checks)
+
+
+def _rows(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
+    """The rows a check judges: one per clause, or one per element of its `each` column."""
+    if c.each is None:
+        return lazy.filter(c.applies)
+    return lazy.filter(pl.col(c.each).list.len() > 0).explode(c.each).filter(c.applies)
 
 
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
@@ -95,12 +122,13 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     keys = ["run_id", "run_uri", "service", "clause_id"]
     lazy = frame.lazy()
     parts = [
-        lazy.filter(c.applies).select(
+        _rows(lazy, c).select(
             *keys,
             pl.lit(c.name).alias("check"),
             c.outcome.alias("outcome"),
             c.detail.alias("detail"),
-            c.evidence.str.slice(0, EVIDENCE_CAP).alias("evidence"),
+            c.evidence.str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
+            .str.slice(0, EVIDENCE_CAP).alias("evidence"),
             c.confidence.clip(0, 100).cast(pl.Int64).alias("confidence"),
             (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
             .alias("recommendation"),
@@ -110,7 +138,8 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         for order, c in enumerate(grader.checks)
     ]
     out = pl.concat(parts, how="vertical_relaxed").collect()
-    out = out.sort(["run_uri", "service", "clause_id", "check_order"]).drop("check_order")
+    out = out.sort(["run_uri", "service", "clause_id", "check_order"], maintain_order=True)
+    out = out.drop("check_order")
     return conform("checks", out.with_columns(pl.lit(grader.grader_id).alias("grader_id")))
 
 

@@ -1,0 +1,646 @@
+"""What each clause requires, read from its text with polars string expressions.
+
+`clause_requirements(frame)` adds one column per requirement family to the clause frame,
+for all clauses at once (regexes over whole columns, never a Python loop per clause):
+
+  formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list | list
+                            | code_block | markdown  ("a markdown table" -> table)
+  json_shape     str        object | array, when the clause says "JSON object/array"
+  quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
+                            counts and lengths: "at least 5 sources", "3+ items", "2-3
+                            paragraphs", "exactly one sentence", "top 10", "under 500
+                            characters", "each under 25 words" (scope 'each'), "followed by
+                            one paragraph" (scope 'rest'); measure is words | chars |
+                            sentences | paragraphs | lines | headings | urls | sources | items
+  literals       list[struct{text, mode, phrase}]  exact phrases in quotes or backticks, with
+                            mode contains | starts | ends | first_line | exact | absent
+  alternative    str        "..., or the single line "none"": an output equal to it is enough
+  enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
+                            null means the whole output must be one of the values
+  fields         list[struct{name, key, nested, phrase}]  from sub-items and from "with fields
+                            `a`, `b`", "containing: a, b and c", "each has: x, y"
+  ranges         list[struct{field, lo, hi, phrase, key}]  numeric ranges ("a score from
+                            0-100") and unitless bounds of a sub-item ("`checked`: at least 3")
+  (`key` is the field name normalised by `normalise_key`, as outputs' keys are)
+  judgments      list[str]  quality words that need judgment ("critically evaluated")
+  vague_words    list[str]  words that state no property ("a good report")
+  forbids_secrets bool      the clause forbids secrets, keys, passwords or tokens
+  unchecked_text str        what is left of the clause once every recognised requirement is
+                            taken out, when it still says something (judged by a deferred check)
+  unchecked_words list[str] its content words (lowercase, plural 's' dropped)
+  decidable      bool       the clause states at least one requirement a deciding check settles
+
+Sub-items (the frame's `details`) contribute their field name, and the enumerations, ranges
+and nested fields they state, scoped to that field.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+# ---- building blocks --------------------------------------------------------------------
+
+# A quoted or backticked literal; its text is recovered by `_unquote`.
+QUOTED = (r"(?:\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|‘[^’\n]{1,200}’|«[^»\n]{1,200}»"
+          r"|`[^`\n]{1,200}`|'[^'\n]{1,200}'(?:[\s.,;:!?)]|$))")
+QUOTED_ONLY = (r"\"[^\"\n]{1,200}\"|“[^”\n]{1,200}”|‘[^’\n]{1,200}’|«[^»\n]{1,200}»"
+               r"|`[^`\n]{1,200}`|(?:^|\s)'[^'\n]{1,200}'")
+QUOTED_LIST = QUOTED + r"(?:\s*(?:,|/|\|)?\s*(?:(?:or|and)\s+)?" + QUOTED + r")*"
+# A boundary that does not consume a letter, digit, '_' or '-' (Rust regex has no lookbehind).
+START = r"(?:^|[^\p{L}\p{N}_\-])"
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+    "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "a single": 1, "single": 1,
+    "a dozen": 12, "a": 1, "an": 1,
+}
+NUM = (r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+       r"|thirty|forty|fifty|hundred|a single|single|a dozen)")
+ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|complete|relevant"
+       r"|independent|credible|reputable|primary|key|main|concrete|numbered|bulleted|bullet"
+       r"|markdown|json|top-level|non-empty|additional|new|valid|actionable|total|consecutive"
+       r"|plain|prose|more|cited|named|source)\s+)?")
+# A unit, and a container noun after it that the phrase keeps ("3 comment objects").
+UNIT = (r"([\p{L}][\p{L}\-]*)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?|records?"
+        r"|lines?|bullets?|points?))?")
+SCOPE = r"(each\s+(?:[\p{L}\-]+\s+){0,2}?|followed\s+by\s+(?:[\p{L}\-]+\s+)??)?"
+
+# Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
+NOT_UNITS = [
+    "of", "in", "to", "and", "or", "per", "the", "a", "an", "times", "more", "less", "fewer",
+    "percent", "decimal", "decimals", "digit", "digits", "day", "days", "hour", "hours",
+    "minute", "minutes", "second", "seconds", "week", "weeks", "month", "months", "year",
+    "years", "score", "scores", "rating", "ratings", "version", "versions", "is", "are", "was",
+    "be", "that", "which", "with", "for", "by", "from", "on", "at", "as", "if", "it", "its",
+    "ms", "kb", "mb", "gb", "am", "pm", "scale", "stars", "star", "out", "decimal-places",
+]
+MEASURES = {
+    "word": "words", "character": "chars", "char": "chars", "letter": "chars",
+    "sentence": "sentences", "paragraph": "paragraphs", "line": "lines",
+    "section": "headings", "heading": "headings", "header": "headings",
+    "url": "urls", "link": "urls", "hyperlink": "urls",
+    "source": "sources", "reference": "sources", "citation": "sources",
+}
+
+# (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
+QUANTITY_FORMS = [
+    ("range", START + SCOPE + r"(?:between\s+)?" + NUM
+     + r"\s*(?:-|–|—|\s+to\s+|\s+and\s+|\s+or\s+)\s*" + NUM + r"\s+" + ADJ + UNIT),
+    ("min", START + SCOPE + r"(?:at\s+least|no\s+fewer\s+than|no\s+less\s+than|not\s+fewer\s+"
+     r"than|not\s+less\s+than|a\s+minimum\s+of|minimum\s+of|min\.?)\s+" + NUM + r"()\s+" + ADJ
+     + UNIT),
+    ("min", START + SCOPE + r"(\d+)\s*\+()\s*" + ADJ + UNIT),
+    ("min", START + SCOPE + NUM + r"\s+or\s+more()\s+" + ADJ + UNIT),
+    ("max", START + SCOPE + r"(?:at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|a\s+"
+     r"maximum\s+of|maximum\s+of|max\.?|not\s+exceeding|no\s+longer\s+than|within)\s+" + NUM
+     + r"()\s+" + ADJ + UNIT),
+    ("max", START + SCOPE + NUM + r"\s+or\s+(?:fewer|less)()\s+" + ADJ + UNIT),
+    ("over", START + SCOPE + r"(?:more\s+than|over|above|longer\s+than|greater\s+than)\s+" + NUM
+     + r"()\s+" + ADJ + UNIT),
+    ("under", START + SCOPE + r"(?:under|fewer\s+than|less\s+than|below|shorter\s+than)\s+"
+     + NUM + r"()\s+" + ADJ + UNIT),
+    ("exact", START + SCOPE + r"(?:exactly|precisely|just|only)\s+" + NUM + r"()\s+" + ADJ
+     + UNIT),
+    ("exact", START + SCOPE + r"top\s+(\d+)()\s+" + ADJ + UNIT),
+    ("hyphen", START + SCOPE + NUM + r"()-" + UNIT),
+    # "each with a source URL": every item carries at least one
+    ("one", START + r"(each\s+(?:[\p{L}\-]+\s+){0,2}?)(?:with|has|having|including|citing|"
+     r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
+    ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
+]
+# Phrases that look like counts but are not ("one row per table", "to 2 decimals").
+NOT_COUNTS = (
+    r"(?i)" + START + r"(?:one|a|an|\d+)\s+[\p{L}\-]+\s+(?:per|for\s+each|for\s+every)"
+    r"(?:\s+[\p{L}\p{N}\-]+){1,2}"
+    r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\bISO[\s\-]?\d+(?:-\d+)?"
+    r"|YYYY-MM-DD|(?i)\b\d{4}-\d{2}-\d{2}\b"
+)
+EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
+            + QUOTED_LIST)
+FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(`[^`\n]+`|[\p{L}_][\w\-]*)\s*"
+                r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
+WORD = r"[\p{L}\p{N}_\-]+"
+# Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
+ENUM_FORMS = [
+    r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*\(?\s*"
+    + QUOTED_LIST + r"(?:\s*\))?",
+    r"(?i)" + FIELD_PREFIX + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED
+    + r"(?:\s*\))?",
+    # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
+    r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD + r")+(?:\s*,?\s*"
+    r"(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?",
+]
+# Words before "is one of" that name no field: the whole output is meant.
+NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "be", "that",
+              "which", "it", "value", "values", "word", "answer", "output", "result", "text",
+              "reply", "response", "file", "line", "only", "and", "where", "whose", "with",
+              "its"]
+LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|heading|title"
+              r"|label|sign-off|signoff|signature|greeting|section|note|value|literal)\s+){0,4}")
+# (mode, cue): a literal right after its cue is a requirement; other quotes are not.
+LITERAL_FORMS = [
+    ("first_line", r"(?i)first\s+line\s+(?:is|reads|must\s+be|should\s+be|says|=)?\s*"
+     r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
+    ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+)?(?:the\s+)?(?:single\s+|exact\s+)?"
+     r"(?:line|word|text|string|value|phrase)\s+" + QUOTED),
+    ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
+     r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:[\p{L}\-]+\s+){0,2}?(?:contain|"
+     r"include|mention|say|use|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
+     r"disclose)\w*\s+(?:(?:the|a|an|any)\s+)?(?:(?:word|phrase|string|text|literal|value|"
+     r"password|secret|token|key|name)\s+)?" + QUOTED),
+    ("absent", r"(?i)(?:without|no\s+mention\s+of|free\s+of|excluding|never)\s+(?:the\s+)?"
+     r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED),
+    ("starts", r"(?i)(?:begin|begins|beginning|start|starts|starting|open|opens|opening|lead|"
+     r"leads|leading|prefixed)\s+(?:with|by)\s+" + LIT_FILLER + QUOTED),
+    ("ends", r"(?i)(?:end|ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+"
+     + LIT_FILLER + QUOTED),
+    ("exact", r"(?i)(?:exactly|nothing\s+but|solely|precisely|verbatim|only\s+the\s+(?:text|"
+     r"string|word|phrase|value))\s+(?:the\s+(?:text|string|word|phrase|value|line)\s+)?"
+     + QUOTED),
+    ("contains", r"(?i)(?:contain|contains|containing|include|includes|included|including|"
+     r"state|states|stating|say|says|saying|read|reads|reading|mention|mentions|mentioning|"
+     r"mark|marks|marked|label|labelled|labeled|flag|flags|flagged|titled|headed|tagged|"
+     r"quote|quotes|quoting)(?:\s+as)?\s+" + LIT_FILLER + QUOTED),
+    ("contains", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:section|heading|header|line|label|"
+     r"marker|tag|footer|banner|sign-off|signature|title)"),
+    ("contains", r"(?i)(?:the\s+)?exact\s+(?:phrase|text|words?|string|sentence)\s+(?:\"|“)?"
+     r"[^\s\"“‘`'][^,;.\n\"”]*"),
+]
+FORMAT_FORMS = [
+    ("json", r"(?i)\bjson\b"),
+    ("yaml", r"(?i)\bya?ml\b"),
+    ("csv", r"(?i)\bcsv\b|comma[\s\-]separated"),
+    ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+table\b(?:\s+(?:of\s+contents|names?|"
+     r"of\s+names))?"),
+    ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
+     r"points|lines)\b"),
+    ("bulleted_list", r"(?i)\bbullet(?:ed)?[\s\-]*(?:list|points?)\b|\bbullets\b|\bbulleted\b"),
+    ("list", r"(?i)\blist\b"),
+    ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\bcode\s+fence"),
+    ("markdown", r"(?i)\bmarkdown\b"),
+]
+FIELD_FORMS = [
+    # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
+    r"(?i)\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
+    r"(?::|named|called)?\s*`[^`\n]+`(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?`[^`\n]+`)*",
+    # "each with `claim`, `status` and `evidence_url`"
+    r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*`[^`\n]+`"
+    r"(?:\s*,\s*`[^`\n]+`)*\s*,?\s*(?:and|&)\s*`[^`\n]+`",
+    # "containing: a, b and c", "each has: x, y"
+    r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields|columns|keys)"
+    r"\s*:\s*[\p{L}_][\w\-]*(?:\s+[\w\-]+){0,2}(?:\s*,\s*[\p{L}_][\w\-]*(?:\s+[\w\-]+){0,2})*"
+    r"(?:\s*,?\s*(?:and|&)\s+[\p{L}_][\w\-]*(?:\s+[\w\-]+){0,2})?",
+]
+RANGE_FORMS = [
+    ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
+     r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
+    ("both", r"(?i)" + START + r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)\s*"
+     r"(?:score|rating|scale|range|%|percent)"),
+    ("lo", r"(?i)(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|a\s+minimum\s+of|minimum\s+of|"
+     r">=|≥)\s*(-?\d+(?:\.\d+)?)()"),
+    ("hi", r"(?i)(?:at\s+most|no\s+more\s+than|up\s+to|a\s+maximum\s+of|maximum\s+of|<=|≤)\s*"
+     r"(-?\d+(?:\.\d+)?)()"),
+]
+JUDGMENT_WORDS = (
+    r"(?i)\b(?:critically\s+(?:evaluated|examined|assessed|reviewed|analy[sz]ed)"
+    r"|well[\s\-](?:sourced|written|structured|reasoned|organi[sz]ed|argued|researched|"
+    r"supported)|concise(?:ly)?|clear(?:ly)?|accurate(?:ly)?|comprehensive(?:ly)?|"
+    r"thorough(?:ly)?|insightful|balanced|objective(?:ly)?|rigorous(?:ly)?|persuasive|coherent"
+    r"|readable|engaging|professional|polished|detailed|in[\s\-]depth|nuanced|relevant|"
+    r"actionable|specific|credible|reliable|trustworthy|faithful(?:ly)?|high[\s\-]quality|"
+    r"preserv(?:e|es|ing)\s+(?:the\s+|all\s+)?key\s+\w+|key\s+(?:claims|points|findings)|"
+    r"summari[sz](?:e|es|ing|ed)|explain(?:s|ing|ed)?|justif(?:y|ies|ying|ied|ication)|"
+    r"answer(?:s|ing)?\s+the\s+question|address(?:es|ing)?|correct(?:ly)?|consistent|grounded|"
+    r"evidence[\s\-]based|plausible|friendly|polite|empathetic|customer[\s\-]facing|neutral|"
+    r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
+    r"|useful|helpful)\b"
+)
+VAGUE_WORDS = (
+    r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
+    r"suitable|satisfactory|sufficient|quality|better|best|excellent|meaningful|sensible|"
+    r"appropriate|useful|helpful|high[\s\-]quality|acceptable|nice-looking|perfect|"
+    r"awesome|amazing)\b"
+)
+SECRETS = (
+    r"(?i)(?:never|not|no|without|must\s+not|mustn't|doesn't|does\s+not|don't|do\s+not|free\s+"
+    r"of)\b[^.;\n]{0,40}\b(?:secrets?|api[\s\-]?keys?|passwords?|credentials?|(?:access\s+|"
+    r"auth(?:entication)?\s+|bearer\s+)?tokens?|private\s+keys?|access\s+keys?)\b"
+)
+FENCES = r"(?ms)^[ \t]*(?:```|~~~).*?(?:^[ \t]*(?:```|~~~)[^\n]*|\z)"
+# Words that carry no testable property of their own once the requirements are taken out.
+FILLER = (
+    r"(?i)\b(?:a|an|the|of|with|and|or|in|on|at|to|for|by|from|as|is|are|be|that|which|who|"
+    r"whose|where|when|it|its|their|each|every|all|any|per|one|this|these|those|has|have|"
+    r"having|than|into|about|after|before|then|also|both|either|only|must|should|will|shall|"
+    r"can|may|object|objects|array|arrays|list|lists|file|files|document|output|outputs|string|"
+    r"strings|value|values|item|items|entry|entries|field|fields|column|columns|row|rows|key|"
+    r"keys|text|block|format|formatted|json|markdown|yaml|csv|table|tables|section|sections|"
+    r"fenced|code|numbered|bulleted|bullet|points?|paragraphs?|sentences?|words?|lines?|"
+    r"characters?|"
+    r"phrase|exact|exactly|least|most|under|over|up|no|not|more|less|fewer|containing|contains|"
+    r"contain|including|includes|include|marked|stating|states|named|called|like|e\.g|i\.e|"
+    r"such|there|here|first|last|followed|beginning|begins|starting|ending|ends|optional|"
+    r"single|only|nothing|else|string|number|numbers|integer|date|dates)\b"
+)
+# Suggested rewrites per quality word (default for the rest).
+JUDGMENT_ADVICE = {
+    "concise": "a length, e.g. \"at most 150 words\"",
+    "short": "a length, e.g. \"at most 150 words\"",
+    "brief": "a length, e.g. \"at most 150 words\"",
+    "well-sourced": "a count of sources, e.g. \"at least 3 distinct URLs\"",
+    "critically evaluated": "what the evaluation must name, e.g. \"at least one weakness per "
+                            "finding, as a bulleted list\"",
+    "clear": "a structure, e.g. \"a numbered list of steps\"",
+    "detailed": "a count, e.g. \"at least 5 items\"",
+    "comprehensive": "required fields or sections, e.g. \"with sections `Summary`, `Risks`\"",
+    "answers the question": "where the answer must appear, e.g. \"beginning with \\\"Answer:\\\"\"",
+}
+
+
+def _words_to_int(expr: pl.Expr) -> pl.Expr:
+    low = expr.str.to_lowercase().str.strip_chars()
+    return low.replace_strict(NUMBER_WORDS, default=low, return_dtype=pl.String).cast(
+        pl.Int64, strict=False)
+
+
+def _unquote(expr: pl.Expr) -> pl.Expr:
+    """The text of a quoted literal, without its quotes or backticks."""
+    return (expr.str.strip_chars().str.replace(r"^(?:\"|“|‘|«|`|')\s*", "")
+            .str.replace(r"\s*(?:\"|”|’|»|`|')[\s.,;:!?)]?$", ""))
+
+
+def _first_literal(expr: pl.Expr) -> pl.Expr:
+    return _unquote(expr.str.extract(r"(" + QUOTED_ONLY + r")", 1))
+
+
+def normalise_key(expr: pl.Expr) -> pl.Expr:
+    """Field names compare without case, markdown emphasis or backticks; `_`, `-`, ` ` alike."""
+    return (expr.str.strip_chars().str.strip_chars("`*_\"'“”").str.strip_chars()
+            .str.to_lowercase().str.replace_all(r"[\s_\-]+", "-"))
+
+
+def normalise_value(expr: pl.Expr) -> pl.Expr:
+    """Enumerated values compare without case, emphasis, quotes or a trailing period."""
+    return (expr.str.strip_chars().str.strip_chars("`*_\"'“”‘’.").str.strip_chars()
+            .str.to_lowercase())
+
+
+# ---- extraction, one family at a time over a long frame of clause parts ------------------
+
+# What a recognised requirement leaves behind in the text: a mark that splits what is left.
+GAP = " ¦ "
+
+
+def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP) -> pl.DataFrame:
+    """Add the matches of `pattern` as list column `name` and blank them out of `t`."""
+    return df.with_columns(pl.col("t").str.extract_all(pattern).alias(name)).with_columns(
+        pl.col("t").str.replace_all(pattern, keep).alias("t"))
+
+
+# A number followed by a word that is no unit ("0-100 for", "3 of them") is shielded from the
+# count patterns by an invisible separator (Rust regex has no lookahead to exclude the word).
+SHIELD = "\u2063"
+# Words that join a number to its unit in a count ("5 or more", "2 to 4"): shielded only
+# before the bare "N unit" form.
+JOINERS = ("or", "and", "to", "more", "less", "fewer")
+
+
+def _number_followed_by(words) -> str:
+    return (r"(?i)(\d|\bone|\btwo|\bthree|\bfour|\bfive|\bsix|\bseven|\beight|\bnine|\bten"
+            r"|\bsingle)(\s+)((?:" + "|".join(re.escape(w) for w in words) + r")\b)")
+
+
+NOT_UNIT_AFTER_NUMBER = _number_followed_by(w for w in NOT_UNITS if w not in JOINERS)
+NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
+
+
+def _quantities(df: pl.DataFrame) -> pl.DataFrame:
+    df = df.with_columns(pl.col("t").str.replace_all(NOT_UNIT_AFTER_NUMBER,
+                                                     "${1}${2}" + SHIELD + "${3}"))
+    parts = []
+    for i, (kind, pattern) in enumerate(QUANTITY_FORMS):
+        pattern = "(?i)" + pattern
+        if i == len(QUANTITY_FORMS) - 1:
+            df = df.with_columns(pl.col("t").str.replace_all(NOT_ANY_UNIT_AFTER_NUMBER,
+                                                             "${1}${2}" + SHIELD + "${3}"))
+        df = _take(df, f"_q{i}", pattern)
+        e = pl.element()
+        scope = e.str.extract(pattern, 1)
+        a = _words_to_int(e.str.extract(pattern, 2))
+        b = _words_to_int(e.str.extract(pattern, 3))
+        unit = e.str.extract(pattern, 4).str.to_lowercase()
+        bounds = {
+            "range": (a, b), "min": (a, None), "over": (a + 1, None), "max": (None, a),
+            "under": (None, a - 1), "exact": (a, a), "one": (pl.lit(1), None),
+        }
+        if kind == "hyphen":  # "a 200-word abstract" caps the length; "one-sentence" is exact
+            is_length = unit.is_in(["word", "words", "character", "characters", "char", "chars"])
+            lo, hi = pl.when(is_length).then(None).otherwise(a), a
+        else:
+            lo, hi = bounds[kind]
+        lo = pl.lit(None, pl.Int64) if lo is None else lo
+        hi = pl.lit(None, pl.Int64) if hi is None else hi
+        phrase = e.str.replace(r"^[^\p{L}\p{N}]+", "").str.strip_chars()
+        parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
+            lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
+            unit.alias("unit"),
+            pl.when(scope.str.to_lowercase().str.starts_with("each")).then(pl.lit("each"))
+            .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
+            .alias("scope"),
+            scope.str.strip_chars().alias("scope_text"),
+            phrase.alias("phrase"),
+        )))
+    singular = pl.element().struct.field("unit").str.replace(r"s$", "")
+    measure = singular.replace_strict(MEASURES, default="items", return_dtype=pl.String)
+    valid = (
+        ~pl.element().struct.field("unit").is_in(NOT_UNITS)
+        & (pl.element().struct.field("min").is_not_null()
+           | pl.element().struct.field("max").is_not_null())
+        & (pl.element().struct.field("min").fill_null(0)
+           <= pl.element().struct.field("max").fill_null(1 << 40))
+        & (pl.element().struct.field("max").fill_null(0) >= 0)
+    )
+    return df.with_columns(
+        pl.concat_list(parts).list.eval(
+            pl.element().filter(valid).struct.with_fields(measure.alias("measure")))
+        .alias("quantities"),
+        pl.col("t").str.replace_all(SHIELD, "", literal=True),
+    ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
+
+
+def _literals(df: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for i, (mode, pattern) in enumerate(LITERAL_FORMS):
+        df = _take(df, f"_l{i}", pattern)
+        e = pl.element()
+        if i == len(LITERAL_FORMS) - 1:  # "the exact phrase Final answer", maybe unquoted
+            text = _unquote(e.str.replace(r"(?i)^(?:the\s+)?exact\s+(?:phrase|text|words?|"
+                                          r"string|sentence)\s+", "").str.strip_chars())
+        else:
+            text = _first_literal(e)
+        parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
+            text.alias("text"), pl.lit(mode).alias("mode"),
+            e.str.strip_chars().alias("phrase"))))
+    literals = pl.concat_list(parts).list.eval(pl.element().filter(
+        pl.element().struct.field("text").str.len_chars() > 0))
+    return df.with_columns(
+        literals.list.eval(pl.element().filter(
+            pl.element().struct.field("mode") != "alternative")).alias("literals"),
+        literals.list.eval(pl.element().filter(
+            pl.element().struct.field("mode") == "alternative")
+            .struct.field("text")).list.first().alias("alternative"),
+    ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))])
+
+
+def _enums(df: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for i, pattern in enumerate(ENUM_FORMS):
+        df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
+        e = pl.element()
+        field = e.str.extract(pattern, 1)
+        field = pl.when(normalise_key(field).is_in(NOT_FIELDS)).then(None).otherwise(field)
+        if i == 0:
+            values = e.str.replace(r"(?is)^.*?(?:one\s+of|any\s+of|either)", "").str.extract_all(
+                QUOTED_ONLY)
+        elif i == 1:
+            values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
+        else:  # unquoted: "one of approve, reject or escalate"
+            values = e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(
+                r"[\p{L}\p{N}_\-]+").list.eval(pl.element().filter(
+                    ~pl.element().str.to_lowercase().is_in(["or", "and"])))
+        parts.append(pl.col(f"_e{i}").list.eval(pl.struct(
+            field.str.strip_chars("` ").alias("field"), values.alias("values"),
+            e.str.strip_chars().alias("phrase"))))
+    unquote_all = pl.element().struct.with_fields(
+        pl.field("values").list.eval(normalise_value(_unquote(pl.element()))).list.unique(
+            maintain_order=True))
+    return df.with_columns(
+        pl.concat_list(parts).list.eval(unquote_all).alias("enums")
+    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))])
+
+
+def _fields(df: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for i, pattern in enumerate(FIELD_FORMS):
+        df = _take(df, f"_f{i}", pattern)
+        e = pl.element()
+        if i < 2:
+            names = e.str.extract_all(r"`[^`\n]+`")
+        else:
+            names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
+                     .str.split(","))
+        parts.append(pl.col(f"_f{i}").list.eval(
+            pl.struct(names.alias("names"), e.str.strip_chars().alias("phrase"))))
+    return df.with_columns(
+        pl.concat_list(parts).alias("_field_lists")
+    ).drop([f"_f{i}" for i in range(len(FIELD_FORMS))])
+
+
+def _ranges(df: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for i, (kind, pattern) in enumerate(RANGE_FORMS):
+        df = _take(df, f"_r{i}", pattern)
+        e = pl.element()
+        a = e.str.extract(pattern, 1).cast(pl.Float64, strict=False)
+        b = e.str.extract(pattern, 2).cast(pl.Float64, strict=False)
+        lo, hi = {"both": (a, b), "lo": (a, None), "hi": (None, a)}[kind]
+        parts.append(pl.col(f"_r{i}").list.eval(pl.struct(
+            pl.lit(None, pl.String).alias("field"),
+            (pl.lit(None, pl.Float64) if lo is None else lo).alias("lo"),
+            (pl.lit(None, pl.Float64) if hi is None else hi).alias("hi"),
+            e.str.strip_chars().alias("phrase"))))
+    valid = (pl.element().struct.field("lo").fill_null(-1e300)
+             <= pl.element().struct.field("hi").fill_null(1e300))
+    return df.with_columns(
+        pl.concat_list(parts).list.eval(pl.element().filter(valid)).alias("ranges")
+    ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))])
+
+
+def _formats(df: pl.DataFrame) -> pl.DataFrame:
+    found = []
+    for name, pattern in FORMAT_FORMS:
+        hits = pl.col("t").str.extract_all(pattern)
+        if name == "table":  # "table names", "table of contents" name no table
+            hits = hits.list.eval(pl.element().filter(
+                ~pl.element().str.contains(r"(?i)\s(?:of|names?)")))
+        found.append(pl.when(hits.list.len() > 0).then(pl.lit(name)))
+    formats = pl.concat_list(found).list.drop_nulls()
+    specific_md = formats.list.set_intersection(
+        pl.lit(["table", "numbered_list", "bulleted_list", "list", "code_block"]))
+    exact_list = formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list",
+                                                       "json"]))
+    formats = (
+        pl.when(specific_md.list.len() > 0)
+        .then(formats.list.set_difference(pl.lit(["markdown"]))).otherwise(formats)
+    )
+    formats = (
+        pl.when(exact_list.list.len() > 0)
+        .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats)
+    )
+    shape = pl.col("t").str.extract(
+        r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
+    return df.with_columns(
+        formats.alias("formats"),
+        shape.replace({"list": "array", "map": "object", "dict": "object",
+                       "dictionary": "object"}).alias("json_shape"),
+    )
+
+
+def _parts(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per clause (part 0) and per sub-item (part 1..), with the text to read."""
+    clause = frame.select(
+        "_row", pl.lit(0).alias("_part"), pl.lit(None, pl.String).alias("_field"),
+        pl.col("description").fill_null("").alias("t"))
+    sub = (
+        frame.select("_row", "details").with_columns(
+            pl.int_ranges(1, pl.col("details").list.len() + 1).alias("_part"))
+        .explode("details", "_part").drop_nulls("details")
+        .with_columns(pl.col("details").str.extract_groups(
+            r"(?s)^\s*(?:`(?P<a>[^`]+)`\s*(?:(?:\([^)]*\))?\s*[:—–])?|(?P<b>[\p{L}_][\w.\-]*)"
+            r"\s*(?:\([^)]*\))?\s*[:—–])\s*(?P<rest>.*)$").alias("_g"))
+        .select("_row", "_part",
+                pl.coalesce(pl.col("_g").struct.field("a"), pl.col("_g").struct.field("b"))
+                .str.strip_chars().alias("_field"),
+                pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")).alias("t"))
+    )
+    return pl.concat([clause, sub.cast({"_part": pl.Int32})], how="vertical_relaxed")
+
+
+def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
+    df = parts.with_columns(
+        pl.col("t").str.contains(SECRETS).alias("forbids_secrets"),
+        pl.col("t").str.replace_all(FENCES, " ").alias("t"),
+    )
+    df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
+    df = _formats(df)
+    df = _enums(df)
+    df = _fields(df)
+    df = _literals(df)
+    df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
+    df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
+    df = _quantities(df)
+    df = _ranges(df)
+    # quoted words are values, not descriptions: no judgment or vagueness is read in them
+    words = pl.col("t").str.replace_all(QUOTED_ONLY, GAP)
+    df = df.with_columns(
+        words.str.extract_all(JUDGMENT_WORDS).alias("judgments"),
+        words.str.extract_all(VAGUE_WORDS).alias("vague_words"),
+        pl.col("t").str.replace_all(JUDGMENT_WORDS, GAP).str.replace_all(VAGUE_WORDS, GAP),
+    )
+    return df.with_columns(
+        pl.col("judgments").list.eval(
+            pl.element().str.to_lowercase().str.replace_all(r"\s+", " ")
+            .str.replace(r"^well\s", "well-")).list.unique(maintain_order=True),
+        pl.col("vague_words").list.eval(pl.element().str.to_lowercase()).list.unique(
+            maintain_order=True),
+        _residual(pl.col("t"))[0].alias("unchecked_text"),
+        _residual(pl.col("t"))[1].alias("unchecked_words"),
+    )
+
+
+def _content_words(text: pl.Expr) -> pl.Expr:
+    """Lowercase words of three letters or more that say something (no filler, no `names`),
+    with a plural 's' dropped."""
+    return (text.str.replace_all(r"`[^`]*`", " ").str.replace_all(FILLER, " ")
+            .str.to_lowercase().str.extract_all(r"\p{L}{3,}")
+            .list.eval(pl.element().str.replace(r"s$", "")))
+
+
+def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
+    that still say something, joined by ' … ', and their content words."""
+    segments = (
+        text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
+        .str.split("\x1f")
+        .list.eval(pl.element().str.replace_all(r"\s+", " ").str.strip_chars(" .-\"'“”")
+                   .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
+                                r"\s+)+", "")
+                   .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|with|of|in|is|are|"
+                                r"to|for|by|on|at|as))+$", ""))
+        # a stretch says something when it holds two content words, or one in a phrase
+        # ("each with a source"); a bare noun ("a markdown note") names the output's kind
+        .list.eval(pl.element().filter(
+            (_content_words(pl.element()).list.len() >= 2)
+            | ((_content_words(pl.element()).list.len() == 1)
+               & (pl.element().str.count_matches(r"\S+") >= 3))))
+    )
+    joined = segments.list.join(" … ")
+    return (pl.when(segments.list.len() > 0).then(joined),
+            _content_words(joined).list.unique(maintain_order=True))
+
+
+def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
+    """Return `frame` with the requirement columns described in the module docstring."""
+    # Runs of one program repeat its contract: each distinct clause text is read once.
+    key = pl.concat_str(pl.col("description").fill_null(""),
+                        pl.col("details").list.join("\x1f"), separator="\x1e").alias("_akey")
+    frame = frame.with_columns(key)
+    distinct = (frame.select("_akey", "description", "details").unique("_akey")
+                .with_row_index("_row"))
+    read = _requirements(distinct).drop("description", "details")
+    return frame.join(read, on="_akey", how="left", maintain_order="left").drop("_akey")
+
+
+def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
+    parts = _analyse_parts(_parts(frame))
+    clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t")
+    sub = parts.filter(pl.col("_part") > 0)
+    fields = pl.concat([
+        # a sub-item names a field of the output
+        sub.select("_row", "_part", pl.struct(
+            pl.col("_field").alias("name"), normalise_key(pl.col("_field")).alias("key"),
+            pl.lit(False).alias("nested"),
+            pl.lit("sub-item").alias("phrase")).alias("field")),
+        parts.select("_row", "_part", "_field_lists", pl.col("_field").alias("_parent"))
+        .explode("_field_lists").drop_nulls("_field_lists")
+        .with_columns(pl.col("_field_lists").struct.field("names"),
+                      pl.col("_field_lists").struct.field("phrase"))
+        .explode("names").drop_nulls("names")
+        .select("_row", "_part", pl.struct(
+            pl.col("names").str.strip_chars("` ").alias("name"),
+            normalise_key(pl.col("names")).alias("key"),
+            (pl.col("_part") > 0).alias("nested"), pl.col("phrase")).alias("field")),
+    ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
+    fields = _unique_fields(fields)
+    scoped = {}
+    for family in ("enums", "ranges"):
+        long = (parts.select("_row", "_part", "_field", family).explode(family)
+                .drop_nulls(family)
+                .with_columns(pl.col(family).struct.with_fields(
+                    pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
+                .with_columns(pl.col(family).struct.with_fields(
+                    normalise_key(pl.field("field")).alias("key"))))
+        scoped[family] = long.sort("_row", "_part").group_by("_row", maintain_order=True).agg(
+            pl.col(family))
+    clause = (
+        clause.drop("enums", "ranges", "_field_lists")
+        .join(scoped["enums"], on="_row", how="left")
+        .join(scoped["ranges"], on="_row", how="left")
+        .join(fields.group_by("_row", maintain_order=True).agg(pl.col("field").alias("fields")),
+              on="_row", how="left")
+    )
+    out = frame.join(clause, on="_row", how="left").sort("_row")
+    empty_like = {c: scoped[c].schema[c] for c in ("enums", "ranges")}
+    out = out.with_columns(
+        *[pl.col(c).fill_null(pl.lit([], dtype=t)) for c, t in empty_like.items()],
+        pl.col("fields").fill_null(pl.lit([], dtype=pl.List(fields.schema["field"]))),
+    )
+    decidable = (
+        (pl.col("formats").list.len() > 0) | (pl.col("quantities").list.len() > 0)
+        | (pl.col("literals").list.eval(
+            pl.element().struct.field("mode") != "absent").list.any())
+        | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)
+        | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
+    )
+    return out.with_columns(decidable.alias("decidable")).drop("_row")
+
+
+def _unique_fields(fields: pl.DataFrame) -> pl.DataFrame:
+    """One entry per field name and clause: a sub-item's own name wins over a nested mention."""
+    return (
+        fields.with_columns(pl.col("field").struct.field("key").alias("_n"))
+        .sort("_row", "_part").unique(["_row", "_n"], keep="first", maintain_order=True)
+        .drop("_n")
+    )

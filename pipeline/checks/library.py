@@ -1,0 +1,661 @@
+"""The content checks of the built-in grader: one per requirement family of clause_analysis.
+
+Every check is a set of polars expressions over the analysed clause frame. Deciding checks
+(format, count, literal, enum_value, required_field, numeric_range, json_shape,
+alternative_output) settle both ways: `passed` or `failed`, and `undecided` only when the
+output offers nothing to measure. One-sided detectors (forbidden_literal, no_secrets) give
+`failed` or `undecided`, never `passed`. Deferred checks (judgment, meets_description,
+testable) always stay `undecided` and carry their open question into the report.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .clause_analysis import JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
+from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
+from .grader import SECRET_PATTERNS, Check, check
+
+# A clause judged on an output: a primary ensures naming one, or a triggered conditional.
+JUDGED = (
+    ((PRIMARY & (pl.col("output_scope") == "named"))
+     | ((pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)))
+    & pl.col("has_output")
+)
+ALTERNATIVE_MET = pl.col("alternative").is_not_null() & (
+    pl.col("output_text") == pl.col("alternative")).fill_null(False)
+# Content checks skip an output that is exactly the clause's stated alternative ("none").
+CONTENT = JUDGED & ~ALTERNATIVE_MET
+NAMED = CONTENT & (pl.col("output_scope") == "named")
+# Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
+EDGE_BEFORE, EDGE_AFTER = r"(?:^|[^\p{L}\p{N}_])", r"(?:[^\p{L}\p{N}_]|$)"
+NUMBER = r"-?\d+(?:\.\d+)?"
+FORMAT_NAMES = {
+    "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
+    "numbered_list": "a numbered list", "bulleted_list": "a bulleted list", "list": "a list",
+    "code_block": "a fenced code block", "markdown": "markdown",
+}
+MARKDOWN_SAMPLE = (r"(?m)^#{1,6} [^\n]*|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)|^[-*+] [^\n]*"
+                   r"|`[^`\n]+`")
+MEASURE_NAMES = {
+    "words": "words", "chars": "characters", "sentences": "sentences",
+    "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
+    "urls": "distinct URLs", "sources": "sources", "items": "items",
+}
+
+
+def label() -> pl.Expr:
+    """How evidence names what was read: `output`, or the outputs of a service."""
+    return (pl.when(pl.col("output_scope") == "named")
+            .then(pl.format("`{}`", pl.col("target_output")))
+            .otherwise(pl.format("the outputs of `{}`", pl.col("service"))))
+
+
+def around(text: pl.Expr, pattern: pl.Expr, width: int = 80) -> pl.Expr:
+    """The first match of `pattern` in `text` with up to `width` characters either side."""
+    found = text.str.extract(pl.concat_str(
+        pl.lit(f"(?s)(.{{0,{width}}}(?:"), pattern, pl.lit(f").{{0,{width}}})")), 1)
+    return quoted(found.str.replace_all(r"\s+", " ").str.strip_chars())
+
+
+def _escaped(expr: pl.Expr) -> pl.Expr:
+    return expr.str.escape_regex()
+
+
+def _key_line(key: pl.Expr) -> pl.Expr:
+    """Regex for the field_values lines of a (normalised) key."""
+    return pl.format("(?m)^{}\t[^\n]*", _escaped(key))
+
+
+def _values_of(key: pl.Expr) -> pl.Expr:
+    return pl.col("field_values").fill_null("").str.extract_all(_key_line(key)).list.eval(
+        pl.element().str.replace(r"^[^\t]*\t", ""))
+
+
+# ---- format -------------------------------------------------------------------------------
+
+@check("format")
+def output_format() -> Check:
+    """The output is in the named format (JSON, YAML, CSV, table, list, code block, markdown)."""
+    fmt = pl.col("formats")
+    lists = pl.col("n_bullets") + pl.col("n_numbered")
+    ok = (
+        pl.when(fmt == "json").then(pl.col("json_kind").is_not_null())
+        .when(fmt == "yaml").then(pl.col("yaml_like") | pl.col("json_kind").is_in(
+            ["object", "array"]))
+        .when(fmt == "csv").then(pl.col("csv_like"))
+        .when(fmt == "table").then(pl.col("has_table"))
+        .when(fmt == "numbered_list").then(pl.col("n_numbered") > 0)
+        .when(fmt == "bulleted_list").then(pl.col("n_bullets") > 0)
+        .when(fmt == "list").then(lists > 0)
+        .when(fmt == "code_block").then(pl.col("has_code_block"))
+        # any text is markdown; JSON handed over as markdown is not what was promised
+        .when(fmt == "markdown").then(~pl.col("json_kind").is_in(["object", "array"])
+                                      .fill_null(False))
+        .otherwise(None)
+    )
+    first_item = quoted(excerpt(pl.col("list_items").list.first().fill_null(""), 120))
+    shown = (
+        pl.when(fmt == "json").then(pl.format(
+            "valid JSON {}{}: {}", pl.col("json_kind"),
+            pl.when(pl.col("json_fenced")).then(pl.lit(" (inside one fenced block)"))
+            .otherwise(pl.lit("")), quoted(excerpt(pl.col("output_text"), 160))))
+        .when(fmt == "table").then(pl.format("table header {}", quoted(
+            pl.col("output_text").str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
+        .when(fmt.is_in(["numbered_list", "bulleted_list", "list"]))
+        .then(pl.format("{} numbered and {} bulleted items; first: {}", pl.col("n_numbered"),
+                        pl.col("n_bullets"), first_item))
+        .when(fmt == "code_block").then(pl.format("fenced block {}", quoted(
+            pl.col("output_text").str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
+        .when((fmt == "markdown") & pl.col("has_markdown")).then(pl.format(
+            "markdown syntax: {}", around(pl.col("output_text"), pl.lit(MARKDOWN_SAMPLE), 30)))
+        .when(fmt == "markdown").then(pl.format(
+            "plain text with no markdown syntax (valid markdown): {}",
+            quoted(excerpt(pl.col("output_text"), 160))))
+        .otherwise(quoted(excerpt(pl.col("output_text"), 200)))
+    )
+    missing = (
+        pl.when(fmt == "json").then(pl.format("not valid JSON: {}",
+                                              quoted(excerpt(pl.col("output_text"), 160))))
+        .when(fmt == "table").then(pl.format(
+            "no markdown table (a header row, then a |---| separator) in {}; it begins {}",
+            label(), quoted(excerpt(pl.col("output_text"), 120))))
+        .when((fmt == "numbered_list") & (pl.col("n_bullets") > 0)).then(pl.format(
+            "a bulleted list, not a numbered one; first item: {}", first_item))
+        .when((fmt == "bulleted_list") & (pl.col("n_numbered") > 0)).then(pl.format(
+            "a numbered list, not a bulleted one; first item: {}", first_item))
+        .when(fmt == "markdown").then(pl.format(
+            "JSON, not markdown: {}", quoted(excerpt(pl.col("output_text"), 160))))
+        .otherwise(pl.format("no {} in {}; it begins {}", fmt.replace_strict(
+            FORMAT_NAMES, default=fmt), label(), quoted(excerpt(pl.col("output_text"), 160))))
+    )
+    confidence = (
+        pl.when(fmt == "yaml").then(70).when(fmt == "csv").then(75)
+        .when((fmt == "json") & pl.col("json_fenced")).then(75)
+        .when((fmt == "markdown") & ok & ~pl.col("has_markdown")).then(60)
+        .when(fmt == "markdown").then(85)
+        .otherwise(95)
+    )
+    return Check(
+        applies=NAMED, each="formats",
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=pl.format("{} is {}", label(), fmt.replace_strict(FORMAT_NAMES, default=fmt)),
+        evidence=pl.when(ok).then(shown).otherwise(missing),
+        confidence=confidence,
+    )
+
+
+@check("json_shape")
+def json_shape() -> Check:
+    """A "JSON object" is an object and a "JSON array" an array."""
+    ok = pl.col("json_kind") == pl.col("json_shape")
+    return Check(
+        applies=NAMED & pl.col("json_shape").is_not_null() & pl.col("json_kind").is_not_null(),
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=pl.format("{} is a JSON {}", label(), pl.col("json_shape")),
+        evidence=pl.format("a JSON {}{}: {}", pl.col("json_kind"),
+                           pl.when(pl.col("json_kind") == "array")
+                           .then(pl.format(" of {} elements", pl.col("json_len")))
+                           .otherwise(pl.lit("")),
+                           quoted(excerpt(pl.col("output_text"), 120))),
+        confidence=pl.lit(95),
+    )
+
+
+# ---- counts and lengths -------------------------------------------------------------------
+
+def _item_count() -> tuple[pl.Expr, pl.Expr]:
+    """(number of items, what was counted): the named format first, else what the output has."""
+    fmts = pl.col("formats")
+    lists = pl.col("n_bullets") + pl.col("n_numbered")
+    n = (
+        pl.when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
+        .when(fmts.list.contains("numbered_list")).then(pl.col("n_numbered"))
+        .when(fmts.list.contains("bulleted_list")).then(pl.col("n_bullets"))
+        .when(fmts.list.contains("list")).then(lists)
+        .when(pl.col("json_kind") == "array").then(pl.col("json_len"))
+        .when(pl.col("has_table")).then(pl.col("n_table_rows"))
+        .when(lists > 0).then(lists)
+    )
+    what = (
+        pl.when(fmts.list.contains("table")).then(pl.lit("table rows"))
+        .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
+        .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
+        .when(fmts.list.contains("list")).then(pl.lit("list items"))
+        .when(pl.col("json_kind") == "array").then(pl.lit("JSON array elements"))
+        .when(pl.col("has_table")).then(pl.lit("table rows"))
+        .when(lists > 0).then(pl.lit("list items"))
+    )
+    return n.cast(pl.Int64), what
+
+
+@check("count")
+def count() -> Check:
+    """A stated count or length holds: words, characters, sentences, paragraphs, items, URLs."""
+    q = pl.col("quantities")
+    measure, scope = q.struct.field("measure"), q.struct.field("scope")
+    lo, hi = q.struct.field("min"), q.struct.field("max")
+    items, items_what = _item_count()
+
+    def pick(prefix: str) -> pl.Expr:
+        return (
+            pl.when(measure == "words").then(pl.col(f"{prefix}words"))
+            .when(measure == "sentences").then(pl.col(f"{prefix}sentences"))
+            .when(measure == "paragraphs").then(pl.col(f"{prefix}paragraphs"))
+        )
+
+    whole = (
+        pl.when(measure.is_in(["words", "sentences", "paragraphs"])).then(pick("n_"))
+        .when(measure == "chars").then(pl.col("n_chars"))
+        .when(measure == "lines").then(pl.col("n_lines"))
+        .when(measure == "headings").then(pl.col("n_headings"))
+        .when(measure == "urls").then(pl.col("n_urls"))
+        .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
+        .when(measure == "items").then(items)
+    ).cast(pl.Int64)
+    what = (
+        pl.when((measure == "items") & items.is_not_null()).then(items_what)
+        .when((measure == "sources") & items.is_not_null()).then(items_what)
+        .when(measure == "sources").then(pl.lit("distinct URLs"))
+        .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
+    ).fill_null(q.struct.field("unit"))
+    rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
+    value = pl.when((scope == "rest") & rest_ok).then(pick("rest_").cast(pl.Int64)) \
+        .otherwise(whole)
+
+    # "each ..." applies the bound to every paragraph, line or list item
+    noun = q.struct.field("scope_text").fill_null("").str.to_lowercase()
+    kind = (pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
+            .when(noun.str.contains("line")).then(pl.lit("line"))
+            .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
+            .otherwise(pl.lit("line")))
+    unit = (pl.when(measure == "words").then(pl.lit("words"))
+            .when(measure == "chars").then(pl.lit("chars"))
+            .when(measure.is_in(["urls", "sources"])).then(pl.lit("urls")))
+
+    def per_kind(of: str) -> pl.Expr:
+        return (pl.when(unit == "words").then(pl.col(f"{of}_words"))
+                .when(unit == "chars").then(pl.col(f"{of}_chars"))
+                .otherwise(pl.col(f"{of}_urls")))
+
+    per = (
+        pl.when(unit.is_null()).then(None)
+        .when(kind == "paragraph").then(per_kind("paragraph"))
+        .when(kind == "item").then(per_kind("item"))
+        .otherwise(per_kind("line"))
+    )
+    texts = (pl.when(kind == "paragraph").then(pl.col("paragraphs"))
+             .when(kind == "item").then(pl.col("list_items"))
+             .otherwise(pl.col("lines")))
+    worst_high, worst_low = per.list.arg_max(), per.list.arg_min()
+    too_long = hi.is_not_null() & (per.list.max() > hi)
+    too_short = lo.is_not_null() & (per.list.min() < lo)
+    worst = pl.when(too_long).then(worst_high).otherwise(worst_low)
+    each_ok = (per.list.len() > 0) & ~too_long.fill_null(False) & ~too_short.fill_null(False)
+    is_each = scope == "each"
+
+    in_bounds = (lo.is_null() | (value >= lo)) & (hi.is_null() | (value <= hi))
+    outcome = (
+        pl.when(is_each & (per.is_null() | (per.list.len() == 0))).then(UNDECIDED)
+        .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
+        .when(value.is_null()).then(UNDECIDED)
+        .when(in_bounds).then(PASSED).otherwise(FAILED)
+    )
+    each_evidence = (
+        pl.when(per.is_null() | (per.list.len() == 0)).then(pl.format(
+            "{} cannot be counted per {} of {}", what, kind, label()))
+        .when(each_ok).then(pl.format(
+            "all {} {}s within bounds; the longest has {} {}: {}", per.list.len(), kind,
+            per.list.max(), what, quoted(excerpt(texts.list.get(worst_high, null_on_oob=True)
+                                                 .fill_null(""), 160))))
+        .otherwise(pl.format(
+            "{} {} of {} has {} {}: {}", kind, worst + 1, per.list.len(),
+            per.list.get(worst, null_on_oob=True), what,
+            quoted(excerpt(texts.list.get(worst, null_on_oob=True).fill_null(""), 200))))
+    )
+    evidence = (
+        pl.when(is_each).then(each_evidence)
+        .when(value.is_null()).then(pl.format(
+            "no list, table or JSON array in {} in which to count {}", label(),
+            q.struct.field("unit")))
+        .when(measure.is_in(["items", "sources"]) & items.is_not_null()
+              & (pl.col("list_items").list.len() > 0)).then(pl.format(
+            "{} has {} {}; first: {}; last: {}", label(), value, what,
+            quoted(excerpt(pl.col("list_items").list.first(), 100)),
+            quoted(excerpt(pl.col("list_items").list.last(), 100))))
+        .otherwise(pl.format("{} has {} {}{}: {}", label(), value, what,
+                             pl.when(scope == "rest").then(pl.lit(" after its first line"))
+                             .otherwise(pl.lit("")),
+                             quoted(excerpt(pl.col("output_text"), 160))))
+    )
+    confidence = (
+        pl.when(outcome == "undecided").then(0)
+        .when(measure == "sentences").then(80)
+        .when(measure == "paragraphs").then(85)
+        .when(scope == "rest").then(80)
+        .when(measure == "sources").then(pl.when(items.is_not_null()).then(80).otherwise(70))
+        .when(measure.is_in(["items", "headings", "urls"]) | is_each).then(90)
+        .otherwise(95)
+    )
+    return Check(
+        applies=NAMED, each="quantities",
+        outcome=outcome,
+        detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
+        evidence=evidence,
+        confidence=confidence,
+    )
+
+
+# ---- exact phrases ------------------------------------------------------------------------
+
+@check("literal")
+def literal() -> Check:
+    """An exact phrase is where the clause says: contained, first, last, first line, or all."""
+    lit = pl.col("literals").struct.field("text")
+    mode = pl.col("literals").struct.field("mode")
+    text = pl.col("binding_text")
+    out = pl.col("output_text")
+    # leading markdown (heading marks, emphasis, quotes) does not hide how a text begins
+    bare_start = out.str.replace(r"^[#>*_\s\"“]+", "")
+    bare_end = out.str.replace(r"[*_\s\"”]+$", "")
+    heading = lit.str.starts_with("#")
+    last_heading = pl.col("headings").list.last().str.strip_chars()
+    exact_case = text.str.contains(lit, literal=True)
+    any_case = text.str.to_lowercase().str.contains(lit.str.to_lowercase(), literal=True)
+    ok = (
+        pl.when(mode == "contains").then(any_case)
+        .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
+        .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
+        .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
+        .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
+        .when(mode == "exact").then(out == lit)
+    )
+    detail = (
+        pl.when(mode == "contains").then(pl.format("{} contains {}", label(), quoted(lit)))
+        .when(mode == "starts").then(pl.format("{} begins with {}", label(), quoted(lit)))
+        .when((mode == "ends") & heading).then(pl.format("the last section of {} is {}",
+                                                         label(), quoted(lit)))
+        .when(mode == "ends").then(pl.format("{} ends with {}", label(), quoted(lit)))
+        .when(mode == "first_line").then(pl.format("the first line of {} is exactly {}",
+                                                   label(), quoted(lit)))
+        .otherwise(pl.format("{} is exactly {} (trimmed, case-sensitive)", label(),
+                             quoted(lit)))
+    )
+    found = (
+        pl.when(exact_case).then(around(text, _escaped(lit)))
+        .otherwise(pl.format("{} (ignoring case)",
+                             around(text, pl.concat_str(pl.lit("(?i)"), _escaped(lit)))))
+    )
+    start = quoted(excerpt(pl.col("first_line"), 160))
+    end = quoted(pl.when(out.str.len_chars() > 160)
+                 .then(pl.concat_str(pl.lit("…"), out.str.slice(-160)))
+                 .otherwise(out).str.replace_all(r"\s+", " "))
+    evidence = (
+        pl.when(mode == "contains").then(pl.when(ok).then(found).otherwise(
+            pl.format("no {} in {}", quoted(lit), label())))
+        .when(mode.is_in(["starts", "first_line"])).then(pl.format("first line: {}", start))
+        .when((mode == "ends") & heading).then(pl.format(
+            "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
+            .otherwise(quoted(last_heading))))
+        .when(mode == "ends").then(pl.format("ends: {}", end))
+        .otherwise(pl.format("the output is {}", quoted(excerpt(out, 300))))
+    )
+    confidence = (
+        pl.when((mode == "contains") & ok & ~exact_case).then(70)
+        .when((mode == "contains") & ~ok).then(90)
+        .otherwise(95)
+    )
+    return Check(
+        applies=CONTENT & (mode != "absent"), each="literals",
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=detail, evidence=evidence, confidence=confidence,
+    )
+
+
+@check("alternative_output")
+def alternative_output() -> Check:
+    """An output that is exactly the clause's stated alternative ("or the single line "none"")
+    satisfies it; the other requirements are then not held against it."""
+    return Check(
+        applies=JUDGED & ALTERNATIVE_MET,
+        outcome=PASSED,
+        detail=pl.format("{} is exactly the stated alternative {}", label(),
+                         quoted(pl.col("alternative"))),
+        evidence=pl.format("the output is {}", quoted(pl.col("output_text"))),
+        confidence=pl.lit(95),
+    )
+
+
+@check("forbidden_literal")
+def forbidden_literal() -> Check:
+    """One-sided: a forbidden phrase found as a whole word fails; not finding it settles nothing.
+
+    Boundaries are Unicode-aware: `hunter2` is found in "the password is hunter2" but not in
+    "éhunter2é" or "hunter20". Case is ignored.
+    """
+    lit = pl.col("literals").struct.field("text")
+    pattern = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE + "(?:"), _escaped(lit),
+                            pl.lit(")" + EDGE_AFTER))
+    found = pl.col("binding_text").str.contains(pattern)
+    return Check(
+        applies=JUDGED & (pl.col("literals").struct.field("mode") == "absent"), each="literals",
+        outcome=pl.when(found).then(FAILED).otherwise(UNDECIDED),
+        detail=pl.format("{} never contains {} (a detector: it can find a violation, "
+                         "never prove an absence)", label(), quoted(lit)),
+        evidence=pl.when(found).then(around(
+            pl.col("binding_text"), pl.concat_str(pl.lit("(?i)"), _escaped(lit)), 80))
+        .otherwise(pl.format("{} not found in {} as a whole word; finding nothing "
+                             "establishes nothing", quoted(lit), label())),
+        confidence=pl.when(found).then(95).otherwise(0),
+    )
+
+
+@check("no_secrets")
+def no_secrets() -> Check:
+    """One-sided: text shaped like a key, token or password fails a clause that forbids them.
+
+    The evidence masks all but the first four characters of what was found.
+    """
+    hit = pl.col("binding_text").str.extract("(" + SECRET_PATTERNS + ")", 1)
+    return Check(
+        applies=JUDGED & pl.col("forbids_secrets"),
+        outcome=pl.when(hit.is_not_null()).then(FAILED).otherwise(UNDECIDED),
+        detail=pl.format("{} holds no secret (key, token, password) — a detector: it can find "
+                         "a leak, never prove there is none", label()),
+        evidence=pl.when(hit.is_not_null()).then(pl.format(
+            "secret-shaped text in {}: {}… ({} characters, the rest masked)", label(),
+            quoted(hit.str.slice(0, 4)), hit.str.len_chars()))
+        .otherwise(pl.format("no key, token or password pattern found in {}; finding nothing "
+                             "establishes nothing", label())),
+        confidence=pl.when(hit.is_not_null()).then(85).otherwise(0),
+    )
+
+
+# ---- values, fields and numbers ------------------------------------------------------------
+
+@check("enum_value")
+def enum_value() -> Check:
+    """A value the clause enumerates is one of the allowed values (per field, or the output)."""
+    e = pl.col("enums")
+    field, allowed = e.struct.field("field"), e.struct.field("values")
+    observed = _values_of(e.struct.field("key")).list.eval(normalise_value(pl.element())).list.eval(
+        pl.element().filter((pl.element().str.len_chars() > 0)
+                            & ~pl.element().is_in(["[", "{", "null"])))
+    bad = observed.list.set_difference(allowed)
+    whole = normalise_value(pl.col("output_text"))
+    whole_ok = allowed.list.contains(whole)
+    allowed_text = allowed.list.eval(pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”"))) \
+        .list.join(", ")
+    outcome = (
+        pl.when(field.is_null()).then(pl.when(whole_ok).then(PASSED).otherwise(FAILED))
+        .when(observed.list.len() == 0).then(UNDECIDED)
+        .when(bad.list.len() == 0).then(PASSED).otherwise(FAILED)
+    )
+    evidence = (
+        pl.when(field.is_null()).then(pl.format("the output is {}",
+                                                quoted(excerpt(pl.col("output_text"), 200))))
+        .when(observed.list.len() == 0).then(pl.format("no value of `{}` found in {}", field,
+                                                       label()))
+        .when(bad.list.len() == 0).then(pl.format("`{}` values: {}", field,
+                                                  observed.list.unique(maintain_order=True)
+                                                  .list.join(", ")))
+        .otherwise(pl.format("{} is not one of {} (`{}` values: {})",
+                             quoted(bad.list.first()), allowed_text, field,
+                             observed.list.join(", ")))
+    )
+    source_conf = pl.when(pl.col("json_kind").is_not_null() | pl.col("has_table")).then(95) \
+        .otherwise(75)
+    return Check(
+        applies=NAMED, each="enums",
+        outcome=outcome,
+        detail=pl.when(field.is_null()).then(pl.format("{} is one of {}", label(), allowed_text))
+        .otherwise(pl.format("every `{}` in {} is one of {}", field, label(), allowed_text)),
+        evidence=evidence,
+        confidence=pl.when(outcome == "undecided").then(0)
+        .when(field.is_null()).then(pl.when(whole_ok).then(90).otherwise(85))
+        .otherwise(source_conf),
+    )
+
+
+@check("required_field")
+def required_field() -> Check:
+    """A required field is there: a JSON key (in every element of an array), a table column,
+    or a labelled line or heading of a text output."""
+    f = pl.col("fields")
+    name, nested = f.struct.field("key"), f.struct.field("nested")
+    shown = f.struct.field("name")
+    kind = pl.col("json_kind")
+    per_element = (kind == "array") & ~nested
+    having = pl.col("json_element_keys").fill_null("").str.count_matches(
+        pl.format(r"\|{}\|", _escaped(name))).cast(pl.Int64)
+    missing = pl.col("json_len") - having
+    in_values = pl.col("field_values").fill_null("").str.contains(
+        pl.format("(?m)^{}\t", _escaped(name)))
+    mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE),
+                            _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]"),
+                            pl.lit(EDGE_AFTER))
+    mentioned = pl.col("output_text").str.contains(mention)
+    is_json = kind.is_in(["object", "array"]).fill_null(False)
+    outcome = (
+        pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
+        .when((kind == "object") & ~nested).then(
+            pl.when(pl.col("json_keys").list.contains(name)).then(PASSED).otherwise(FAILED))
+        .when(is_json).then(pl.when(in_values).then(PASSED).otherwise(FAILED))
+        .when(pl.col("has_table")).then(
+            pl.when(pl.col("table_header").list.contains(name) | in_values).then(PASSED)
+            .otherwise(FAILED))
+        .when(in_values).then(PASSED)
+        .when(mentioned).then(UNDECIDED)
+        .otherwise(FAILED)
+    )
+    evidence = (
+        pl.when(per_element).then(pl.format(
+            "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
+        .when((kind == "object") & ~nested).then(pl.format(
+            "top-level keys: {}", pl.col("json_keys").list.join(", ")))
+        .when(is_json & in_values).then(around(pl.col("output_text"), pl.format(
+            r"\x22{}\x22\s*:", name.str.replace_all("-", "[_ -]")), 40))
+        .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
+        .when(pl.col("has_table")).then(pl.format("table columns: {}",
+                                                  pl.col("table_header").list.join(", ")))
+        .when(in_values).then(around(pl.col("output_text"), pl.format(
+            "(?i){}", _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")), 60))
+        .when(mentioned).then(pl.format(
+            "`{}` is mentioned but not as a labelled field or heading: {}", shown,
+            around(pl.col("output_text"), mention, 60)))
+        .otherwise(pl.format("no `{}` field, label or heading in {}", shown, label()))
+    )
+    return Check(
+        applies=NAMED, each="fields",
+        outcome=outcome,
+        detail=pl.format("{} has field `{}`{}", label(), shown,
+                         pl.when(per_element).then(pl.lit(" in every element"))
+                         .otherwise(pl.lit(""))),
+        evidence=evidence,
+        confidence=pl.when(outcome == "undecided").then(0)
+        .when(is_json | pl.col("has_table")).then(95)
+        .when(outcome == "passed").then(80).otherwise(75),
+    )
+
+
+@check("numeric_range")
+def numeric_range() -> Check:
+    """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72") is in range."""
+    r = pl.col("ranges")
+    field, lo, hi = r.struct.field("field"), r.struct.field("lo"), r.struct.field("hi")
+    field_texts = _values_of(r.struct.field("key")).list.eval(
+        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()
+    field_numbers = field_texts.list.eval(pl.element().cast(pl.Float64, strict=False))
+    out = pl.col("output_text")
+    over = out.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
+    labelled = out.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
+                               + NUMBER + ")", 1)
+    first = out.str.extract("(" + NUMBER + ")", 1)
+    number = pl.coalesce(over, labelled, first).cast(pl.Float64, strict=False)
+    how = (pl.when(over.is_not_null()).then(90).when(labelled.is_not_null()).then(85)
+           .otherwise(60))
+    low = lo.fill_null(float("-inf"))
+    high = hi.fill_null(float("inf"))
+    fields_ok = (field_numbers.list.min() >= low) & (field_numbers.list.max() <= high)
+    outcome = (
+        pl.when(field.is_not_null()).then(
+            pl.when(field_numbers.list.len() == 0).then(UNDECIDED)
+            .when(fields_ok).then(PASSED).otherwise(FAILED))
+        .when(number.is_null()).then(FAILED)
+        .when((number >= low) & (number <= high)).then(PASSED).otherwise(FAILED)
+    )
+    evidence = (
+        pl.when(field.is_not_null()).then(
+            pl.when(field_numbers.list.len() == 0)
+            .then(pl.format("no number under `{}` in {}", field, label()))
+            .otherwise(pl.format("`{}` values: {}", field, field_texts.list.join(", "))))
+        .when(number.is_null()).then(pl.format("no number in {}: {}", label(),
+                                               quoted(excerpt(out, 160))))
+        .otherwise(around(out, pl.coalesce(over, labelled, first).str.escape_regex(), 60))
+    )
+    return Check(
+        applies=NAMED, each="ranges",
+        outcome=outcome,
+        detail=pl.when(field.is_not_null())
+        .then(pl.format("`{}` in {}: {}", field, label(), r.struct.field("phrase")))
+        .otherwise(pl.format("the number in {}: {}", label(), r.struct.field("phrase"))),
+        evidence=evidence,
+        confidence=pl.when(outcome == "undecided").then(0)
+        .when(field.is_not_null()).then(90)
+        .when(number.is_null()).then(80).otherwise(how),
+    )
+
+
+# ---- what text cannot settle --------------------------------------------------------------
+
+@check("judgment")
+def judgment() -> Check:
+    """Deferred: a quality word ("critically evaluated", "concise") needs a judge, not a regex."""
+    word = pl.col("judgments")
+    return Check(
+        judgeable=True,
+        applies=CONTENT, each="judgments",
+        outcome=UNDECIDED,
+        detail=pl.format("requires judgment: {}, said of {}", quoted(word), label()),
+        evidence=quoted(excerpt(pl.col("output_text"), 240)),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "replace {} with a property text can settle: {}", quoted(word),
+            word.replace_strict(JUDGMENT_ADVICE, default=pl.lit(
+                "a format, a count (\"at least 5 items\"), a length (\"at most 200 words\"), "
+                "required fields or an exact phrase"), return_dtype=pl.String)),
+    )
+
+
+@check("testable")
+def testable() -> Check:
+    """A clause whose only adjectives are vague ("a good report") states nothing to check."""
+    words = pl.col("vague_words").list.eval(
+        pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”"))).list.join(", ")
+    core = (pl.col("description").fill_null("").str.replace_all(VAGUE_WORDS + r",?\s*", "")
+            .str.replace_all(r"\s+", " ").str.strip_chars())
+    name = pl.coalesce(pl.col("target_output"), pl.lit("output"))
+    return Check(
+        applies=JUDGED & (pl.col("vague_words").list.len() > 0) & ~pl.col("decidable"),
+        outcome=UNDECIDED,
+        detail=pl.format("too vague to check: {} names no property of {} that its text could "
+                         "establish", words, label()),
+        evidence=quoted(excerpt(pl.col("output_text"), 240)),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "rewrite as a testable clause, e.g. \"- `{}`: {}, as a bulleted list of at least 3 "
+            "points, each under 30 words\"; say what makes it {} in terms of a format, a count, "
+            "a length, required fields or an exact phrase", name, core, words),
+    )
+
+
+@check("meets_description")
+def meets_description() -> Check:
+    """Deferred: what a clause says beyond its recognised requirements needs judgment (words
+    that only repeat the output's name say nothing more)."""
+    name_words = (pl.col("target_output").fill_null("").str.to_lowercase()
+                  .str.extract_all(r"\p{L}{3,}").list.eval(pl.element().str.replace(r"s$", "")))
+    says_more = pl.col("unchecked_words").list.set_difference(name_words).list.len() > 0
+    return Check(
+        judgeable=True,
+        applies=CONTENT & pl.col("unchecked_text").is_not_null() & says_more
+        & ~((pl.col("vague_words").list.len() > 0) & ~pl.col("decidable")),
+        outcome=UNDECIDED,
+        detail=pl.format("requires judgment: does {} meet {}?", label(),
+                         quoted(pl.col("unchecked_text"))),
+        evidence=quoted(excerpt(pl.col("output_text"), 240)),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "state {} as a property of {} that can be checked: a format (JSON, list, table), a "
+            "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
+            "or an exact phrase", quoted(pl.col("unchecked_text")), label()),
+    )
+
+
+def content_checks() -> list[Check]:
+    """The content checks in the order the built-in grader runs them."""
+    return [
+        alternative_output(), testable(), output_format(), json_shape(), count(), literal(),
+        forbidden_literal(), no_secrets(), enum_value(), required_field(), numeric_range(),
+        judgment(), meets_description(),
+    ]

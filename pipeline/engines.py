@@ -1,0 +1,175 @@
+"""Where the grade's tasks run: worker processes on this machine, or a Dask cluster.
+
+`grade_runs` discovers runs, cuts them into shards and publishes batches itself; an engine only
+decides where each task (`_list_task`, `_grade_task` in pipeline/grade.py) runs. The local
+engine (`grade._Engine`) uses process pools; `DaskEngine` submits the same tasks to a Dask
+cluster, either one at `scheduler` or a LocalCluster it starts on loopback. Dask is imported
+only when a Dask engine starts, so the plain install does not need it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .checks.grader import Grader
+    from .checks.ledger import LedgerGrader
+    from .judging import Judge
+
+TASK_RETRIES = 2  # a task that raises (a flaky store) runs again before the grade fails
+DASK_INSTALL_HINT = "install the Dask extra: pip install 'rungrade[dask]'"
+
+
+class TaskFuture(Protocol):
+    def result(self, timeout: float | None = None) -> Any: ...
+
+
+class Engine(Protocol):
+    """What `grade_runs` asks of an engine: run a task somewhere, hand back its future."""
+
+    workers: int  # tasks that run at once; shards are sized from it
+
+    def submit_list(self, fn: Callable, *args) -> TaskFuture: ...
+
+    def submit_grade(self, fn: Callable, *args) -> TaskFuture: ...
+
+    def close(self, cancel: bool = False) -> None: ...
+
+
+EngineFactory = Callable[[int, "Grader", "tuple[LedgerGrader, ...]", "Judge | None"], Engine]
+
+
+class EngineError(RuntimeError):
+    """The engine could not start: Dask missing, or its scheduler unreachable."""
+
+
+@dataclass(frozen=True)
+class DaskSpec:
+    """A Dask engine to start: on the cluster at `scheduler`, or on a LocalCluster of `workers`
+    processes (one per core when None). Call it like an `EngineFactory`."""
+
+    scheduler: str | None = None
+    workers: int | None = None
+
+    def __call__(self, workers: int, grader: Grader, ledger_graders: tuple[LedgerGrader, ...],
+                 judge: Judge | None) -> DaskEngine:
+        return DaskEngine(self, grader, ledger_graders, judge)
+
+
+def _user_modules() -> list[tuple[str, str, str]]:
+    """(name, file, source) of the user grader modules loaded here, to load on each worker:
+    a worker on another machine may not have the file."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name.startswith("rungrade_user_grader_") and path and os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                found.append((name, path, handle.read()))
+    return found
+
+
+_LOADED: dict[str, tuple] = {}  # per worker process: the graders of each grade, by its token
+
+
+def _with_graders(token: str, payload: tuple[list[tuple[str, str, str]], bytes],
+                  fn: Callable, *args):
+    """On a Dask worker: make this grade's graders current, then run `fn(*args)`."""
+    import types
+
+    from . import grade
+
+    graders = _LOADED.get(token)
+    if graders is None:
+        modules, blob = payload
+        for name, path, source in modules:
+            if name not in sys.modules:  # the user's own --grader file, as the local engine does
+                module = types.ModuleType(name)
+                module.__file__ = path
+                sys.modules[name] = module
+                exec(compile(source, path, "exec"), module.__dict__)
+        if len(_LOADED) >= 4:  # a long-lived worker serves many grades: keep the recent ones
+            _LOADED.clear()
+        graders = _LOADED[token] = pickle.loads(blob)
+    grade._WORKER.update(grader=graders[0], ledger_graders=graders[1], judge=None)
+    return fn(*args)
+
+
+class DaskEngine:
+    """Tasks as Dask tasks; a judge, which keeps one budget and cache per grade, keeps the
+    grading in this process (as the local engine does)."""
+
+    def __init__(self, spec: DaskSpec, grader: Grader,
+                 ledger_graders: tuple[LedgerGrader, ...], judge: Judge | None):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise EngineError(f"--engine dask needs Dask: {DASK_INSTALL_HINT}") from exc
+        self.cluster = None
+        if spec.scheduler:
+            try:
+                self.client = Client(spec.scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise EngineError(
+                    f"could not reach the Dask scheduler at {spec.scheduler} ({exc}). Check "
+                    "the address `dask scheduler` printed, and that this machine can reach "
+                    "it.") from exc
+        else:
+            with _stop_signals_ignored():  # a stop is the grading process's to handle
+                self.cluster = LocalCluster(
+                    n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
+                    processes=True, host="127.0.0.1", dashboard_address=":0")
+            self.client = Client(self.cluster)
+        self.workers = max(1, sum(self.client.nthreads().values()))
+        self.grade_inline = judge is not None
+        if self.grade_inline:
+            from . import grade
+
+            grade._WORKER.update(grader=grader, ledger_graders=ledger_graders, judge=judge)
+            self.graders = None
+        else:
+            payload = (_user_modules(), pickle.dumps((grader, ledger_graders)))
+            [self.graders] = self.client.scatter([payload], broadcast=True, hash=False)
+        self.token = os.urandom(8).hex()
+
+    def submit_list(self, fn: Callable, *args) -> TaskFuture:
+        return self.client.submit(fn, *args, pure=False, retries=TASK_RETRIES)
+
+    def submit_grade(self, fn: Callable, *args) -> TaskFuture:
+        if self.grade_inline:
+            from .grade import _Engine
+
+            return _Engine._submit(None, fn, args)
+        return self.client.submit(_with_graders, self.token, self.graders, fn, *args,
+                                  pure=False, retries=TASK_RETRIES)
+
+    def close(self, cancel: bool = False) -> None:
+        # closing the client releases its futures: the scheduler drops tasks nobody wants
+        with contextlib.suppress(Exception):
+            self.client.close()
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()
+
+
+@contextlib.contextmanager
+def _stop_signals_ignored():
+    """Processes started inside ignore SIGTERM and SIGINT from birth (ignored signals survive
+    exec), so a stop sent to the whole process group reaches only the grading process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
+                signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])

@@ -1,0 +1,210 @@
+"""Table-driven tests of clause analysis: a clause's text in, the requirements it states out.
+
+The clause rows go through the real `clause_frame` (built with `pipeline.tables.frame`), all
+cases in one frame: the analysis runs as column expressions over every clause at once.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.checks.frame import clause_frame
+from pipeline.tables import frame
+
+RUN = "20261112-031502-analysis"
+
+
+def q(lo, hi, measure, scope="whole"):
+    return (lo, hi, measure, scope)
+
+
+CASES = [
+    # formats
+    ("a markdown table", (), {"formats": ["table"]}),
+    ("a JSON array of table names", (), {"formats": ["json"], "json_shape": "array"}),
+    ("a JSON object with fields:", (), {"formats": ["json"], "json_shape": "object"}),
+    ("a numbered list of the queries", (), {"formats": ["numbered_list"]}),
+    ("exactly 3 bullet points", (), {"formats": ["bulleted_list"],
+                                     "quantities": [q(3, 3, "items")]}),
+    ("a markdown list of findings", (), {"formats": ["list"]}),
+    ("a YAML file", (), {"formats": ["yaml"]}),
+    ("a CSV export", (), {"formats": ["csv"]}),
+    ("a unified diff inside a ```diff fenced code block", (), {"formats": ["code_block"]}),
+    ("a markdown brief", (), {"formats": ["markdown"]}),
+    ("the decision, naming every table whose status is bad", (), {"formats": []}),
+    # counts and lengths, with their unit
+    ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
+    ("3+ items", (), {"quantities": [q(3, None, "items")]}),
+    ("2-3 paragraphs", (), {"quantities": [q(2, 3, "paragraphs")]}),
+    ("400–900 words", (), {"quantities": [q(400, 900, "words")]}),
+    ("between 2 and 4 sentences", (), {"quantities": [q(2, 4, "sentences")]}),
+    ("exactly one sentence", (), {"quantities": [q(1, 1, "sentences")]}),
+    ("one sentence", (), {"quantities": [q(1, 1, "sentences")]}),
+    ("a single paragraph", (), {"quantities": [q(1, 1, "paragraphs")]}),
+    ("the top 10 results", (), {"quantities": [q(10, 10, "items")]}),
+    ("at most 200 words", (), {"quantities": [q(None, 200, "words")]}),
+    ("no more than 12 entries", (), {"quantities": [q(None, 12, "items")]}),
+    ("under 500 characters", (), {"quantities": [q(None, 499, "chars")]}),
+    ("more than 3 findings", (), {"quantities": [q(4, None, "items")]}),
+    ("5 or more distinct URLs", (), {"quantities": [q(5, None, "urls")]}),
+    ("a 200-word abstract", (), {"quantities": [q(None, 200, "words")]}),
+    ("a one-sentence summary", (), {"quantities": [q(1, 1, "sentences")]}),
+    ("exactly 3 bullet points, each under 25 words", (),
+     {"quantities": [q(None, 24, "words", "each"), q(3, 3, "items")]}),
+    ("a list, each with a source URL", (), {"quantities": [q(1, None, "urls", "each")]}),
+    ("a score, followed by exactly one paragraph", (),
+     {"quantities": [q(1, 1, "paragraphs", "rest")]}),
+    # things that look like counts and are not
+    ("a JSON array with one object per source", (), {"quantities": []}),
+    ("a score from 0-100 for the findings", (), {"quantities": [],
+                                                 "ranges": [(None, 0.0, 100.0)]}),
+    ("delivered within 2 days", (), {"quantities": []}),
+    ("an ISO 639-1 code", (), {"quantities": []}),
+    ("z-scores rounded to 2 decimals", (), {"quantities": []}),
+    # exact phrases: a quote is a requirement only after a cue that says so
+    ('a note stating "no results"', (), {"literals": [("no results", "contains")]}),
+    ('exactly one sentence beginning with "Overall:"', (),
+     {"literals": [("Overall:", "starts")]}),
+    ("ends with a `## Sources` section", (), {"literals": [("## Sources", "ends")]}),
+    ("a reply that ends with the exact sign-off “— The Team”", (),
+     {"literals": [("— The Team", "ends")]}),
+    ("a comment whose first line is exactly `### Review`", (),
+     {"literals": [("### Review", "first_line")]}),
+    ("the reply is exactly `eval-sender`", (), {"literals": [("eval-sender", "exact")]}),
+    ("a summary containing the exact phrase Final answer", (),
+     {"literals": [("Final answer", "contains")]}),
+    ("every claim is marked “unverified”", (), {"literals": [("unverified", "contains")]}),
+    ('never mentions the password "hunter2"', (), {"literals": [("hunter2", "absent")],
+                                                   "forbids_secrets": True}),
+    ('a patch that addresses every "blocker" and "major" comment', (), {"literals": []}),
+    ('an ISO code such as "en" or "pt"', (), {"literals": [], "enums": []}),
+    ('a bulleted list of ids, or the single line "none"', (),
+     {"alternative": "none", "literals": [], "formats": ["bulleted_list"]}),
+    # enumerated values
+    ('"satisfied", "partial", or "violated"', (),
+     {"enums": [(None, ["satisfied", "partial", "violated"])]}),
+    ('a table where severity is one of "low", "medium", "high"', (),
+     {"enums": [("severity", ["low", "medium", "high"])]}),
+    ("one of approve, reject or escalate", (),
+     {"enums": [(None, ["approve", "reject", "escalate"])]}),
+    ("one of billing, outage, account", (),
+     {"enums": [(None, ["billing", "outage", "account"])], "unchecked_text": None}),
+    ("two or three sentences explaining the label", (),
+     {"quantities": [q(2, 3, "sentences")], "judgments": ["explaining"]}),
+    ("a JSON object with fields:", ('`status` (one of "ok", "late")', "`note`: free text"),
+     {"enums": [("status", ["ok", "late"])]}),
+    ("a JSON object with fields:", ('`action`: one of "approve" or "escalate"',),
+     {"enums": [("action", ["approve", "escalate"])]}),
+    # required fields: sub-items, "with columns", "containing: a, b and c", "each has: x, y"
+    ("a JSON array, each object with fields:", ("`url`: the address", "`title`: the title"),
+     {"fields": [("url", False), ("title", False)]}),
+    ("a markdown table with columns `claim`, `problem`, `severity`", (),
+     {"fields": [("claim", False), ("problem", False), ("severity", False)]}),
+    ("a citation containing: title, author and year", (),
+     {"fields": [("title", False), ("author", False), ("year", False)]}),
+    ("a list where each has: name, url", (), {"fields": [("name", False), ("url", False)]}),
+    ("a JSON object with fields:",
+     ('`results`: an array, each with `claim`, `status` (one of "a", "b") and `url`',),
+     {"fields": [("results", False), ("claim", True), ("status", True), ("url", True)],
+      "enums": [("status", ["a", "b"])]}),
+    # numeric ranges and unitless bounds of a sub-item
+    ("a score from 0-100", (), {"ranges": [(None, 0.0, 100.0)]}),
+    ("a JSON object with fields:", ("`sentiment`: a score from -1.0 to 1.0",),
+     {"ranges": [("sentiment", -1.0, 1.0)]}),
+    ("a JSON object with fields:", ("`sla_hours`: an integer from 1-72",),
+     {"ranges": [("sla_hours", 1.0, 72.0)]}),
+    ("a JSON object with fields:", ("`checked`: the number of claims checked, at least 3",),
+     {"ranges": [("checked", 3.0, None)]}),
+    # judgment, vagueness and what is left unchecked
+    ("2-3 paragraphs in which the findings are critically evaluated", (),
+     {"judgments": ["critically evaluated"], "vague_words": [], "decidable": True}),
+    ("a well-sourced, concise markdown brief", (),
+     {"judgments": ["well-sourced", "concise"]}),
+    ("a good report on how far the brief can be trusted", (),
+     {"vague_words": ["good"], "decidable": False}),
+    ("never reveals API keys or tokens", (), {"forbids_secrets": True}),
+    ("the queries that were issued to the search engine", (),
+     {"unchecked_text": "queries that were issued to the search engine", "decidable": False}),
+    ("exactly 3 bullet points", (), {"unchecked_text": None}),
+    ("a markdown note", (), {"unchecked_text": None}),  # a bare noun names the output's kind
+    ("a list of findings, each with a source", (),
+     {"unchecked_text": "list of findings … each with a source"}),
+    ("a summary of the findings in 2-3 paragraphs", (),
+     {"unchecked_text": "summary of the findings"}),
+]
+
+
+@pytest.fixture(scope="module")
+def analysed() -> pl.DataFrame:
+    clauses, bindings = [], []
+    for n, (description, details, _) in enumerate(CASES):
+        base = {"run_id": RUN, "run_uri": f"mem://{RUN}", "service": f"svc{n}",
+                "output_service": None, "condition": None, "optional": False}
+        clauses.append({**base, "clause_id": f"c{n}", "position": 0, "parent_position": None,
+                        "kind": "ensures", "output_name": "out", "text": f"`out`: {description}",
+                        "description": description})
+        for i, detail in enumerate(details, 1):
+            clauses.append({**base, "clause_id": f"c{n}-{i}", "position": i,
+                            "parent_position": 0, "kind": "detail", "output_name": None,
+                            "text": detail, "description": detail})
+        bindings.append({"run_id": RUN, "run_uri": f"mem://{RUN}", "service": f"svc{n}",
+                         "name": "out", "uri": f"mem://{RUN}/bindings/svc{n}/out.md",
+                         "extension": "md", "size_bytes": 2, "sha256": "", "text": "ok",
+                         "truncated": False, "decode_errors": False})
+    services = [{"run_id": RUN, "run_uri": f"mem://{RUN}", "service": f"svc{n}",
+                 "kind": "service", "contract_source": "services/x.md", "declared_errors": [],
+                 "errored": False, "error_name": None, "error_detail": None,
+                 "log_status": "completed", "position": n} for n in range(len(CASES))]
+    out = clause_frame(frame("clauses", clauses), frame("services", services),
+                       frame("bindings", bindings))
+    assert out.height == len(CASES)
+    return out
+
+
+def _shape(column: str, value):
+    """The comparable form of an analysed column."""
+    if column == "quantities":
+        return [(v["min"], v["max"], v["measure"], v["scope"]) for v in value]
+    if column == "literals":
+        return [(v["text"], v["mode"]) for v in value]
+    if column == "enums":
+        return [(v["field"], v["values"]) for v in value]
+    if column == "fields":
+        return [(v["name"], v["nested"]) for v in value]
+    if column == "ranges":
+        return [(v["field"], v["lo"], v["hi"]) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("n", range(len(CASES)),
+                         ids=[f"{c[0][:50]}{'+' + str(len(c[1])) if c[1] else ''}"
+                              for c in CASES])
+def test_requirements(analysed, n):
+    description, _, expected = CASES[n]
+    row = analysed.filter(pl.col("clause_id") == f"c{n}").row(0, named=True)
+    got = {column: _shape(column, row[column]) for column in expected}
+    if "quantities" in expected:  # order of extraction is not part of the contract
+        got["quantities"] = sorted(got["quantities"], key=str)
+        expected = {**expected, "quantities": sorted(expected["quantities"], key=str)}
+    assert got == expected, description
+
+
+def test_analysis_is_one_pass_over_many_clauses():
+    """Thousands of clauses are analysed in one frame; equal texts give equal requirements."""
+    texts = [c[0] for c in CASES if not c[1]] * 60
+    n = len(texts)
+    base = {"run_id": RUN, "run_uri": f"mem://{RUN}", "service": "svc", "output_service": None,
+            "condition": None, "optional": False, "kind": "ensures", "parent_position": None}
+    clauses = frame("clauses", [{**base, "clause_id": f"k{i}", "position": i,
+                                 "output_name": f"o{i}", "text": t, "description": t}
+                                for i, t in enumerate(texts)])
+    services = frame("services", [{"run_id": RUN, "run_uri": f"mem://{RUN}", "service": "svc",
+                                   "kind": "service", "declared_errors": [], "errored": False,
+                                   "log_status": "completed", "position": 1}])
+    out = clause_frame(clauses, services, frame("bindings", []))
+    assert out.height == n > 3000
+    per_text = out.group_by("description").agg(
+        pl.col("quantities").n_unique().alias("q"), pl.col("literals").n_unique().alias("l"),
+        pl.col("formats").n_unique().alias("f"))
+    assert per_text.select((pl.col("q", "l", "f") == 1).all()).row(0) == (True, True, True)

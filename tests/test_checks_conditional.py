@@ -1,0 +1,184 @@
+"""Conditional ensures: triggered by a declared error, graded on the degraded output, the
+primary ensures not held against the service, and untested paths recommended."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from check_runs import grade_folder, run_id, write_service_run
+
+from pipeline.reports import build_reports
+
+ENSURES = """\
+- `findings`: a numbered list of at least 3 findings
+- if no sources are found: a `findings` file stating "no results"
+"""
+ERRORS = "- `no-results`: nothing relevant was found"
+
+RUNS = {
+    # the degraded output is there and says what the clause wants
+    "degraded-ok": dict(outputs={"findings.md": "Searched 4 indexes: no results."},
+                        error=("no-results", "No source matched.")),
+    # the degraded output is there but does not say it
+    "degraded-wrong": dict(outputs={"findings.md": "Searched 4 indexes."},
+                           error=("no-results", "No source matched.")),
+    # the service errored and published nothing at all
+    "degraded-missing": dict(outputs={"other.md": "scratch"},
+                             error=("no-results", "No source matched.")),
+    # an error the service never declared: no degraded path, the primary ensures hold
+    "undeclared-error": dict(outputs={"findings.md": "1. only one"},
+                             error=("disk-full", "No space left.")),
+    # no error: the conditional path is untested
+    "no-error": dict(outputs={"findings.md": "1. a\n2. b\n3. c"}),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conditional-runs")
+    for n, spec in enumerate(RUNS.values()):
+        write_service_run(root, run_id(n), ensures=ENSURES, errors=ERRORS, **spec)
+    tables, frame = grade_folder(root)
+    return tables, frame
+
+
+def clause(graded, name: str, kind: str) -> tuple[dict, pl.DataFrame]:
+    tables, frame = graded
+    rid = run_id(list(RUNS).index(name))
+    cid = frame.filter((pl.col("run_id") == rid) & (pl.col("kind") == kind))["clause_id"].item()
+    mine = (pl.col("run_id") == rid) & (pl.col("clause_id") == cid)  # ids repeat across runs
+    verdict = tables["clause_verdicts"].filter(mine).row(0, named=True)
+    checks = tables["checks"].filter(mine)
+    return verdict, checks
+
+
+def outcomes(checks: pl.DataFrame) -> dict[str, str]:
+    return dict(checks.select("check", "outcome").iter_rows())
+
+
+def test_degraded_output_is_graded_when_triggered(graded):
+    verdict, checks = clause(graded, "degraded-ok", "conditional")
+    assert outcomes(checks) == {"degraded_output_provided": "passed", "error_declared": "passed",
+                                "literal": "passed"}
+    assert verdict["verdict"] == "satisfied"
+    literal = checks.filter(pl.col("check") == "literal").row(0, named=True)
+    assert literal["detail"] == "`findings` contains “no results”"
+    assert literal["evidence"] == "“Searched 4 indexes: no results.”"
+
+
+def test_degraded_output_that_misses_the_phrase_is_violated(graded):
+    verdict, checks = clause(graded, "degraded-wrong", "conditional")
+    assert outcomes(checks)["literal"] == "failed"
+    assert verdict["verdict"] == "violated"
+    assert verdict["evidence"] == "no “no results” in `findings`"
+
+
+def test_missing_degraded_output_is_violated(graded):
+    verdict, checks = clause(graded, "degraded-missing", "conditional")
+    assert outcomes(checks) == {"degraded_output_provided": "failed", "error_declared": "passed"}
+    assert verdict["verdict"] == "violated"
+    assert "no non-empty `findings` was published after error 'no-results'" in verdict["evidence"]
+
+
+def test_primary_ensures_are_not_held_against_the_degraded_path(graded):
+    for name in ("degraded-ok", "degraded-wrong", "degraded-missing"):
+        verdict, checks = clause(graded, name, "ensures")
+        # nothing was counted or published-checked: one open note, and the clause is set aside
+        assert outcomes(checks) == {"degraded_path": "undecided"}, name
+        assert verdict["verdict"] == "not_evaluable"
+        assert verdict["reason"].startswith("not held against `svc`: it errored with declared "
+                                            "error 'no-results'")
+
+
+def test_an_undeclared_error_opens_no_degraded_path(graded):
+    verdict, checks = clause(graded, "undeclared-error", "conditional")
+    assert outcomes(checks)["error_declared"] == "failed"
+    assert verdict["verdict"] == "violated"
+    primary, primary_checks = clause(graded, "undeclared-error", "ensures")
+    # graded as usual: a numbered list, but of 1 finding, not 3
+    assert (outcomes(primary_checks)["format"], outcomes(primary_checks)["count"]) == (
+        "passed", "failed")
+    assert primary["verdict"] == "partially_satisfied"
+
+
+def test_untested_conditional_paths_are_recommended(graded):
+    tables, frame = graded
+    verdict, checks = clause(graded, "no-error", "conditional")
+    assert outcomes(checks) == {"condition_triggered": "undecided"}
+    assert verdict["verdict"] == "not_evaluable"
+    reports = {json.loads(text)["run_id"]: json.loads(text)
+               for text in build_reports(tables, frame).values()}
+    report = reports[run_id(list(RUNS).index("no-error"))]
+    # everything that could be checked passed, and the untested path is still reported
+    assert [c["verdict"] for s in report["services"] for c in s["ensures_clauses"]
+            if c["text"].startswith("`findings`")] == ["satisfied"]
+    assert report["conditional_ensures"] == [{
+        "clause": 'if no sources are found: a `findings` file stating "no results"',
+        "service": "svc", "condition_triggered": False, "degraded_output_provided": None}]
+    assert any(r.startswith("svc: untested conditional path: add a run (or fixture) in which "
+                            "“no sources are found” occurs") for r in report["recommendations"])
+
+
+def test_a_program_conditional_reads_the_output_a_service_published(tmp_path):
+    write_service_run(
+        tmp_path, run_id(1), ensures="- `report`: a brief", errors=ERRORS,
+        outputs={"report.md": "Claim A (unverified). Claim B (unverified)."},
+        error=("no-results", "nothing"),
+        program_ensures="- `report`: the brief\n"
+                        "- if no sources are found: every claim in `report` is marked "
+                        "“unverified”")
+    tables, frame = grade_folder(tmp_path)
+    row = frame.filter((pl.col("service") == "demo") & (pl.col("kind") == "conditional"))
+    assert row.select("target_output", "triggered", "binding_uri").row(0) == (
+        "report", True, f"{tmp_path}/{run_id(1)}/bindings/svc/report.md")
+    checks = tables["checks"].filter(pl.col("clause_id") == row["clause_id"].item())
+    literal = checks.filter(pl.col("check") == "literal").row(0, named=True)
+    assert (literal["outcome"], literal["evidence"]) == (
+        "passed", "“Claim A (unverified). Claim B (unverified).”")
+
+
+def test_a_conditional_naming_no_output_is_judged_on_all_the_service_published(tmp_path):
+    ensures = ('- `data`: the account data\n'
+               '- if the crm api is unavailable: cached data flagged as "stale"')
+    write_service_run(tmp_path, run_id(1), ensures=ensures,
+                      errors="- `crm-unavailable`: the CRM API did not answer",
+                      outputs={"data.md": "plan: pro", "note.md": "Using cached data (stale)."},
+                      error=("crm-unavailable", "timeout"))
+    write_service_run(tmp_path, run_id(2), ensures=ensures,
+                      errors="- `crm-unavailable`: the CRM API did not answer",
+                      outputs={"data.md": "plan: pro"}, error=("crm-unavailable", "timeout"))
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional").sort("run_id")
+    assert cond["output_scope"].to_list() == ["service", "service"]
+    literal = (tables["checks"].filter(pl.col("check") == "literal")
+               .join(cond.select("clause_id", "run_id"), on=["clause_id", "run_id"])
+               .sort("run_id"))
+    assert literal["outcome"].to_list() == ["passed", "failed"]
+    assert literal["evidence"].to_list()[1] == "no “stale” in the outputs of `svc`"
+
+
+def test_an_unnamed_log_error_triggers_only_conditionals_it_names(tmp_path):
+    """`---error … timeout` then `---resume`: the program errored, but not with "no sources"."""
+    program = ("- `report`: the brief\n"
+               "- if fact-checking finds no sources: every claim in `report` is marked "
+               "“unverified”\n"
+               "- if the search hits a timeout: a `report` stating \"partial\"")
+    write_service_run(tmp_path, run_id(1), ensures="- `report`: a brief", errors=ERRORS,
+                      outputs={"report.md": "A partial brief."}, program_ensures=program,
+                      log="---error 2026-11-10T06:41:12Z timeout\n---resume\n")
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter((pl.col("service") == "demo") & (pl.col("kind") == "conditional"))
+    assert dict(cond.select("condition", "triggered").iter_rows()) == {
+        "fact-checking finds no sources": False, "the search hits a timeout": True}
+    untested = tables["checks"].filter(pl.col("check") == "condition_triggered")
+    assert untested["evidence"].to_list() == [
+        "the service errored with '(unnamed)', which this condition does not name"]
+    # the triggered one is graded on its output; an unnamed error is neither declared nor not
+    timeout = cond.filter(pl.col("condition") == "the search hits a timeout")["clause_id"].item()
+    graded = tables["checks"].filter(pl.col("clause_id") == timeout)
+    assert dict(graded.select("check", "outcome").iter_rows()) == {
+        "degraded_output_provided": "passed", "literal": "passed"}
+    assert tables["clause_verdicts"].filter(pl.col("clause_id") == timeout)["verdict"].item() \
+        == "satisfied"

@@ -1,0 +1,177 @@
+"""Code-first graders: the README's example grader runs as written; bad graders are refused
+with a message that says what to do."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from check_runs import grade_folder, run_id, write_service_run
+from typer.testing import CliRunner
+
+from pipeline.checks import (
+    DEFAULT_GRADER_ID,
+    FAILED,
+    Check,
+    Grader,
+    GraderError,
+    builtin_checks,
+    check,
+    default_grader,
+)
+from pipeline.cli import app
+from pipeline.exit_codes import USAGE
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "grader_example.py"
+
+
+def grade_cli(runs: Path, out: Path, *args: str):
+    return CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1",
+                                    "--json", *args])
+
+
+def stored(out: Path, table: str) -> pl.DataFrame:
+    return pl.read_parquet(out / table / "**" / "*.parquet", hive_partitioning=True)
+
+
+def test_readme_shows_the_example_exactly():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert EXAMPLE.read_text(encoding="utf-8") in blocks
+
+
+def test_the_example_grader_runs(tmp_path):
+    runs = tmp_path / "runs"
+    write_service_run(runs, run_id(1), ensures="- `reply`: a final reply citing its source",
+                      outputs={"reply.md": "Fixed, see https://status.example/1 for details."})
+    write_service_run(runs, run_id(2), ensures="- `reply`: a final reply citing its source",
+                      outputs={"reply.md": "TODO: write the reply"})
+    result = grade_cli(runs, tmp_path / "results", "--grader", str(EXAMPLE))
+    assert result.exit_code == 0, result.output
+    checks = stored(tmp_path / "results", "checks")
+    assert set(checks["grader_id"]) == {"acme.contract.grader/v1"}
+    mine = (checks.filter(pl.col("check").is_in(["sources_cited", "no_placeholders"]))
+            .sort("run_id", "check").select("run_id", "check", "outcome", "evidence").rows())
+    assert mine == [
+        (run_id(1), "no_placeholders", "undecided", "no TODO, TBD or lorem ipsum found"),
+        (run_id(1), "sources_cited", "passed", "1 URLs, first https://status.example/1"),
+        (run_id(2), "no_placeholders", "failed", "“TODO: write the reply”"),
+        (run_id(2), "sources_cited", "failed", "no URL in `reply`"),
+    ]
+    verdicts = stored(tmp_path / "results", "clause_verdicts").sort("run_id")
+    assert verdicts["verdict"].to_list()[1] == "violated"
+
+
+def test_default_grader_is_v2_and_stamps_every_row(tmp_path):
+    assert DEFAULT_GRADER_ID == "prose.contract.grader/v2"
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    assert grade_cli(tmp_path / "runs", tmp_path / "results").exit_code == 0
+    for table in ("checks", "clause_verdicts", "run_scores"):
+        assert set(stored(tmp_path / "results", table)["grader_id"]) == {DEFAULT_GRADER_ID}
+
+
+@pytest.mark.parametrize("bad", ["", "prose.contract/v1", "Prose.grader/v1", "x.grader/v0",
+                                 "x.grader/v1.2", "x.grader/1", ".grader/v1", "a b.grader/v1"])
+def test_malformed_grader_id_is_rejected(bad):
+    with pytest.raises(GraderError, match=r"is malformed: expected '<name>\.grader/v<integer>'"):
+        Grader(bad, builtin_checks())
+
+
+@pytest.mark.parametrize("good", ["x.grader/v1", "prose.contract.grader/v12",
+                                  "acme-team.contract_2.grader/v3"])
+def test_wellformed_grader_ids_are_accepted(good):
+    assert Grader(good, builtin_checks()).grader_id == good
+
+
+def test_a_grader_with_no_check_is_rejected():
+    with pytest.raises(GraderError, match="has no checks: a grader with no evidence cannot pass"):
+        Grader("empty.grader/v1", [])
+
+
+def test_a_check_listed_twice_is_rejected():
+    with pytest.raises(GraderError, match="lists a check twice"):
+        Grader("twice.grader/v1", [*builtin_checks(), builtin_checks()[0]])
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("from pipeline.checks import Grader\ngrader = Grader('acme/v1', [])\n",
+     "grader id 'acme/v1' is malformed"),
+    ("from pipeline.checks import Grader\ngrader = Grader('acme.grader/v1', [])\n",
+     "has no checks"),
+    ("from pipeline.checks import default_grader\nmine = default_grader()\n",
+     "must define `grader = Grader('<name>.grader/v<N>', [...])`"),
+    ("import polars as pl\ndef broken(:\n", "could not be loaded: SyntaxError"),
+])
+def test_a_bad_grader_file_stops_grade_with_a_clear_message(tmp_path, body, message):
+    path = tmp_path / "my_grader.py"
+    path.write_text(body)
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
+    assert result.exit_code == USAGE
+    flat = " ".join(result.output.split())
+    assert message in flat and str(path.name) in flat
+    assert not (tmp_path / "results" / "checks").exists()
+
+
+def test_a_malformed_grader_id_option_stops_grade(tmp_path):
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader-id", "v2")
+    assert result.exit_code == USAGE
+    assert "grader id 'v2' is malformed" in " ".join(result.output.split())
+
+
+def test_a_grader_whose_checks_never_apply_cannot_pass(tmp_path):
+    @check("never_applies")
+    def never_applies() -> Check:
+        return Check(applies=pl.lit(False), outcome=FAILED, detail=pl.lit("nothing"),
+                     evidence=pl.lit(""), confidence=pl.lit(100))
+
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    tables, _ = grade_folder(tmp_path, Grader("idle.grader/v1", [never_applies()]))
+    assert tables["checks"].is_empty()
+    verdict = tables["clause_verdicts"].row(0, named=True)
+    assert (verdict["verdict"], verdict["outcome"], verdict["reason"]) == (
+        "not_evaluable", "undecided", "no check applies to this clause")
+    run = tables["run_scores"].row(0, named=True)
+    assert (run["overall_verdict"], run["outcome_verdict"]) == ("not_evaluable", "undecided")
+
+
+def test_each_judges_one_row_per_element_and_precondition_sets_the_role(tmp_path):
+    """`each` and `precondition`, the two Check options a user grader may need."""
+    @check("word_cap")
+    def word_cap() -> Check:
+        q = pl.col("quantities")
+        ok = pl.col("n_words") <= q.struct.field("max").fill_null(1 << 30)
+        return Check(applies=pl.col("has_output"), each="quantities",
+                     outcome=pl.when(ok).then(pl.lit("passed")).otherwise(pl.lit("failed")),
+                     detail=q.struct.field("phrase"), evidence=pl.format("{}", "n_words"),
+                     confidence=pl.lit(90))
+
+    @check("nonempty")
+    def nonempty() -> Check:
+        return Check(applies=pl.lit(True), precondition=True,
+                     outcome=pl.when(pl.col("has_output")).then(pl.lit("passed"))
+                     .otherwise(pl.lit("failed")),
+                     detail=pl.lit("published"), evidence=pl.lit(""), confidence=pl.lit(95))
+
+    grader = Grader("caps.grader/v1", [nonempty(), word_cap()])
+    assert grader.preconditions == ("nonempty",)
+    write_service_run(tmp_path, run_id(1),
+                      ensures="- `out`: at most 3 words, at least 1 word, under 9 words",
+                      outputs={"out.md": "one two three four"})
+    tables, _ = grade_folder(tmp_path, grader)
+    rows = tables["checks"].filter(pl.col("check") == "word_cap").sort("detail")
+    assert rows.select("detail", "outcome").rows() == [
+        ("at least 1 word", "passed"), ("at most 3 words", "failed"),
+        ("under 9 words", "passed")]
+    # the precondition passed but is no requirement: 2 of 3 requirements passed
+    assert tables["clause_verdicts"]["verdict"].item() == "partially_satisfied"
+    assert default_grader().preconditions == ("output_published", "degraded_output_provided",
+                                              "error_declared")

@@ -1,0 +1,379 @@
+"""Table-driven tests of the check library: a clause and an output go in, the check's outcome
+and evidence and the clause's verdict come out.
+
+Every case is a real run folder (one service, one ensures item, one output) written to disk
+and graded as one batch through the real pipeline, so cases also prove that heterogeneous
+clauses judged side by side in one vectorized pass do not leak into each other. Every
+deciding check has a case in each direction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+import pytest
+from check_runs import grade_folder, run_id, write_service_run
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    clause: str                 # the ensures item after "- `out`: "
+    output: str                 # the text of bindings/svc/out.md (or the file below)
+    check: str                  # the check whose row is asserted
+    outcome: str                # its expected outcome
+    verdict: str                # the clause's expected verdict
+    evidence: str               # a piece of the check's evidence (exact, case-sensitive)
+    select: str = ""            # a piece of the check's detail, when a clause has several rows
+    file: str = "out.md"
+    details: tuple[str, ...] = field(default_factory=tuple)  # sub-items under the clause
+
+
+JSON_SOURCES = '[{"url": "https://a.example/1", "title": "A"}, {"url": "https://b.example/2"}]'
+TABLE = "| claim | severity |\n|---|---|\n| rates fell | high |\n| costs rose | {sev} |\n"
+
+CASES = [
+    # ---- formats: both directions for each named format
+    Case("json-passes", "the decision as JSON", '{"action": "approve"}', "format", "passed",
+         "satisfied", "valid JSON object"),
+    Case("json-fails", "the decision as JSON", "approve, I think {", "format", "failed",
+         "violated", "not valid JSON: “approve, I think {”"),
+    Case("json-fenced-passes", "the decision as JSON", '```json\n{"action": "approve"}\n```',
+         "format", "passed", "satisfied", "(inside one fenced block)"),
+    Case("table-passes", "a markdown table", TABLE.format(sev="low"), "format", "passed",
+         "satisfied", "table header “| claim | severity |”"),
+    Case("table-fails", "a markdown table", "claim, severity\nrates fell, high", "format",
+         "failed", "violated", "no markdown table"),
+    Case("numbered-passes", "a numbered list", "1. first\n2. second", "format", "passed",
+         "satisfied", "2 numbered and 0 bulleted items; first: “first”"),
+    Case("numbered-fails-on-bullets", "a numbered list", "- first\n- second", "format",
+         "failed", "violated", "a bulleted list, not a numbered one"),
+    Case("bulleted-passes", "a bulleted list", "- first\n* second", "format", "passed",
+         "satisfied", "0 numbered and 2 bulleted items"),
+    Case("bulleted-fails-on-numbers", "a bulleted list", "1. first\n2. second", "format",
+         "failed", "violated", "a numbered list, not a bulleted one"),
+    Case("list-passes", "a list", "intro\n\n1) one\n2) two", "format", "passed", "satisfied",
+         "2 numbered and 0 bulleted items"),
+    Case("list-fails", "a list", "one, two and three", "format", "failed",
+         "violated", "no a list in `out`"),
+    Case("code-block-passes", "a fenced code block", "Patch:\n\n```diff\n+x\n```\n", "format",
+         "passed", "satisfied", "fenced block “```diff”"),
+    Case("code-block-fails", "a fenced code block", "+x\n-y", "format", "failed",
+         "violated", "no a fenced code block"),
+    Case("yaml-passes", "a YAML document", "name: rungrade\nversion: 2\ntags:\n  - a\n",
+         "format", "passed", "satisfied", "“name: rungrade"),
+    Case("yaml-fails", "a YAML document", "This is a sentence about YAML.", "format", "failed",
+         "violated", "no YAML in `out`"),
+    Case("csv-passes", "a CSV file", 'name,score\nann,3\n"bo, jr",4\n', "format", "passed",
+         "satisfied", "“name,score"),
+    Case("csv-fails", "a CSV file", "name,score\nann", "format", "failed", "violated",
+         "no CSV in `out`"),
+    Case("markdown-passes", "a markdown note", "# Note\n\nAll **good**.", "format", "passed",
+         "satisfied", "markdown syntax: “# Note"),
+    Case("markdown-fails-on-json", "a markdown note", '{"note": "x"}', "format", "failed",
+         "violated", "JSON, not markdown"),
+    Case("markdown-plain-text", "a markdown note", "Plain words only.", "format", "passed",
+         "satisfied", "plain text with no markdown syntax (valid markdown)"),
+    Case("json-array-shape-passes", "a JSON array", "[1, 2]", "json_shape", "passed",
+         "satisfied", "a JSON array of 2 elements"),
+    Case("json-array-shape-fails", "a JSON array", '{"a": 1}', "json_shape", "failed",
+         "partially_satisfied", "a JSON object"),
+
+    # ---- counts and lengths
+    Case("at-least-passes", "a JSON array of at least 2 sources", JSON_SOURCES, "count",
+         "passed", "satisfied", "`out` has 2 JSON array elements"),
+    Case("at-least-fails", "a JSON array of at least 5 sources", JSON_SOURCES, "count",
+         "failed", "partially_satisfied", "`out` has 2 JSON array elements"),
+    Case("plus-passes", "a list of 3+ items", "- a\n- b\n- c", "count", "passed", "satisfied",
+         "`out` has 3 list items; first: “a”; last: “c”"),
+    Case("plus-fails", "a list of 3+ items", "- a\n- b", "count", "failed",
+         "partially_satisfied", "`out` has 2 list items"),
+    Case("paragraph-range-passes", "2-3 paragraphs", "One here.\n\nTwo here.", "count",
+         "passed", "satisfied", "`out` has 2 paragraphs"),
+    Case("paragraph-range-fails", "2-3 paragraphs", "A.\n\nB.\n\nC.\n\nD.", "count", "failed",
+         "violated", "`out` has 4 paragraphs"),
+    Case("exactly-one-sentence-passes", "exactly one sentence", "It worked, mostly.", "count",
+         "passed", "satisfied", "`out` has 1 sentences"),
+    Case("exactly-one-sentence-fails", "exactly one sentence", "It worked. Mostly.", "count",
+         "failed", "violated", "`out` has 2 sentences"),
+    Case("bare-one-sentence-passes", "one sentence", "Overall fine.", "count", "passed",
+         "satisfied", "1 sentences"),
+    Case("top-n-passes", "a numbered list of the top 3 results", "1. a\n2. b\n3. c", "count",
+         "passed", "satisfied", "3 numbered items"),
+    Case("top-n-fails", "a numbered list of the top 3 results", "1. a\n2. b\n3. c\n4. d",
+         "count", "failed", "partially_satisfied", "4 numbered items"),
+    Case("at-most-words-passes", "at most 5 words", "one two three four five", "count",
+         "passed", "satisfied", "`out` has 5 words"),
+    # tabs, newlines and no-break spaces all separate words
+    Case("at-most-words-fails-with-tabs-newlines-nbsp", "at most 5 words",
+         "one\ttwo\nthree\u00a0four five six", "count", "failed", "violated",
+         "`out` has 6 words"),
+    Case("nbsp-separates-words", "at most 2 words", "one\u00a0two", "count", "passed",
+         "satisfied", "`out` has 2 words"),
+    Case("under-characters-passes", "under 20 characters", "short enough", "count", "passed",
+         "satisfied", "`out` has 12 characters"),
+    Case("under-characters-fails", "under 20 characters", "x" * 20, "count", "failed",
+         "violated", "`out` has 20 characters"),
+    Case("each-under-words-passes", "a bulleted list, each under 5 words",
+         "- one two\n- three four five six", "count", "passed", "satisfied",
+         "all 2 items within bounds", select="each under 5 words"),
+    Case("each-under-words-fails", "a bulleted list, each under 5 words",
+         "- one two\n- three four five six seven\n- eight", "count", "failed",
+         "partially_satisfied", "item 2 of 3 has 5 words: “three four five six seven”",
+         select="each under 5 words"),
+    # headings and list items are not paragraphs: the second paragraph is the long one
+    Case("each-paragraph-at-most-words-fails", "text where each paragraph has at most 3 words",
+         "# Title\n\nShort one.\n\n- a list item here\n\nThis paragraph has six words.",
+         "count", "failed", "violated",
+         "paragraph 2 of 2 has 5 words: “This paragraph has six words.”"),
+    Case("followed-by-one-paragraph-passes", "a score, followed by exactly one paragraph",
+         "**Score: 7**\n\nBecause the evidence is thin.", "count", "passed", "satisfied",
+         "`out` has 1 paragraphs after its first line"),
+    Case("followed-by-one-paragraph-fails", "a score, followed by exactly one paragraph",
+         "**Score: 7**\n\nBecause.\n\nAnd also.", "count", "failed", "violated",
+         "`out` has 2 paragraphs after its first line"),
+    Case("followed-by-one-sentence-on-one-line", "a score from 0-100, followed by exactly one "
+         "sentence", "**Risk: 68/100** — the change touches every request path.", "count",
+         "passed", "satisfied", "`out` has 1 sentences after its first line"),
+    Case("distinct-urls-passes", "at least 2 distinct URLs",
+         "See https://a.example/x and https://b.example/y.", "count", "passed", "satisfied",
+         "`out` has 2 distinct URLs"),
+    Case("distinct-urls-fails", "at least 2 distinct URLs",
+         "See https://a.example/x and https://a.example/x again.", "count", "failed",
+         "violated", "`out` has 1 distinct URLs"),
+    Case("each-with-url-fails", "a bulleted list, each with a source URL",
+         "- a https://a.example\n- b, no link", "count", "failed", "partially_satisfied",
+         "item 2 of 2 has 0 distinct URLs", select="each with a source URL"),
+    Case("count-undecided-without-structure", "at least 3 findings", "Prose, no list at all.",
+         "count", "undecided", "not_evaluable",
+         "no list, table or JSON array in `out` in which to count findings"),
+
+    # ---- exact phrases (deciding, both ways)
+    Case("contains-passes", 'a note stating "no results"', "Sadly: no results today.",
+         "literal", "passed", "satisfied", "“Sadly: no results today.”"),
+    Case("contains-fails", 'a note stating "no results"', "We found three.", "literal",
+         "failed", "violated", "no “no results” in `out`"),
+    Case("contains-ignoring-case-passes", 'a note stating "no results"', "No results.",
+         "literal", "passed", "satisfied", "(ignoring case)"),
+    Case("starts-passes", 'one sentence beginning with "Overall:"', "Overall: fine.",
+         "literal", "passed", "satisfied", "first line: “Overall: fine.”"),
+    Case("starts-fails", 'one sentence beginning with "Overall:"', "In short: fine.",
+         "literal", "failed", "partially_satisfied", "first line: “In short: fine.”"),
+    Case("ends-passes", "a reply that ends with the sign-off “— The Team”",
+         "Thanks for writing.\n\n— The Team", "literal", "passed", "satisfied",
+         "ends: “Thanks for writing. — The Team”"),
+    Case("ends-fails", "a reply that ends with the sign-off “— The Team”",
+         "— The Team\n\nThanks for writing.", "literal", "failed", "violated",
+         "ends: “— The Team Thanks for writing.”"),
+    Case("ends-with-section-passes", "a brief that ends with a `## Sources` section",
+         "# Brief\n\nText.\n\n## Sources\n\n- https://a.example", "literal", "passed",
+         "satisfied", "last heading: “## Sources”"),
+    Case("ends-with-section-fails", "a brief that ends with a `## Sources` section",
+         "# Brief\n\n## Sources\n\n- a\n\n## Appendix\n\nmore", "literal", "failed",
+         "violated", "last heading: “## Appendix”"),
+    Case("first-line-passes", "a comment whose first line is exactly `### Review`",
+         "### Review\nLooks fine.", "literal", "passed", "satisfied",
+         "first line: “### Review”"),
+    Case("first-line-fails", "a comment whose first line is exactly `### Review`",
+         "### Review of PR 12\nLooks fine.", "literal", "failed", "violated",
+         "first line: “### Review of PR 12”"),
+    Case("exact-passes", "the reply is exactly `eval-sender`", "  eval-sender\n", "literal",
+         "passed", "satisfied", "the output is “eval-sender”"),
+    # SPEC §4: a sentence that mentions the value is not exactly the value
+    Case("exact-fails-on-a-sentence", "the reply is exactly `eval-sender`",
+         "The sender is not eval-sender.", "literal", "failed", "violated",
+         "the output is “The sender is not eval-sender.”"),
+    Case("exact-is-case-sensitive", "the reply is exactly `eval-sender`", "Eval-Sender",
+         "literal", "failed", "violated", "the output is “Eval-Sender”"),
+    Case("exact-phrase-unquoted-passes", "a summary containing the exact phrase Final answer",
+         "Final answer: 42", "literal", "passed", "satisfied", "“Final answer: 42”"),
+    Case("exact-phrase-unquoted-fails", "a summary containing the exact phrase Final answer",
+         "The answer is 42", "literal", "failed", "violated",
+         "no “Final answer” in `out`"),
+    Case("alternative-passes", 'a bulleted list of the ids, or the single line "none"',
+         "none", "alternative_output", "passed", "satisfied",
+         "the output is “none”"),
+    Case("alternative-not-taken", 'a bulleted list of the ids, or the single line "none"',
+         "- id-1\n- id-2", "format", "passed", "satisfied", "0 numbered and 2 bulleted items"),
+
+    # ---- one-sided detectors: failed or undecided, never passed (SPEC §4 boundaries)
+    Case("forbidden-found", 'a reply that never mentions the password "hunter2"',
+         "the password is hunter2", "forbidden_literal", "failed", "violated",
+         "“the password is hunter2”"),
+    Case("forbidden-inside-letters", 'a reply that never mentions the password "hunter2"',
+         "éhunter2é", "forbidden_literal", "undecided", "not_evaluable",
+         "“hunter2” not found in `out` as a whole word"),
+    Case("forbidden-as-prefix", 'a reply that never mentions the password "hunter2"',
+         "hunter20", "forbidden_literal", "undecided", "not_evaluable",
+         "finding nothing establishes nothing"),
+    Case("forbidden-ignores-case", 'a reply that never mentions the password "hunter2"',
+         "It was HUNTER2!", "forbidden_literal", "failed", "violated",
+         "“It was HUNTER2!”"),
+    Case("forbidden-underscore-is-a-word-character",
+         'a reply that never mentions the password "hunter2"', "hunter2_backup",
+         "forbidden_literal", "undecided", "not_evaluable", "not found"),
+    Case("secret-found-and-masked", "a log that never contains API keys or secrets",
+         "deploy with AKIAABCDEFGHIJKLMNOP now", "no_secrets", "failed", "violated",
+         "“AKIA”… (20 characters, the rest masked)"),
+    Case("secret-not-found", "a log that never contains API keys or secrets",
+         "deployed fine", "no_secrets", "undecided", "not_evaluable",
+         "no key, token or password pattern found"),
+
+    # ---- enumerated values
+    Case("enum-whole-passes", 'one of "approve", "reject", or "escalate"', "**Approve**",
+         "enum_value", "passed", "satisfied", "the output is “**Approve**”"),
+    Case("enum-whole-fails", 'one of "approve", "reject", or "escalate"', "approve later",
+         "enum_value", "failed", "violated", "the output is “approve later”"),
+    Case("enum-table-column-passes",
+         'a markdown table with columns `claim`, `severity`, where severity is one of "low", '
+         '"high"', TABLE.format(sev="low"), "enum_value", "passed", "satisfied",
+         "`severity` values: high, low"),
+    Case("enum-table-column-fails",
+         'a markdown table with columns `claim`, `severity`, where severity is one of "low", '
+         '"high"', TABLE.format(sev="critical"), "enum_value", "failed",
+         "partially_satisfied", "“critical” is not one of “low”, “high”"),
+    Case("enum-json-field-passes", "a JSON object with fields:", '{"status": "late"}',
+         "enum_value", "passed", "satisfied", "`status` values: late",
+         details=('`status`: one of "ok", "late"',)),
+    Case("enum-json-field-fails", "a JSON object with fields:", '{"status": "lost"}',
+         "enum_value", "failed", "partially_satisfied", "“lost” is not one of “ok”, “late”",
+         details=('`status`: one of "ok", "late"',)),
+    Case("enum-field-absent-undecided", "a JSON object with fields:", '{"other": 1}',
+         "enum_value", "undecided", "partially_satisfied", "no value of `status` found",
+         details=('`status`: one of "ok", "late"',)),
+
+    # ---- required fields
+    Case("fields-every-element-passes", "a JSON array of sources, each object with fields:",
+         '[{"url": "u1", "title": "t"}, {"url": "u2", "title": "s"}]', "required_field",
+         "passed", "satisfied", "key `title` in 2 of 2 array elements", select="`title`",
+         details=("`url`: the address", "`title`: the page title")),
+    Case("fields-every-element-fails", "a JSON array of sources, each object with fields:",
+         JSON_SOURCES, "required_field", "failed", "partially_satisfied",
+         "key `title` in 1 of 2 array elements", select="`title`",
+         details=("`url`: the address", "`title`: the page title")),
+    Case("fields-object-passes", "a JSON object with fields:", '{"checked": 4}',
+         "required_field", "passed", "satisfied", "top-level keys: checked",
+         details=("`checked`: the number of claims checked",)),
+    Case("fields-object-fails", "a JSON object with fields:", '{"count": 4}',
+         "required_field", "failed", "partially_satisfied", "top-level keys: count",
+         details=("`checked`: the number of claims checked",)),
+    Case("fields-table-column-passes", "a markdown table with columns `claim`, `severity`",
+         TABLE.format(sev="low"), "required_field", "passed", "satisfied",
+         "table columns: claim, severity", select="`severity`"),
+    Case("fields-table-column-fails", "a markdown table with columns `claim`, `source`",
+         TABLE.format(sev="low"), "required_field", "failed", "partially_satisfied",
+         "table columns: claim, severity", select="`source`"),
+    Case("fields-labels-passes", "a citation containing: title, author and year",
+         "Title: Dune\nAuthor: Herbert\nYear: 1965", "required_field", "passed", "satisfied",
+         "Year: 1965”", select="`year`"),
+    Case("fields-labels-fails", "a citation containing: title, author and year",
+         "Title: Dune\nAuthor: Herbert", "required_field", "failed", "partially_satisfied",
+         "no `year` field, label or heading in `out`", select="`year`"),
+    Case("fields-mentioned-undecided", "a citation containing: title, author and year",
+         "Title: Dune\nAuthor: Herbert, in the year 1965", "required_field", "undecided",
+         "satisfied", "`year` is mentioned but not as a labelled field or heading",
+         select="`year`"),
+
+    # ---- numeric ranges
+    Case("range-passes", "a score from 0-100", "**Confidence: 62/100**", "numeric_range",
+         "passed", "satisfied", "“**Confidence: 62/100**”"),
+    Case("range-fails", "a score from 0-100", "Confidence: 140/100", "numeric_range", "failed",
+         "violated", "“Confidence: 140/100”"),
+    Case("range-fails-without-number", "a score from 0-100", "high confidence",
+         "numeric_range", "failed", "violated", "no number in `out`"),
+    Case("range-field-passes", "a JSON object with fields:", '{"sla_hours": 24}',
+         "numeric_range", "passed", "satisfied", "`sla_hours` values: 24",
+         details=("`sla_hours`: an integer from 1-72",)),
+    Case("range-field-fails", "a JSON object with fields:", '{"sla_hours": 96}',
+         "numeric_range", "failed", "partially_satisfied", "`sla_hours` values: 96",
+         details=("`sla_hours`: an integer from 1-72",)),
+    Case("bound-field-passes", "a JSON object with fields:", '{"checked": 4}', "numeric_range",
+         "passed", "satisfied", "`checked` values: 4",
+         details=("`checked`: the number of claims checked, at least 3",)),
+    Case("bound-field-fails", "a JSON object with fields:", '{"checked": 2}', "numeric_range",
+         "failed", "partially_satisfied", "`checked` values: 2",
+         details=("`checked`: the number of claims checked, at least 3",)),
+
+    # ---- what needs judgment, and what is too vague to check
+    Case("judgment-deferred", "a critically evaluated review", "It is fine.", "judgment",
+         "undecided", "not_evaluable", "“It is fine.”"),
+    Case("vague-clause", "a good report", "All went well.", "testable", "undecided",
+         "not_evaluable", "“All went well.”"),
+    Case("unchecked-rest-deferred", "the queries that were issued to the search engine",
+         "q1\nq2", "meets_description", "undecided", "not_evaluable", "“q1\nq2”"),
+    Case("missing-output-violates", "at most 5 words", "", "output_published", "failed",
+         "violated", "is empty"),
+]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("library-runs")
+    for n, case in enumerate(CASES):
+        item = f"- `out`: {case.clause}" + "".join(f"\n    - {d}" for d in case.details)
+        write_service_run(root, run_id(n), ensures=item, outputs={case.file: case.output})
+    tables, _ = grade_folder(root)
+    assert tables["runs"].filter(pl.col("status") == "graded").height == len(CASES)
+    return tables
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_check(graded, case: Case):
+    n = CASES.index(case)
+    checks = graded["checks"].filter(pl.col("run_id") == run_id(n))
+    rows = checks.filter((pl.col("check") == case.check)
+                         & pl.col("detail").str.contains(case.select, literal=True))
+    assert rows.height == 1, checks.select("check", "outcome", "detail").rows()
+    row = rows.row(0, named=True)
+    assert (row["outcome"], case.evidence in row["evidence"]) == (case.outcome, True), row
+    verdict = graded["clause_verdicts"].filter(pl.col("run_id") == run_id(n)).row(0, named=True)
+    assert verdict["verdict"] == case.verdict, (verdict, checks.rows())
+
+
+def test_every_deciding_check_is_tested_both_ways():
+    deciding = {"format", "json_shape", "count", "literal", "enum_value", "required_field",
+                "numeric_range"}
+    seen = {(c.check, c.outcome) for c in CASES}
+    for name in deciding:
+        assert {(name, "passed"), (name, "failed")} <= seen, name
+
+
+def test_one_sided_detectors_never_pass(graded):
+    detectors = graded["checks"].filter(pl.col("check").is_in(["forbidden_literal",
+                                                               "no_secrets"]))
+    assert set(detectors["outcome"]) == {"failed", "undecided"}
+
+
+def test_deferred_checks_stay_undecided_with_their_question(graded):
+    deferred = graded["checks"].filter(pl.col("check").is_in(["judgment", "testable",
+                                                              "meets_description"]))
+    assert deferred.height >= 3
+    assert set(deferred["outcome"]) == {"undecided"}
+    assert deferred["detail"].str.contains("judgment|too vague").all()
+    assert deferred["recommendation"].is_not_null().all()
+
+
+def test_evidence_never_holds_a_secret(graded):
+    n = next(i for i, c in enumerate(CASES) if c.id == "secret-found-and-masked")
+    evidence = graded["checks"].filter(pl.col("run_id") == run_id(n))["evidence"]
+    assert evidence.str.contains("[secret masked]", literal=True).sum() >= 1  # the quotes
+    assert not pl.concat([evidence, graded["clause_verdicts"]["evidence"]]).str.contains(
+        "AKIAABCDEFGHIJKLMNOP").any()
+
+
+def test_vague_clause_gets_reason_and_testable_rewrite(graded):
+    n = next(i for i, c in enumerate(CASES) if c.id == "vague-clause")
+    verdict = graded["clause_verdicts"].filter(pl.col("run_id") == run_id(n)).row(0, named=True)
+    assert verdict["reason"].startswith("too vague to check: “good”")
+    assert verdict["recommendation"].startswith("rewrite as a testable clause, e.g. \"- `out`: "
+                                                "a report, as a bulleted list")
+
+
+def test_evidence_is_capped(tmp_path):
+    long = "word " * 5000
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: at most 10 words",
+                      outputs={"out.md": long})
+    tables, _ = grade_folder(tmp_path)
+    assert tables["checks"]["evidence"].str.len_chars().max() <= 2000
+    assert tables["checks"].filter(pl.col("check") == "count")["outcome"].item() == "failed"

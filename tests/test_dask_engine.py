@@ -1,0 +1,264 @@
+"""`--engine dask`: the same stages on a real Dask LocalCluster on loopback, the same rows.
+
+One two-worker cluster serves the whole module. Faults are put inside the worker processes
+with `client.run`, so they strike where the shards are graded, not in the test process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.checks import default_grader
+from pipeline.cli import app
+from pipeline.engines import DaskSpec
+from pipeline.grade import grade_runs
+from pipeline.store import ResultStore
+from pipeline.synth import synthesize
+from pipeline.tables import TABLES
+
+REPO = Path(__file__).resolve().parent.parent
+SYNTH_RUNS = 24
+VOLATILE = ("batch_id", "discovered_at")  # differ between any two grades of the same runs
+
+
+@pytest.fixture(scope="module")
+def client(s3_server):
+    """A client of a two-worker LocalCluster; workers start after the S3 variables are set."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """Synthetic runs beside the sample runs (ledgers, refusals, both eras)."""
+    root = tmp_path_factory.mktemp("dask") / "runs"
+    synthesize(str(root / "synth"), SYNTH_RUNS, seed=3, workers=1)
+    shutil.copytree(REPO / "data" / "runs", root / "samples", symlinks=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local(corpus: Path, tmp_path_factory) -> tuple[Path, dict]:
+    """The corpus graded by the local engine: (results, summary)."""
+    out = tmp_path_factory.mktemp("local") / "results"
+    summary = grade_runs(str(corpus), str(out), default_grader(), batch_size=20, workers=2)
+    return out, summary.as_dict()
+
+
+def tables(results: str, endpoint: str | None = None, root: str = "",
+           drop: tuple[str, ...] = VOLATILE) -> dict[str, pl.DataFrame]:
+    """Every committed table without the `drop` columns, runs under `root` only, with `root`
+    cut from paths; rows sorted."""
+    store = ResultStore(results, endpoint)
+    out = {}
+    for table in TABLES:
+        parts = []
+        for url in store.table_files(table):
+            with store.fs.open(url if store.local else url.split("://", 1)[1], "rb") as fh:
+                parts.append(pl.read_parquet(fh))
+        if not parts:
+            continue
+        df = pl.concat(parts).drop(drop, strict=False)
+        df = df.filter(pl.col("run_uri").str.starts_with(root)).with_columns(
+            pl.col(pl.String).str.replace_all(root, "", literal=True))
+        if df.height:
+            out[table] = df.sort(df.columns, nulls_last=True)
+    return out
+
+
+def counts(summary: dict) -> dict:
+    keep = ("found", "new", "graded", "refused", "refusals", "verdicts", "ledger_verdicts",
+            "mean_overall_score")
+    return {k: summary[k] for k in keep}
+
+
+def assert_same_tables(a: dict[str, pl.DataFrame], b: dict[str, pl.DataFrame]) -> None:
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].height == b[name].height, name
+        assert a[name].equals(b[name], null_equal=True), name
+
+
+def test_dask_engine_gives_the_local_engines_rows(client, corpus: Path, local, tmp_path: Path):
+    out = tmp_path / "results"
+    summary = grade_runs(str(corpus), str(out), default_grader(), batch_size=20,
+                         engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
+    local_out, local_summary = local
+    assert counts(summary) == counts(local_summary)
+    assert summary["found"] == summary["graded"] + summary["refused"] > SYNTH_RUNS
+    assert summary["refused"] > 0 and summary["ledger_verdicts"]  # refusals and ledgers too
+    assert len(summary["batches"]) == len(local_summary["batches"])
+    got, want = tables(str(out)), tables(str(local_out))
+    assert {"runs", "clauses", "checks", "clause_verdicts", "run_scores"} <= set(got)
+    assert_same_tables(got, want)
+    reports = sorted(p.name for p in (out / "reports").glob("*.json"))
+    assert reports == sorted(p.name for p in (local_out / "reports").glob("*.json"))
+    # the next grade skips every run, as under the local engine
+    again = grade_runs(str(corpus), str(out), default_grader(),
+                       engine=DaskSpec(scheduler=client.scheduler.address))
+    assert (again.skipped, again.graded + again.refused) == (summary["found"], 0)
+
+
+def _break_runs(checks_uri: str, read_uri: str) -> None:
+    """In a worker: the checks raise on a shard holding `checks_uri`; reading `read_uri`
+    raises too."""
+    import pipeline.grade as grade
+    import pipeline.sources.prose as prose
+
+    verdicts, read = grade.clause_verdicts, prose._read
+
+    def failing_verdicts(clauses, checks, grader_id, *rest):
+        if checks_uri in clauses["run_uri"].to_list():
+            raise RuntimeError("clause verdicts broke on this run")
+        return verdicts(clauses, checks, grader_id, *rest)
+
+    def failing_read(bucket, ref, run, cap):
+        if ref.uri == read_uri:
+            raise KeyError("reader broke on this run")
+        return read(bucket, ref, run, cap)
+
+    grade.clause_verdicts, prose._read = failing_verdicts, failing_read
+    grade._mend = lambda: setattr(grade, "clause_verdicts", verdicts) or setattr(
+        prose, "_read", read)
+
+
+def _mend_runs() -> None:
+    import pipeline.grade as grade
+
+    grade.__dict__.pop("_mend", lambda: None)()
+
+
+def test_a_run_that_raises_in_a_worker_is_refused_and_the_others_graded(
+        client, corpus: Path, local, tmp_path: Path):
+    local_out, local_summary = local
+    graded = tables(str(local_out))["runs"].filter(pl.col("status") == "graded")
+    checks_uri, read_uri = sorted(graded["run_uri"].to_list())[:2]
+    client.run(_break_runs, checks_uri, read_uri)
+    try:
+        summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
+                             batch_size=20,
+                             engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
+    finally:
+        client.run(_mend_runs)
+    assert summary["found"] == local_summary["found"] == summary["graded"] + summary["refused"]
+    assert summary["refusals"]["internal-error"] == 2
+    assert summary["graded"] == local_summary["graded"] - 2
+    got = tables(str(tmp_path / "results"))
+    refusals = got["refusals"].filter(pl.col("reason") == "internal-error")
+    detail = dict(refusals.select("run_uri", "detail").iter_rows())
+    assert sorted(detail) == sorted([checks_uri, read_uri])
+    assert "Traceback" in detail[checks_uri] and "clause verdicts broke" in detail[checks_uri]
+    assert "reader broke on this run" in detail[read_uri]
+    assert len(detail[checks_uri]) <= 1500
+    # every other run has the rows the local engine gave it
+    want = tables(str(local_out))
+    for name in ("runs", "clause_verdicts", "run_scores"):
+        others = pl.col("run_uri").is_in([checks_uri, read_uri]).not_()
+        mine = got[name].filter(others)
+        assert mine.equals(want[name].filter(others), null_equal=True), name
+    assert set(got["runs"]["run_uri"]) == set(want["runs"]["run_uri"])  # none dropped
+
+
+def test_a_shard_that_raises_in_the_local_engine_refuses_only_its_bad_run(
+        corpus: Path, local, tmp_path: Path, monkeypatch):
+    import pipeline.grade as grade
+
+    local_out, local_summary = local
+    graded = tables(str(local_out))["runs"].filter(pl.col("status") == "graded")
+    bad = graded["run_uri"].to_list()[0]
+    verdicts = grade.clause_verdicts
+
+    def failing(clauses, checks, grader_id, *rest):
+        if bad in clauses["run_uri"].to_list():
+            raise ValueError("no verdict for this run")
+        return verdicts(clauses, checks, grader_id, *rest)
+
+    monkeypatch.setattr(grade, "clause_verdicts", failing)
+    summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
+                         workers=1).as_dict()
+    assert summary["refusals"]["internal-error"] == 1
+    assert summary["found"] == local_summary["found"] == summary["graded"] + summary["refused"]
+    refusal = tables(str(tmp_path / "results"))["refusals"].filter(
+        pl.col("reason") == "internal-error")
+    assert refusal["run_uri"].to_list() == [bad]
+    assert "no verdict for this run" in refusal["detail"][0]
+
+
+def _die_once(marker: str) -> None:
+    """In a worker: the first shard graded anywhere kills its worker process."""
+    import os
+
+    import pipeline.grade as grade
+
+    tables = grade.grade_tables
+
+    def dying(*args, **kwargs):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return tables(*args, **kwargs)
+        os._exit(1)  # the worker dies mid-shard, as on an out-of-memory kill
+
+    grade.grade_tables = dying
+    grade._mend = lambda: setattr(grade, "grade_tables", tables)
+
+
+def test_a_shard_whose_worker_dies_is_retried(client, corpus: Path, local, tmp_path: Path):
+    marker = tmp_path / "died"
+    client.run(_die_once, str(marker))
+    try:
+        summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
+                             batch_size=20,
+                             engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
+    finally:
+        client.run(_mend_runs)
+    assert marker.exists()  # a worker did die
+    local_out, local_summary = local
+    assert counts(summary) == counts(local_summary)
+    assert_same_tables(tables(str(tmp_path / "results")), tables(str(local_out)))
+
+
+def test_s3_runs_and_results_on_dask(client, corpus: Path, local, s3_server: str,
+                                     s3_bucket: str, s3fs_client):
+    project = corpus / "synth" / "data-team"  # a few runs: the loopback S3 server is slow
+    s3fs_client.put(f"{project}/", f"{s3_bucket}/nightly/", recursive=True)
+    runs, results = f"s3://{s3_bucket}/nightly", f"s3://{s3_bucket}/results"
+    result = CliRunner().invoke(app, ["grade", runs, "--out", results, "--engine", "dask",
+                                      "--scheduler", client.scheduler.address,
+                                      "--endpoint-url", s3_server, "--batch-size", "10",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    found = len(list((project / ".prose" / "runs").iterdir()))
+    assert summary["found"] == found == summary["graded"] + summary["refused"] > 1
+    local_out, _ = local
+    # S3 keeps its own mtimes, so fingerprints differ from the local files'; all else agrees
+    drop = (*VOLATILE, "fingerprint")
+    assert_same_tables(tables(results, s3_server, root=runs + "/", drop=drop),
+                       tables(str(local_out), root=f"{project}/", drop=drop))
+
+
+def test_cli_starts_a_local_cluster_and_refuses_bad_engine_options(corpus: Path,
+                                                                   tmp_path: Path):
+    cli = CliRunner()
+    runs = str(corpus / "samples" / "acme-research")
+    result = cli.invoke(app, ["grade", runs, "--out", str(tmp_path / "r"), "--engine", "dask",
+                              "--workers", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["found"] == summary["graded"] + summary["refused"] > 0
+    for args, words in [(["--engine", "spark"], "--engine must be"),
+                        (["--scheduler", "tcp://127.0.0.1:1"], "needs --engine dask"),
+                        (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1",
+                          "--workers", "2"], "not both")]:
+        bad = cli.invoke(app, ["grade", runs, "--out", str(tmp_path / "x"), *args])
+        assert bad.exit_code == 2 and words in bad.output, bad.output
