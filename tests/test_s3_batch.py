@@ -66,7 +66,8 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     assert s3fs_client.exists(f"{s3_bucket}/results/_commits/{summary['batches'][0]}.json")
     assert not s3fs_client.exists(f"{s3_bucket}/results/_staging")
     assert not s3fs_client.exists(f"{s3_bucket}/results/_lock.json")  # released
-    reports = s3fs_client.ls(f"{s3_bucket}/results/reports/grader=prose.contract.grader-v1")
+    slug = summary["grader_id"].replace("/", "-")
+    reports = s3fs_client.ls(f"{s3_bucket}/results/reports/grader={slug}")
     assert len(reports) == summary["graded"]
 
     # nothing changed: everything is skipped and nothing is committed
