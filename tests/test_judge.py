@@ -215,36 +215,10 @@ def test_call_budget_caps_requests_and_the_rest_stay_undecided(two_runs, tmp_pat
     assert more.judging["asked"] == 1 and more.judging["from_cache"] == 3
 
 
-@pytest.fixture
-def s3_endpoint(monkeypatch):
-    """A real S3-compatible server on loopback (moto) holding one empty bucket, `results`."""
-    import logging
-    import socket
-
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="results")
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-def test_cache_beside_results_in_s3(two_runs, tmp_path, s3_endpoint):
+def test_cache_beside_results_in_s3(two_runs, tmp_path, s3_server, s3_bucket):
     import s3fs
 
-    results = "s3://results/nightly"
+    results, s3_endpoint = f"s3://{s3_bucket}/nightly", s3_server
 
     def night(log: Path):
         judge = Judge(CommandJudge(judge_cmd(log)), JudgmentCache(results, s3_endpoint))
@@ -256,7 +230,7 @@ def test_cache_beside_results_in_s3(two_runs, tmp_path, s3_endpoint):
     assert first.judging["answered"] == 4 and len(sent(tmp_path / "first.log")[1]) == 4
     assert second.judging["from_cache"] == 4 and sent(tmp_path / "second.log") == ([], [])
     fs = s3fs.S3FileSystem(endpoint_url=s3_endpoint, use_listings_cache=False)
-    parts = fs.glob("results/nightly/judgments/judge=judge_script/*.parquet")
+    parts = fs.glob(f"{s3_bucket}/nightly/judgments/judge=judge_script/*.parquet")
     assert len(parts) == 1 and pl.read_parquet(fs.cat_file(parts[0])).height == 4
 
 

@@ -301,33 +301,7 @@ def test_a_bad_ledger_grader_file_is_a_usage_error(tmp_path):
     assert "ledger_graders" in result.output
 
 
-@pytest.fixture
-def s3_bucket(monkeypatch):
-    """A real S3-compatible server on loopback (moto), with one empty bucket."""
-    import logging
-    import socket
-
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="runs")
-    try:
-        yield endpoint
-    finally:
-        server.stop()
-
-
-def test_ledgers_and_era_b_runs_in_s3(tmp_path, s3_bucket):
+def test_ledgers_and_era_b_runs_in_s3(tmp_path, s3_server, s3_bucket):
     import s3fs
 
     local = tmp_path / "local"
@@ -336,12 +310,12 @@ def test_ledgers_and_era_b_runs_in_s3(tmp_path, s3_bucket):
         local / "deep" / "er" / "run-recall")
     evaluation("run-unsealed", "evals.sender-name/v1", ["x"]).write(
         local / "run-unsealed", omit=["completion.json"])
-    fs = s3fs.S3FileSystem(endpoint_url=s3_bucket, use_listings_cache=False)
-    fs.put(str(local) + "/", "runs/nightly/", recursive=True)
+    fs = s3fs.S3FileSystem(endpoint_url=s3_server, use_listings_cache=False)
+    fs.put(str(local) + "/", f"{s3_bucket}/nightly/", recursive=True)
 
-    result = CliRunner().invoke(app, ["grade", "s3://runs/nightly", "--out",
+    result = CliRunner().invoke(app, ["grade", f"s3://{s3_bucket}/nightly", "--out",
                                       str(tmp_path / "out"), "--json", "--workers", "1",
-                                      "--endpoint-url", s3_bucket])
+                                      "--endpoint-url", s3_server])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert (summary["found"], summary["graded"], summary["refused"]) == (3, 2, 1)
