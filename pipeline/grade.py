@@ -76,7 +76,8 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader,
         return df.with_columns(pl.col("grader_id").fill_null(grader.grader_id))
 
     tables = {name: stamp(source[name]) for name in SOURCE_TABLES}
-    clauses = clause_frame(tables["clauses"], tables["services"], tables["bindings"])
+    clauses = clause_frame(tables["clauses"], tables["services"], tables["bindings"],
+                           measured=False)
     prose = clauses.filter(pl.col("kind") != LEDGER_CLAUSE_KIND)
     checks = pl.concat([
         run_checks(grader, prose),

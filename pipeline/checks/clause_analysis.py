@@ -612,7 +612,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                     pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
                 .with_columns(pl.col(family).struct.with_fields(
                     normalise_key(pl.field("field")).alias("key"))))
-        scoped[family] = long.sort("_row", "_part").group_by("_row", maintain_order=True).agg(
+        scoped[family] = long.sort("_row", "_part", maintain_order=True).group_by("_row", maintain_order=True).agg(
             pl.col(family))
     clause = (
         clause.drop("enums", "ranges", "_field_lists")
@@ -641,6 +641,6 @@ def _unique_fields(fields: pl.DataFrame) -> pl.DataFrame:
     """One entry per field name and clause: a sub-item's own name wins over a nested mention."""
     return (
         fields.with_columns(pl.col("field").struct.field("key").alias("_n"))
-        .sort("_row", "_part").unique(["_row", "_n"], keep="first", maintain_order=True)
+        .sort("_row", "_part", maintain_order=True).unique(["_row", "_n"], keep="first", maintain_order=True)
         .drop("_n")
     )

@@ -39,8 +39,12 @@ BACKTICKED = r"`([^`\n]+)`"
 
 
 def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
-                 bindings: pl.DataFrame) -> pl.DataFrame:
-    """Return one row per non-detail clause, joined, analysed and measured (columns above)."""
+                 bindings: pl.DataFrame, measured: bool = True) -> pl.DataFrame:
+    """Return one row per non-detail clause, joined, analysed and measured (columns above).
+
+    With `measured=False` the output measures are left out: `run_checks` then computes the
+    ones its checks read, only where they read them.
+    """
     outputs = (
         bindings.with_columns(
             normalised(pl.col("name")).alias("output_key"),
@@ -110,7 +114,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         )
     )
     frame = _conditionals(frame).drop("_output_service", "_service_text")
-    return output_facts(clause_requirements(frame))
+    frame = clause_requirements(frame)
+    return output_facts(frame) if measured else frame
 
 
 def _targets(top: pl.DataFrame, outputs: pl.DataFrame, programs: pl.DataFrame) -> pl.DataFrame:

@@ -10,12 +10,13 @@ evidence and a confidence. Nothing here loops over rows: a grader runs as a few 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from ..tables import COLUMNS, conform
+from .output_analysis import FACT_FAMILY, FAMILY, TEXT_ID, families_of, output_facts, with_text_ids
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
 EVIDENCE_CAP = 2000
@@ -63,6 +64,10 @@ class Check:
     precondition: bool = False
     # Its undecided rows carry a judgment question (`detail`) that a judge may settle.
     judgeable: bool = False
+    # Output measures are computed only where a check needs them: by default every measure
+    # family its expressions read (output_analysis.FAMILIES), on every row it applies to.
+    # `needs` narrows a family to the rows (after `each`) where its predicate holds.
+    needs: Mapping[str, pl.Expr] = field(default_factory=dict)
 
 
 CheckFactory = Callable[..., Check]
@@ -117,10 +122,60 @@ def _rows(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
     return lazy.filter(pl.col(c.each).list.len() > 0).explode(c.each).filter(c.applies)
 
 
+def _expressions(c: Check) -> list[pl.Expr]:
+    return [e for e in (c.applies, c.outcome, c.detail, c.evidence, c.confidence,
+                        c.recommendation, *c.needs.values()) if e is not None]
+
+
+def _columns(exprs: Sequence[pl.Expr]) -> set[str]:
+    return {name for e in exprs for name in e.meta.root_names()}
+
+
+def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
+    """The clause frame with the output measures `checks` read, computed where they need them.
+
+    Measures a check's `applies` reads are computed for every output first (they decide which
+    rows it judges); then each other family on the rows of the checks that read it, narrowed
+    by their `needs`. A clause frame that already has its measures is returned as it is.
+    """
+    if "output_text" in frame.columns:
+        return frame
+    frame = with_text_ids(frame.with_row_index("_mrow"))
+    up_front = families_of(_columns([c.applies for c in checks]))
+    frame = output_facts(frame, {name: True for name in up_front})
+    demand: dict[str, pl.Series] = {}
+    for c in checks:
+        # the families it reads itself: output_facts adds the ones they are computed after
+        families = {FACT_FAMILY[n] for n in _columns(_expressions(c)) if n in FACT_FAMILY}
+        families -= up_front
+        for name in c.needs:
+            if name not in FAMILY:
+                raise GraderError(f"check {c.name} needs unknown measure family {name!r}; "
+                                  f"families are {', '.join(FAMILY)}")
+        if not families:
+            continue
+        read = _columns([c.applies, *c.needs.values()]) | {"_mrow"} | ({c.each} if c.each
+                                                                         else set())
+        rows = _rows(frame.lazy().select(*[col for col in frame.columns if col in read]), c)
+        flags = rows.select("_mrow", *[
+            (c.needs.get(name, pl.lit(True))).alias(name) for name in sorted(families)
+        ]).collect()
+        for name in families:
+            hit = flags.filter(pl.col(name))["_mrow"]
+            mask = frame["_mrow"].is_in(hit.implode())
+            demand[name] = demand[name] | mask if name in demand else mask
+    every = {name: demand.get(name, False) for name in FAMILY}  # unread ones: typed nulls
+    return output_facts(frame, every).drop("_mrow", TEXT_ID)
+
+
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
-    """Apply every check to the clause frame; one output row per (clause, applicable check)."""
+    """Apply every check to the clause frame; one output row per (clause, applicable check).
+
+    `frame` is a clause frame (frame.clause_frame), with or without its output measures; the
+    measures the checks read are computed here when it has none.
+    """
     keys = ["run_id", "run_uri", "service", "clause_id"]
-    lazy = frame.lazy()
+    lazy = measure(grader.checks, frame).lazy()
     parts = [
         _rows(lazy, c).select(
             *keys,
@@ -144,4 +199,4 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 __all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "check",
-           "run_checks", "validate_grader_id"]
+           "measure", "run_checks", "validate_grader_id"]

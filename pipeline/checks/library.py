@@ -138,6 +138,10 @@ def output_format() -> Check:
     )
     return Check(
         applies=NAMED, each="formats",
+        needs={"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
+               "csv": fmt == "csv", "table": fmt == "table",
+               "lists": fmt.is_in(["numbered_list", "bulleted_list", "list"]),
+               "code": fmt == "code_block", "markdown": fmt == "markdown"},
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
         detail=pl.format("{} is {}", label(), fmt.replace_strict(FORMAT_NAMES, default=fmt)),
         evidence=pl.when(ok).then(shown).otherwise(missing),
@@ -297,8 +301,14 @@ def count() -> Check:
         .when(measure.is_in(["items", "headings", "urls"]) | is_each).then(90)
         .otherwise(95)
     )
+    items_or_sources = measure.is_in(["items", "sources"])
     return Check(
         applies=NAMED, each="quantities",
+        needs={"words": measure == "words", "rest": (scope == "rest") & rest_ok,
+               "prose": measure.is_in(["sentences", "paragraphs"]) | is_each,
+               "lines": (measure == "lines") | is_each, "headings": measure == "headings",
+               "urls": measure.is_in(["urls", "sources"]), "lists": items_or_sources | is_each,
+               "table": items_or_sources, "json": items_or_sources},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
         evidence=evidence,
@@ -467,6 +477,8 @@ def enum_value() -> Check:
         .otherwise(75)
     return Check(
         applies=NAMED, each="enums",
+        needs={"fields": field.is_not_null(), "json": field.is_not_null(),
+               "table": field.is_not_null()},
         outcome=outcome,
         detail=pl.when(field.is_null()).then(pl.format("{} is one of {}", label(), allowed_text))
         .otherwise(pl.format("every `{}` in {} is one of {}", field, label(), allowed_text)),
@@ -575,6 +587,7 @@ def numeric_range() -> Check:
     )
     return Check(
         applies=NAMED, each="ranges",
+        needs={"fields": field.is_not_null()},
         outcome=outcome,
         detail=pl.when(field.is_not_null())
         .then(pl.format("`{}` in {}: {}", field, label(), r.struct.field("phrase")))
