@@ -571,16 +571,32 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             _content_words(joined).list.unique(maintain_order=True))
 
 
+# Clauses already read by this process, by text: a worker grades shard after shard of the
+# same few programs, so most shards find every clause here. Bounded: cleared when full.
+_READ: dict[str, pl.DataFrame] = {}
+READ_CACHE_CLAUSES = 20_000
+
+
 def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
     """Return `frame` with the requirement columns described in the module docstring."""
     # Runs of one program repeat its contract: each distinct clause text is read once.
     key = pl.concat_str(pl.col("description").fill_null(""),
                         pl.col("details").list.join("\x1f"), separator="\x1e").alias("_akey")
     frame = frame.with_columns(key)
-    distinct = (frame.select("_akey", "description", "details").unique("_akey")
-                .with_row_index("_row"))
-    read = _requirements(distinct).drop("description", "details")
-    return frame.join(read, on="_akey", how="left", maintain_order="left").drop("_akey")
+    distinct = frame.select("_akey", "description", "details").unique("_akey")
+    known = _READ.get("rows")
+    new = distinct if known is None else distinct.join(known.select("_akey"), on="_akey",
+                                                       how="anti")
+    if new.height or known is None:
+        read = _requirements(new.with_row_index("_row")).drop("description", "details")
+        if known is not None and known.height + read.height <= READ_CACHE_CLAUSES:
+            try:
+                read = pl.concat([known, read], how="vertical_relaxed")
+            except pl.exceptions.PolarsError:  # types that do not line up: start afresh
+                read = _requirements(distinct.with_row_index("_row")).drop("description",
+                                                                           "details")
+        _READ["rows"] = known = read
+    return frame.join(known, on="_akey", how="left", maintain_order="left").drop("_akey")
 
 
 def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
@@ -612,8 +628,8 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                     pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
                 .with_columns(pl.col(family).struct.with_fields(
                     normalise_key(pl.field("field")).alias("key"))))
-        scoped[family] = long.sort("_row", "_part", maintain_order=True).group_by("_row", maintain_order=True).agg(
-            pl.col(family))
+        scoped[family] = (long.sort("_row", "_part", maintain_order=True)
+                          .group_by("_row", maintain_order=True).agg(pl.col(family)))
     clause = (
         clause.drop("enums", "ranges", "_field_lists")
         .join(scoped["enums"], on="_row", how="left")
@@ -641,6 +657,7 @@ def _unique_fields(fields: pl.DataFrame) -> pl.DataFrame:
     """One entry per field name and clause: a sub-item's own name wins over a nested mention."""
     return (
         fields.with_columns(pl.col("field").struct.field("key").alias("_n"))
-        .sort("_row", "_part", maintain_order=True).unique(["_row", "_n"], keep="first", maintain_order=True)
+        .sort("_row", "_part", maintain_order=True)
+        .unique(["_row", "_n"], keep="first", maintain_order=True)
         .drop("_n")
     )

@@ -21,11 +21,17 @@ ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
-    """The start of an output, cut at `size` characters with an ellipsis when longer."""
-    text = expr.str.strip_chars()
-    return pl.when(text.str.len_chars() > size).then(
-        pl.concat_str(text.str.slice(0, size), pl.lit("…"))
-    ).otherwise(text)
+    """The start of an output, trimmed, cut at `size` characters with an ellipsis when longer.
+
+    Only the excerpt is copied: the trimmed length comes from the whitespace at either end
+    (found by anchored patterns), so a long output is never copied whole.
+    """
+    lead = expr.str.extract(r"^(\s*)", 1).str.len_chars().cast(pl.Int64)
+    trail = expr.str.extract(r"(\s*)$", 1).str.len_chars().cast(pl.Int64)
+    kept = (expr.str.len_chars().cast(pl.Int64) - lead - trail).clip(lower_bound=0)
+    return pl.when(kept > size).then(
+        pl.concat_str(expr.str.slice(lead, size), pl.lit("…"))
+    ).otherwise(expr.str.slice(lead, kept))
 
 
 def quoted(expr: pl.Expr) -> pl.Expr:

@@ -51,11 +51,20 @@ def label() -> pl.Expr:
             .otherwise(pl.format("the outputs of `{}`", pl.col("service"))))
 
 
-def around(text: pl.Expr, pattern: pl.Expr, width: int = 80) -> pl.Expr:
-    """The first match of `pattern` in `text` with up to `width` characters either side."""
-    found = text.str.extract(pl.concat_str(
-        pl.lit(f"(?s)(.{{0,{width}}}(?:"), pattern, pl.lit(f").{{0,{width}}})")), 1)
-    return quoted(found.str.replace_all(r"\s+", " ").str.strip_chars())
+def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = False
+           ) -> pl.Expr:
+    """The first match of `pattern` (a regex, or a literal text) in `text`, with up to `width`
+    characters either side, whitespace collapsed; null where there is no match.
+
+    Only the window is copied: the match is located (a byte offset, turned into characters
+    by measuring the text before it) and the window sliced out.
+    """
+    at = text.str.find(pattern, literal=literal)
+    before = text.cast(pl.Binary).bin.head(at).cast(pl.String).str.len_chars().cast(pl.Int64)
+    match = pattern if literal else text.str.extract(pattern, 0)
+    start = (before - width).clip(lower_bound=0)
+    window = text.str.slice(start, before - start + match.str.len_chars() + width)
+    return quoted(window.str.replace_all(r"\s+", " ").str.strip_chars())
 
 
 def _escaped(expr: pl.Expr) -> pl.Expr:
@@ -197,9 +206,18 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
 def count() -> Check:
     """A stated count or length holds: words, characters, sentences, paragraphs, items, URLs."""
     q = pl.col("quantities")
-    measure, scope = q.struct.field("measure"), q.struct.field("scope")
-    lo, hi = q.struct.field("min"), q.struct.field("max")
-    items, items_what = _item_count()
+    # what needs reads before any `let` column exists
+    raw_measure, raw_scope = q.struct.field("measure"), q.struct.field("scope")
+    let: dict[str, pl.Expr] = {}
+
+    def named(name: str, expr: pl.Expr) -> pl.Expr:
+        let[name] = expr
+        return pl.col(name)
+
+    measure, scope = named("_measure", raw_measure), named("_scope", raw_scope)
+    lo, hi = named("_lo", q.struct.field("min")), named("_hi", q.struct.field("max"))
+    items, items_what = (named(n, e) for n, e in zip(("_items", "_items_what"), _item_count(),
+                                                     strict=True))
 
     def pick(prefix: str) -> pl.Expr:
         return (
@@ -217,54 +235,52 @@ def count() -> Check:
         .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
         .when(measure == "items").then(items)
     ).cast(pl.Int64)
-    what = (
+    what = named("_what", (
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
-    ).fill_null(q.struct.field("unit"))
+    ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
-    value = pl.when((scope == "rest") & rest_ok).then(pick("rest_").cast(pl.Int64)) \
-        .otherwise(whole)
+    value = named("_value", pl.when((scope == "rest") & rest_ok)
+                  .then(pick("rest_").cast(pl.Int64)).otherwise(whole))
 
     # "each ..." applies the bound to every paragraph, line or list item
     noun = q.struct.field("scope_text").fill_null("").str.to_lowercase()
-    kind = (pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
-            .when(noun.str.contains("line")).then(pl.lit("line"))
-            .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
-            .otherwise(pl.lit("line")))
-    unit = (pl.when(measure == "words").then(pl.lit("words"))
-            .when(measure == "chars").then(pl.lit("chars"))
-            .when(measure.is_in(["urls", "sources"])).then(pl.lit("urls")))
+    kind = named("_kind", pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
+                 .when(noun.str.contains("line")).then(pl.lit("line"))
+                 .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
+                 .otherwise(pl.lit("line")))
+    unit = named("_unit", pl.when(measure == "words").then(pl.lit("words"))
+                 .when(measure == "chars").then(pl.lit("chars"))
+                 .when(measure.is_in(["urls", "sources"])).then(pl.lit("urls")))
 
     def per_kind(of: str) -> pl.Expr:
         return (pl.when(unit == "words").then(pl.col(f"{of}_words"))
                 .when(unit == "chars").then(pl.col(f"{of}_chars"))
                 .otherwise(pl.col(f"{of}_urls")))
 
-    per = (
-        pl.when(unit.is_null()).then(None)
-        .when(kind == "paragraph").then(per_kind("paragraph"))
-        .when(kind == "item").then(per_kind("item"))
-        .otherwise(per_kind("line"))
-    )
-    texts = (pl.when(kind == "paragraph").then(pl.col("paragraphs"))
-             .when(kind == "item").then(pl.col("list_items"))
-             .otherwise(pl.col("lines")))
+    per = named("_per", pl.when(unit.is_null()).then(None)
+                .when(kind == "paragraph").then(per_kind("paragraph"))
+                .when(kind == "item").then(per_kind("item"))
+                .otherwise(per_kind("line")))
+    texts = named("_texts", pl.when(kind == "paragraph").then(pl.col("paragraphs"))
+                  .when(kind == "item").then(pl.col("list_items"))
+                  .otherwise(pl.col("lines")))
     worst_high, worst_low = per.list.arg_max(), per.list.arg_min()
-    too_long = hi.is_not_null() & (per.list.max() > hi)
+    too_long = named("_too_long", hi.is_not_null() & (per.list.max() > hi))
     too_short = lo.is_not_null() & (per.list.min() < lo)
-    worst = pl.when(too_long).then(worst_high).otherwise(worst_low)
-    each_ok = (per.list.len() > 0) & ~too_long.fill_null(False) & ~too_short.fill_null(False)
+    worst = named("_worst", pl.when(too_long).then(worst_high).otherwise(worst_low))
+    each_ok = named("_each_ok", (per.list.len() > 0) & ~too_long.fill_null(False)
+                    & ~too_short.fill_null(False))
     is_each = scope == "each"
 
     in_bounds = (lo.is_null() | (value >= lo)) & (hi.is_null() | (value <= hi))
-    outcome = (
-        pl.when(is_each & (per.is_null() | (per.list.len() == 0))).then(UNDECIDED)
-        .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
-        .when(value.is_null()).then(UNDECIDED)
-        .when(in_bounds).then(PASSED).otherwise(FAILED)
-    )
+    outcome = named("_outcome", pl.when(is_each & (per.is_null() | (per.list.len() == 0)))
+                    .then(UNDECIDED)
+                    .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
+                    .when(value.is_null()).then(UNDECIDED)
+                    .when(in_bounds).then(PASSED).otherwise(FAILED))
     each_evidence = (
         pl.when(per.is_null() | (per.list.len() == 0)).then(pl.format(
             "{} cannot be counted per {} of {}", what, kind, label()))
@@ -301,13 +317,18 @@ def count() -> Check:
         .when(measure.is_in(["items", "headings", "urls"]) | is_each).then(90)
         .otherwise(95)
     )
-    items_or_sources = measure.is_in(["items", "sources"])
+    items_or_sources = raw_measure.is_in(["items", "sources"])
+    raw_each = raw_scope == "each"
     return Check(
-        applies=NAMED, each="quantities",
-        needs={"words": measure == "words", "rest": (scope == "rest") & rest_ok,
-               "prose": measure.is_in(["sentences", "paragraphs"]) | is_each,
-               "lines": (measure == "lines") | is_each, "headings": measure == "headings",
-               "urls": measure.is_in(["urls", "sources"]), "lists": items_or_sources | is_each,
+        applies=NAMED, each="quantities", let=let,
+        needs={"words": raw_measure == "words",
+               "rest": (raw_scope == "rest")
+               & raw_measure.is_in(["words", "sentences", "paragraphs"]),
+               "prose": raw_measure.is_in(["sentences", "paragraphs"]) | raw_each,
+               "lines": (raw_measure == "lines") | raw_each,
+               "headings": raw_measure == "headings",
+               "urls": raw_measure.is_in(["urls", "sources"]),
+               "lists": items_or_sources | raw_each,
                "table": items_or_sources, "json": items_or_sources},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
@@ -352,7 +373,7 @@ def literal() -> Check:
                              quoted(lit)))
     )
     found = (
-        pl.when(exact_case).then(around(text, _escaped(lit)))
+        pl.when(exact_case).then(around(text, lit, literal=True))
         .otherwise(pl.format("{} (ignoring case)",
                              around(text, pl.concat_str(pl.lit("(?i)"), _escaped(lit)))))
     )
@@ -583,7 +604,7 @@ def numeric_range() -> Check:
             .otherwise(pl.format("`{}` values: {}", field, field_texts.list.join(", "))))
         .when(number.is_null()).then(pl.format("no number in {}: {}", label(),
                                                quoted(excerpt(out, 160))))
-        .otherwise(around(out, pl.coalesce(over, labelled, first).str.escape_regex(), 60))
+        .otherwise(around(out, pl.coalesce(over, labelled, first), 60, literal=True))
     )
     return Check(
         applies=NAMED, each="ranges",
