@@ -48,7 +48,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     outputs = (
         bindings.with_columns(
             normalised(pl.col("name")).alias("output_key"),
-            (pl.col("text").str.strip_chars().str.len_chars() > 0).alias("_nonempty"),
+            pl.col("text").str.contains(r"\S").alias("_nonempty"),
         )
         # .md before .json before anything else when one name was published twice
         .sort(["run_uri", "service", "output_key",
@@ -61,13 +61,11 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         "run_uri", pl.col("service").alias("program"))
     per_service = pl.concat([
         nonempty.group_by("run_uri", "service").agg(
-            pl.col("name").sort().alias("service_outputs"),
-            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text")),
+            pl.col("name").sort().alias("service_outputs")),
         # a program's outputs are everything its services published
         nonempty.join(programs, on="run_uri")
         .group_by("run_uri", pl.col("program").alias("service"))
-        .agg(pl.col("name").unique().sort().alias("service_outputs"),
-             pl.col("text").sort_by("service", "name").str.join("\n\n").alias("_service_text")),
+        .agg(pl.col("name").unique().sort().alias("service_outputs")),
     ])
     details = (
         clauses.filter(pl.col("kind") == "detail")
@@ -80,6 +78,20 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         "error_detail", "declared_errors", "log_status",
     )
     top = _targets(clauses.filter(pl.col("kind") != "detail"), outputs, programs)
+    # a conditional naming no output is judged on all its service published: only those
+    # services' outputs are joined into one text
+    wide = top.filter((pl.col("kind") == "conditional") & pl.col("target_output").is_null()) \
+        .select("run_uri", pl.col("_output_service").alias("service")).unique()
+    service_text = pl.concat([
+        nonempty.join(wide, on=["run_uri", "service"], how="semi")
+        .group_by("run_uri", "service").agg(
+            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text")),
+        nonempty.join(programs.join(wide.rename({"service": "program"}),
+                                    on=["run_uri", "program"], how="semi"), on="run_uri")
+        .group_by("run_uri", pl.col("program").alias("service"))
+        .agg(pl.col("text").sort_by("service", "name").str.join("\n\n")
+             .alias("_service_text")),
+    ])
     frame = (
         top.join(svc, on=["run_uri", "service"], how="left")
         .join(
@@ -93,6 +105,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             on=["run_uri", "_output_service", "output_key"], how="left",
         )
         .join(per_service.rename({"service": "_output_service"}),
+              on=["run_uri", "_output_service"], how="left")
+        .join(service_text.rename({"service": "_output_service"}),
               on=["run_uri", "_output_service"], how="left")
         .join(details, on=["run_uri", "service", "position"], how="left")
         .with_columns(
@@ -109,7 +123,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             pl.col("errored").fill_null(False),
         )
         .with_columns(
-            (pl.col("binding_text").str.strip_chars().str.len_chars() > 0)
+            pl.col("binding_text").str.contains(r"\S")
             .fill_null(False).alias("has_output"),
         )
     )

@@ -195,9 +195,13 @@ def _table_parts(text: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
 
 def _table(df: pl.DataFrame) -> pl.DataFrame:
     found, header, rows = _table_parts(pl.col("output_text"))
-    return df.with_columns(found.alias("has_table"),
-                           header.list.eval(normalise_key(pl.element())).alias("table_header"),
-                           rows.list.len().alias("n_table_rows"))
+    # a table has a '|': only those outputs are searched for one
+    piped = df.filter(pl.col("output_text").str.contains("|", literal=True)).select(
+        TEXT_ID, found.alias("has_table"),
+        header.list.eval(normalise_key(pl.element())).alias("table_header"),
+        rows.list.len().alias("n_table_rows"))
+    return df.join(piped, on=TEXT_ID, how="left").with_columns(
+        pl.col("has_table").fill_null(False))
 
 
 def _urls(df: pl.DataFrame) -> pl.DataFrame:
@@ -212,14 +216,19 @@ def _flag(name: str, test: Callable[[pl.Expr], pl.Expr]
     return lambda df: df.with_columns(test(pl.col("output_text")).alias(name))
 
 
+JSON_START = r"^(?:[\[{\"]|-?\d|true$|false$|null$)"
 FENCED_JSON = (r"(?s)^(?:```|~~~)[ \t]*(?:json|JSON|jsonc|json5)?[ \t]*\n(.*?)\n[ \t]*"
                r"(?:```|~~~)$")
 
 
 def _json(df: pl.DataFrame) -> pl.DataFrame:
     fenced = pl.col("output_text").str.extract(FENCED_JSON, 1)
-    return _json_facts(df.with_columns(fenced.is_not_null().alias("json_fenced"),
-                                       pl.coalesce(fenced, "output_text").alias("_json_text")))
+    df = df.with_columns(fenced.alias("_fenced")).with_columns(
+        pl.col("_fenced").is_not_null().alias("json_fenced"))
+    facts = _json_facts(df.filter(pl.col("_fenced").is_not_null()
+                                  | pl.col("output_text").str.contains(JSON_START))
+                        .select(TEXT_ID, pl.coalesce("_fenced", "output_text").alias("_json_text")))
+    return df.join(facts.drop("_json_text"), on=TEXT_ID, how="left")
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:
@@ -358,26 +367,29 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
-    """json_kind, json_len, json_keys and json_element_keys, parsed once per distinct text."""
+    """json_kind, json_len, json_keys and json_element_keys of each `_json_text`.
+
+    Only a text that starts like JSON is handed to DuckDB's parser; rows are matched back by
+    their `_tid`, so no text is hashed.
+    """
     candidates = (
-        frame.select(pl.col("_json_text").alias("t"))
-        .filter(pl.col("t").str.contains(r"^(?:[\[{\"]|-?\d|true$|false$|null$)"))
-        .unique()
+        frame.select(TEXT_ID, pl.col("_json_text").alias("t"))
+        .filter(pl.col("t").str.contains(JSON_START))
     )
     con = duckdb.connect()
     try:
         con.register("candidates", candidates.to_arrow())
         facts = con.sql("""
             with valid as (
-                select t from candidates where json_valid(t)
+                select _tid, t from candidates where json_valid(t)
             ),
 
             typed as (
-                select t, lower(json_type(t)) as kind from valid
+                select _tid, t, lower(json_type(t)) as kind from valid
             )
 
             select
-                t,
+                _tid,
                 case kind
                     when 'varchar' then 'string'
                     when 'bigint' then 'number'
@@ -402,9 +414,9 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
         """).pl()
     finally:
         con.close()
-    facts = facts.with_columns(pl.col("json_len").cast(pl.Int64))
-    return frame.join(facts.rename({"t": "_json_text"}), on="_json_text", how="left",
-                      nulls_equal=False)
+    facts = facts.with_columns(pl.col("json_len").cast(pl.Int64),
+                               pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]))
+    return frame.join(facts, on=TEXT_ID, how="left")
 
 
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
