@@ -280,10 +280,17 @@ def _process_context():
         # survive exec): a stop sent to the whole process group is the parent's to handle.
         previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
                     signal.signal(signal.SIGINT, signal.SIG_IGN))
+        # One worker per core: polars in each runs on one thread (its own pool would only
+        # compete with the other workers for the same cores). Workers inherit the server's
+        # environment; a POLARS_MAX_THREADS set by the user is kept.
+        ours = "POLARS_MAX_THREADS" not in os.environ
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
         try:
             from multiprocessing import forkserver
             forkserver.ensure_running()
         finally:
+            if ours:
+                os.environ.pop("POLARS_MAX_THREADS", None)
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
     return ctx

@@ -11,6 +11,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from .scratch import scratch
+
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 SCORE_MODELS = ("scores/service_scores", "scores/run_scores")
 
@@ -24,10 +26,20 @@ def model_sql(model: str) -> str:
 
 def run_models(tables: dict[str, pl.DataFrame], models: tuple[str, ...] = SCORE_MODELS,
                con: duckdb.DuckDBPyConnection | None = None) -> dict[str, pl.DataFrame]:
-    """Register `tables`, materialise each model in order, return the models as frames."""
-    con = con or duckdb.connect()
+    """Register `tables`, materialise each model in order, return the models as frames.
+
+    Without `con`, the models run on this process's scratch connection (see scratch.py).
+    """
+    if con is None:
+        with scratch(tables) as own:
+            return _materialise(own, models)
     for name, df in tables.items():
         con.register(name, df)
+    return _materialise(con, models)
+
+
+def _materialise(con: duckdb.DuckDBPyConnection, models: tuple[str, ...]
+                 ) -> dict[str, pl.DataFrame]:
     out = {}
     for model in models:
         name = Path(model).name

@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-import duckdb
 import polars as pl
 
+from ..scratch import scratch
 from .clause_analysis import normalise_key
 
 LIST_ITEM = r"(?m)^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S[^\n]*"
@@ -376,9 +376,7 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
         frame.select(TEXT_ID, pl.col("_json_text").alias("t"))
         .filter(pl.col("t").str.contains(JSON_START))
     )
-    con = duckdb.connect()
-    try:
-        con.register("candidates", candidates.to_arrow())
+    with scratch({"candidates": candidates}) as con:
         facts = con.sql("""
             with valid as (
                 select _tid, t from candidates where json_valid(t)
@@ -412,8 +410,6 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                 end as json_element_keys
             from typed
         """).pl()
-    finally:
-        con.close()
     facts = facts.with_columns(pl.col("json_len").cast(pl.Int64),
                                pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]))
     return frame.join(facts, on=TEXT_ID, how="left")
