@@ -7,7 +7,6 @@ Built with polars aggregations over the batch tables; the only per-run step is s
 from __future__ import annotations
 
 import hashlib
-import json
 
 import polars as pl
 
@@ -28,18 +27,26 @@ def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[
     A file is named `{run_id}.json`; a run id seen under two uris adds a hash of the uri.
     """
     out: dict[str, str] = {}
-    for run_id, run_uri, body in sorted(_contract_reports(tables, frame) + ledger_reports(tables),
+    for run_id, run_uri, text in sorted(_contract_reports(tables, frame) + ledger_reports(tables),
                                         key=lambda r: r[1]):
         name = f"{run_id}.json"
         if name in out:  # one run id under two prefixes: tell them apart by their uri
             name = f"{run_id}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
-        # compact: the C encoder is ten times faster than the indenting one (`jq .` indents)
-        out[name] = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        out[name] = text
     return out
 
 
-def ledger_reports(tables: dict[str, pl.DataFrame]) -> list[tuple[str, str, dict]]:
-    """(run_id, run_uri, GradeReport) per graded ledger: grader id, checks in order, verdict.
+def _encoded(report: pl.DataFrame, fields: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(run_id, run_uri, JSON text) per row: `fields` as one object, serialised by polars
+    (compact, UTF-8 unescaped: the bytes `json.dumps(..., ensure_ascii=False,
+    separators=(",", ":"))` would write, without building Python objects; `jq .` indents)."""
+    return report.select("run_id", "run_uri",
+                         pl.struct(*fields).struct.json_encode().alias("_json")).rows()
+
+
+def ledger_reports(tables: dict[str, pl.DataFrame]) -> list[tuple[str, str, str]]:
+    """(run_id, run_uri, GradeReport JSON) per graded ledger: grader id, checks in order,
+    verdict.
 
     `checks` holds name, outcome and detail of every check; `verdict` is derived from them
     (failed > undecided > passed) and is never an input.
@@ -61,13 +68,11 @@ def ledger_reports(tables: dict[str, pl.DataFrame]) -> list[tuple[str, str, dict
     )
     report = runs.select("run_id", "run_uri", pl.col("program").alias("definition_id")).join(
         checks, on="run_uri", how="left")
-    fields = ("run_id", "grader_id", "definition_id", "verdict", "checks")
-    return [(rec["run_id"], rec["run_uri"], {k: rec[k] for k in fields})
-            for rec in report.iter_rows(named=True)]
+    return _encoded(report, ("run_id", "grader_id", "definition_id", "verdict", "checks"))
 
 
 def _contract_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame
-                      ) -> list[tuple[str, str, dict]]:
+                      ) -> list[tuple[str, str, str]]:
     runs = tables["runs"].filter((pl.col("status") == "graded") & (pl.col("source") != "ledger"))
     if runs.is_empty():
         return []
@@ -125,9 +130,7 @@ def _contract_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame
         .join(unevaluable, on="run_uri", how="left")
         .sort("run_uri")
     )
-    fields = ("run_id", "program", "overall_score", "overall_verdict", "services",
-              "conditional_ensures", "unevaluable_clauses", "recommendations")
     lists = ("services", "conditional_ensures", "unevaluable_clauses", "recommendations")
-    return [(rec["run_id"], rec["run_uri"],
-             {k: rec[k] if k not in lists else rec[k] or [] for k in fields})
-            for rec in report.iter_rows(named=True)]
+    report = report.with_columns(pl.col(c).fill_null(pl.lit([], dtype=report.schema[c]))
+                                 for c in lists)
+    return _encoded(report, ("run_id", "program", "overall_score", "overall_verdict", *lists))
