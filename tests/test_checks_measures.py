@@ -1,0 +1,104 @@
+"""Output measures are computed only where a check reads them, and that changes no result.
+
+`run_checks` on a clause frame without measures computes each measure family for the rows of
+the checks that read it (narrowed by their `needs`); on a fully measured frame it reads what
+is there. Both must give the same checks table, row for row, on varied real runs: the sample
+runs of data/, a synthetic corpus, and one run per check-library case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from check_runs import run_id, write_service_run
+from polars.testing import assert_frame_equal
+from test_checks_library import CASES
+
+from pipeline.checks import FAILED, PASSED, Check, GraderError, default_grader, run_checks
+from pipeline.checks.frame import clause_frame
+from pipeline.checks.grader import Grader, measure
+from pipeline.checks.output_analysis import FACT_FAMILY, FAMILIES
+from pipeline.grade import read_runs, source_tables
+from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.synth import synthesize
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "runs"
+
+
+def _frame(root: Path, measured: bool) -> pl.DataFrame:
+    bucket = Bucket(str(root))
+    tables = source_tables(read_runs(str(root), group_runs(bucket, bucket.walk())))
+    return clause_frame(tables["clauses"], tables["services"], tables["bindings"],
+                        measured=measured)
+
+
+@pytest.fixture(scope="module")
+def library_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("measure-library")
+    for n, case in enumerate(CASES):
+        item = f"- `out`: {case.clause}" + "".join(f"\n    - {d}" for d in case.details)
+        write_service_run(root, run_id(n), ensures=item, outputs={case.file: case.output})
+    return root
+
+
+@pytest.fixture(scope="module")
+def synth_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("measure-synth") / "runs"
+    synthesize(str(root), 60, seed=11)
+    return root
+
+
+@pytest.mark.parametrize("which", ["library", "data", "synth"])
+def test_measuring_on_demand_changes_no_check(which, library_root, synth_root):
+    root = {"library": library_root, "data": DATA, "synth": synth_root}[which]
+    grader = default_grader()
+    on_demand = run_checks(grader, _frame(root, measured=False))
+    everything = run_checks(grader, _frame(root, measured=True))
+    assert on_demand.height > 50
+    assert_frame_equal(on_demand, everything)
+
+
+def test_unread_families_are_typed_nulls_and_read_ones_are_narrowed(library_root):
+    words_only = Check(
+        name="short", applies=pl.col("has_output"), needs={"words": pl.col("kind") == "x"},
+        outcome=pl.when(pl.col("n_words") < 5).then(PASSED).otherwise(FAILED),
+        detail=pl.lit("short"), evidence=pl.format("{} words", pl.col("n_words")),
+        confidence=pl.lit(90))
+    frame = _frame(library_root, measured=False)
+    measured = measure([words_only], frame)
+    every = {c for f in FAMILIES for c in f.columns}
+    assert every <= set(measured.columns)  # every measure exists, with its type
+    assert measured["n_words"].null_count() == measured.height  # no row of kind 'x'
+    assert measured["has_table"].null_count() == measured.height  # never read
+    full = _frame(library_root, measured=True)
+    assert {c: full.schema[c] for c in FACT_FAMILY} == {c: measured.schema[c]
+                                                         for c in FACT_FAMILY}
+    wide = measure([Check(**{**words_only.__dict__, "needs": {}})], frame)
+    judged = wide.filter(pl.col("has_output"))
+    assert judged["n_words"].null_count() == 0
+    assert wide.filter(~pl.col("has_output"))["n_words"].null_count() == \
+        wide.filter(~pl.col("has_output")).height
+
+
+def test_let_columns_are_computed_once_per_judged_row(library_root):
+    counted = Check(
+        name="long", applies=pl.col("has_output"),
+        let={"_n": pl.col("n_words"), "_long": pl.col("_n") > 3},
+        outcome=pl.when(pl.col("_long")).then(FAILED).otherwise(PASSED),
+        detail=pl.lit("at most 3 words"), evidence=pl.format("{} words", pl.col("_n")),
+        confidence=pl.lit(90))
+    out = run_checks(Grader("acme.words.grader/v1", [counted]),
+                     _frame(library_root, measured=False))
+    words = out["evidence"].str.extract(r"^(\d+) ", 1).cast(pl.Int64)
+    assert out.height > 10
+    assert ((words > 3) == (out["outcome"] == "failed")).all()
+
+
+def test_a_need_for_an_unknown_family_is_refused(library_root):
+    bad = Check(name="bad", applies=pl.col("has_output"), needs={"sentence": pl.lit(True)},
+                outcome=PASSED, detail=pl.lit("x"), evidence=pl.col("n_words").cast(pl.String),
+                confidence=pl.lit(1))
+    with pytest.raises(GraderError, match="unknown measure family 'sentence'"):
+        measure([bad], _frame(library_root, measured=False))
