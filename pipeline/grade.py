@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from . import scratch
 from .catalog import write_catalog
 from .checks.frame import clause_frame
 from .checks.grader import Grader, run_checks
@@ -255,7 +256,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
-SHARD_RUNS = 250  # at most this many runs read and graded per task (memory follows it)
+SHARD_RUNS = 500  # at most this many runs read and graded per task (memory follows it)
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,7 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
                     sys.modules.pop(name, None)
     _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
     _WORKER["judge"] = None
+    scratch.THREADS = 1  # one worker per core (polars likewise, see _process_context)
     _init_watchdog(parent)
 
 

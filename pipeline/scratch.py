@@ -17,12 +17,16 @@ import duckdb
 import polars as pl
 
 _LOCAL = threading.local()
+# Threads of each new connection; None: DuckDB's default (one per core). Grade workers, one
+# per core, set 1 (see grade._init_worker): more would only compete for the same cores.
+THREADS: int | None = None
 
 
 def _connection() -> duckdb.DuckDBPyConnection:
     held = getattr(_LOCAL, "held", None)
     if held is None or held[0] != os.getpid():
-        held = _LOCAL.held = (os.getpid(), duckdb.connect())
+        config = {"threads": THREADS} if THREADS else {}
+        held = _LOCAL.held = (os.getpid(), duckdb.connect(config=config))
     return held[1]
 
 
