@@ -256,7 +256,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
-SHARD_RUNS = 500  # at most this many runs read and graded per task (memory follows it)
+SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
 
 
 @dataclass(frozen=True)

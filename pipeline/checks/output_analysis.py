@@ -1,6 +1,7 @@
 """What each output shows, measured over the whole `binding_text` column at once.
 
-`output_facts(frame)` adds these columns to the clause frame (null where there is no output):
+`output_facts(frame)` adds these columns to the clause frame (null where there is no output,
+or where no check needs them: see the families below):
 
   output_text       the output, trimmed
   n_words           maximal runs of non-whitespace (tabs, newlines and no-break spaces are
@@ -29,6 +30,25 @@
                     and headings (with an empty value)
 
 JSON is parsed by DuckDB's json functions (vectorized, never Python's json per row).
+
+Measures come in families (FAMILIES below), computed together once per distinct output:
+  base (always)  output_text, n_chars, first_line
+  words          n_words
+  prose          n_sentences, n_paragraphs, paragraphs, paragraph_words/_chars/_urls
+  rest           rest_words, rest_sentences, rest_paragraphs
+  lines          lines, n_lines, line_words/_chars/_urls
+  csv            csv_like (after lines)
+  lists          list_items, n_bullets, n_numbered, item_words/_chars/_urls
+  headings       headings, n_headings
+  table          has_table, table_header, n_table_rows
+  code           has_code_block
+  urls           urls, n_urls
+  markdown       has_markdown
+  yaml           yaml_like
+  json           json_kind, json_fenced, json_len, json_keys, json_element_keys
+  fields         field_values (after json, table and headings)
+`output_facts(frame, demand)` measures a family only on the rows its demand selects; the
+grader's `measure` derives that demand from the columns each check reads (grader.py).
 """
 
 from __future__ import annotations
