@@ -8,12 +8,17 @@ published, so the run is graded on the next attempt instead of being recorded as
 
 from __future__ import annotations
 
+import functools
+
 
 class StoreUnavailable(OSError):
     """The runs or results store did not answer; nothing of the current batch is published."""
 
 
-def _outage_types() -> tuple[type[BaseException], ...]:
+@functools.cache
+def outage_types() -> tuple[type[BaseException], ...]:
+    """The exception types that mean a store did not answer (imported on first need: the S3
+    clients' modules are slow to import, and a grade of a local folder never needs them)."""
     types: list[type[BaseException]] = [ConnectionError, TimeoutError]
     try:
         from botocore import exceptions as boto
@@ -37,15 +42,13 @@ def _outage_types() -> tuple[type[BaseException], ...]:
     return tuple(types)
 
 
-OUTAGE_TYPES = _outage_types()
-
 
 def is_outage(exc: BaseException) -> bool:
     """True when `exc`, or an exception it was raised from, means the store did not answer."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, OUTAGE_TYPES):
+        if isinstance(current, outage_types()):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
