@@ -84,7 +84,7 @@ def _with_graders(token: str, payload: tuple[list[tuple[str, str, str]], bytes],
     """On a Dask worker: make this grade's graders current, then run `fn(*args)`."""
     import types
 
-    from . import grade
+    from . import grade, scratch
 
     graders = _LOADED.get(token)
     if graders is None:
@@ -99,6 +99,7 @@ def _with_graders(token: str, payload: tuple[list[tuple[str, str, str]], bytes],
             _LOADED.clear()
         graders = _LOADED[token] = pickle.loads(blob)
     grade._WORKER.update(grader=graders[0], ledger_graders=graders[1], judge=None)
+    scratch.THREADS = 1  # each task's DuckDB on one thread: a worker thread runs one task
     return fn(*args)
 
 
@@ -123,9 +124,12 @@ class DaskEngine:
                     "it.") from exc
         else:
             with _stop_signals_ignored():  # a stop is the grading process's to handle
+                # one task at a time per worker process: polars in it on one thread, as in
+                # the local engine's workers (a user's POLARS_MAX_THREADS is kept)
+                env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
                 self.cluster = LocalCluster(
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
-                    processes=True, host="127.0.0.1", dashboard_address=":0")
+                    processes=True, host="127.0.0.1", dashboard_address=":0", env=env)
             self.client = Client(self.cluster)
         self.workers = max(1, sum(self.client.nthreads().values()))
         self.grade_inline = judge is not None
