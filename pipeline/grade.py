@@ -41,11 +41,11 @@ from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import Bucket, RunRef
+from .sources.bucket import Bucket, Listing, RunRef
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
-from .store import ResultStore, new_batch_id
+from .store import ListingIndex, ResultStore, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
@@ -256,6 +256,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
+LISTINGS = "_listings"  # the key of a grade task's result that holds its runs' listings
 SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
 
 
@@ -341,12 +342,19 @@ def _init_watchdog(parent: int) -> None:
     threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
 
 
-def _list_task(job: Job, items: list[tuple[RunRef, str | None]]
+def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]]
                ) -> list[tuple[str, RunRef]]:
-    """List and fingerprint runs; return (status, run), dropping the listing of a skip."""
+    """List and fingerprint runs; return (status, run), dropping the listing of a skip.
+
+    A run with the listing saved when it was graded is first checked against it, one `stat`
+    per path (`Bucket.unchanged`); it is listed and fingerprinted only when that fails.
+    """
     bucket = Bucket(job.runs_uri, job.endpoint_url)
     out = []
-    for ref, known in items:
+    for ref, known, listing in items:
+        if listing is not None and not job.full and bucket.unchanged(ref, listing):
+            out.append(("unchanged", ref))
+            continue
         bucket.list_run(ref)
         status = _status(ref, known) if ref.files else "empty"
         if status in ("unchanged", "empty") and not job.full:
@@ -377,6 +385,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
     rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                         _WORKER["ledger_graders"]))
     empty = sum(1 for ref in refs if not ref.files)
+    listings = [(ref.uri, ref.fingerprint, *pack_listing(ref.files, ref.folders))
+                for ref in refs if ref.folders is not None and ref.files
+                and all(info.link_target is None for info in ref.files.values())]
 
     def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
         tables, clause_rows = grade_tables(source_tables(rows), grader,
@@ -409,6 +420,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[
         out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
                         "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
                         "scored": 0, "empty": empty}
+    out[LISTINGS] = listings  # for the next grade's rerun check (see ResultStore.listings)
     return out
 
 
@@ -506,9 +518,10 @@ class _Engine:
                 pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
-                ) -> Iterator[tuple[str, RunRef]]:
-    """Every run of the bucket with its status, in discovery order; listings in parallel."""
+def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str],
+                index: ListingIndex | None = None) -> Iterator[tuple[str, RunRef]]:
+    """Every run of the bucket with its status, in discovery order; listings in parallel
+    (by the saved listing of `index` where it has one)."""
     if not bucket.local:  # S3: the listing already holds sizes and mtimes
         for ref in bucket.discover():
             status = _status(ref, known.get(ref.uri))
@@ -520,7 +533,8 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
     limit = 2 * engine.workers + 2
     for chunk in chunks(bucket.discover(), LIST_CHUNK):
         # a run never graded is new whatever its files: the worker grading it lists it
-        seen = [(r, known[r.uri]) for r in chunk if r.uri in known]
+        seen = [(r, known[r.uri], index.get(r.uri) if index else None)
+                for r in chunk if r.uri in known]
         yield from (("new", r) for r in chunk if r.uri not in known)
         if seen:
             window.append(engine.submit_list(_list_task, job, seen))
@@ -564,6 +578,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     with store.lock() as still_locked:
         summary.discarded = store.discard_uncommitted()
         known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
+        index = store.listings(known) if bucket.local else None
         engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
         workers = engine.workers
         if (full or not known) and hasattr(engine, "warm"):
@@ -581,6 +596,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         def finish() -> None:
             batch_id, futures = inflight.popleft()
             shards = [f.result() for f in futures]
+            listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
             if should_stop():
                 summary.stopped = True
                 abandon(batch_id, shards)
@@ -599,16 +615,18 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     store.discard(committed)
                 for shard in stats:
                     summary.add(shard)
+            with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
+                store.save_listings(batch_id, listings)
             if progress:
                 progress("grade", summary.graded + summary.refused, None)
 
         def abandon(batch_id: str, shards: list[dict]) -> None:
-            for grader_id in {g for shard in shards for g in shard} | {main_id}:
+            for grader_id in {g for shard in shards for g in shard if g != LISTINGS} | {main_id}:
                 store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:
             pending: list[RunRef] = []
-            for status, ref in _classified(engine, bucket, job, known):
+            for status, ref in _classified(engine, bucket, job, known, index):
                 if status == "empty":
                     continue
                 summary.see(status)

@@ -18,6 +18,7 @@ done moving its reports is finished by the next `grade` (see `discard_uncommitte
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import json
@@ -26,13 +27,14 @@ import secrets
 import shutil
 import socket
 import threading
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import polars as pl
 
-from .sources.bucket import filesystem, split_uri
+from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
 LOCAL_LOCK_NAME = "_lock"
@@ -245,6 +247,59 @@ class ResultStore:
                              strict=True))
         return known
 
+    # -- listings: what a rerun needs to check a local run without listing its folders ----
+    LISTINGS = "_listings"
+    LISTING_FILES_KEPT = 16  # more files than this are merged into one when read
+
+    def save_listings(self, batch_id: str, rows: list[tuple[str, str, str, bytes]]) -> None:
+        """Keep (run_uri, fingerprint, shape, stats) of a committed batch's local runs: see
+        `pack_listing`.
+
+        Only a cache: a rerun uses a row only when its fingerprint is the run's committed one
+        (see `listings`), so a row written for a batch that never committed, or left by a
+        crash, is harmless; a missing one only means the run is listed as before.
+        """
+        if not rows:
+            return
+        frame = pl.DataFrame(rows, schema={"run_uri": pl.String, "fingerprint": pl.String,
+                                           "shape": pl.String, "stats": pl.Binary},
+                             orient="row")
+        buf = io.BytesIO()
+        frame.write_parquet(buf, compression="zstd")
+        self._put(self.path(self.LISTINGS, f"{batch_id}.parquet"), buf.getvalue())
+
+    def listings(self, known: dict[str, str]) -> ListingIndex:
+        """The saved listings of the runs in `known` ({run_uri: committed fingerprint}) whose
+        fingerprint is still the committed one. Merges the listing files into one when there
+        are many (the merged file is written before the others are removed)."""
+        folder = self.path(self.LISTINGS)
+        if not known or not self.fs.exists(folder):
+            return ListingIndex()
+        paths = sorted(p for p in self.fs.ls(folder, detail=False) if p.endswith(".parquet"))
+        frames = []
+        for path in paths:
+            try:
+                with self.fs.open(path, "rb") as handle:
+                    frames.append(pl.read_parquet(handle))
+            except Exception:  # an unreadable cache file is ignored, never fatal
+                continue
+        if not frames:
+            return ListingIndex()
+        committed = pl.DataFrame({"run_uri": list(known), "fingerprint": list(known.values())},
+                                 schema={"run_uri": pl.String, "fingerprint": pl.String})
+        valid = (pl.concat(frames, how="vertical_relaxed")
+                 .join(committed, on=["run_uri", "fingerprint"], how="semi")
+                 .unique("run_uri", keep="last", maintain_order=True))
+        if len(paths) > self.LISTING_FILES_KEPT:
+            merged = f"{paths[-1].rsplit('/', 1)[0]}/merged-{new_batch_id()}.parquet"
+            buf = io.BytesIO()
+            valid.write_parquet(buf, compression="zstd")
+            with contextlib.suppress(OSError):
+                self._put(merged, buf.getvalue())
+                for path in paths:
+                    self.fs.rm(path)
+        return ListingIndex(valid)
+
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
     def lock(self, command: str = "rungrade grade",
@@ -398,3 +453,51 @@ class ResultStore:
         pattern = self.path(table, "grader=*", "batch=*", "*.parquet")
         return [self.url(p) for p in sorted(self.fs.glob(pattern))
                 if p.split("batch=", 1)[-1].split("/", 1)[0] in batches]
+
+
+class ListingIndex:
+    """Saved listings by run uri: `get(uri)` gives the run's `Listing`, or None. Runs of one
+    program share a shape (their file and folder names), held once; each run adds its uri and
+    its packed sizes and mtimes."""
+
+    def __init__(self, frame: pl.DataFrame | None = None):
+        self._shapes: list[tuple[list[str], list[str]]] = []
+        self._runs: dict[str, tuple[int, bytes]] = {}
+        if frame is None or frame.is_empty():
+            return
+        shapes = frame.select("shape").unique(maintain_order=True).with_row_index("_sid")
+        self._shapes = [unpack_shape(shape) for shape in shapes["shape"]]
+        rows = frame.join(shapes, on="shape").select("run_uri", "_sid", "stats").rows()
+        self._runs = {uri: (sid, stats) for uri, sid, stats in rows}
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def get(self, uri: str) -> Listing | None:
+        found = self._runs.get(uri)
+        if found is None:
+            return None
+        files, folders = self._shapes[found[0]]
+        n, m = len(files), len(folders)
+        packed = found[1]
+        sizes = array("q", packed[:8 * n]).tolist()
+        mtimes = array("d", packed[8 * n:16 * n]).tolist()
+        folder_mtimes = array("q", packed[16 * n:16 * n + 8 * m]).tolist()
+        return Listing(files, sizes, mtimes, folders, folder_mtimes)
+
+
+def pack_listing(files: dict[str, FileInfo], folders: dict[str, int]) -> tuple[str, bytes]:
+    """(shape, packed stats) of a listed run: file names, then folder names, NUL-separated
+    (names never hold NUL); file sizes (int64), file mtimes (float64), folder mtimes (int64)."""
+    names, dirs = sorted(files), sorted(folders)
+    shape = f"{len(names)}\0" + "\0".join([*names, *dirs])
+    stats = (array("q", [files[n].size for n in names]).tobytes()
+             + array("d", [files[n].mtime for n in names]).tobytes()
+             + array("q", [folders[d] for d in dirs]).tobytes())
+    return shape, stats
+
+
+def unpack_shape(shape: str) -> tuple[list[str], list[str]]:
+    count, _, rest = shape.partition("\0")
+    names = rest.split("\0")
+    return names[:int(count)], names[int(count):]

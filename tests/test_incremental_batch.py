@@ -166,3 +166,84 @@ def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
     assert summary.graded + summary.refused == 600 and len(alive) >= 12
     bound = LIST_CHUNK + 2 * 50
     assert max(alive) <= bound < 600, (max(alive), bound)
+
+
+def _folders_listed_during(fn) -> tuple[object, list[str]]:
+    """(fn(), every folder os.scandir listed in this process while fn ran): audit events."""
+    import sys
+
+    seen: list[str] = []
+    active = [True]
+
+    def hook(event: str, args: tuple) -> None:
+        if active[0] and event == "os.scandir":
+            seen.append(os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else "")
+
+    sys.addaudithook(hook)  # a hook cannot be removed: it is switched off instead
+    try:
+        return fn(), seen
+    finally:
+        active[0] = False
+
+
+def _run_folders(runs: Path) -> list[Path]:
+    return sorted(p for p in runs.glob("*/.prose/runs/*") if p.is_dir())
+
+
+def test_rerun_checks_saved_listings_without_listing_run_folders(corpus: Path, tmp_path: Path):
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), workers=1)
+    assert list((out / "_listings").glob("*.parquet"))
+    inside = [str(p) for p in _run_folders(runs)]
+
+    again, listed = _folders_listed_during(
+        lambda: grade_runs(str(runs), str(out), default_grader(), workers=1))
+    assert again.skipped == RUNS
+    assert not [p for p in listed if any(p.startswith(run) for run in inside)]
+
+    # without the saved listings every run is listed again, and still found unchanged
+    import shutil
+
+    shutil.rmtree(out / "_listings")
+    again, listed = _folders_listed_during(
+        lambda: grade_runs(str(runs), str(out), default_grader(), workers=1))
+    assert again.skipped == RUNS
+    assert {run for run in inside if any(p.startswith(run) for p in listed)} == set(inside)
+
+
+def test_changes_a_saved_listing_cannot_vouch_for_are_regraded(corpus: Path, tmp_path: Path):
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), workers=2)
+    folders = _run_folders(runs)
+    added, removed, renamed, rewritten, emptied = folders[:5]
+    binding = next(p for p in sorted(added.glob("bindings/*/*")) if "caller" not in p.parts)
+    (binding.parent / "late-note.md").write_text("written after the grade\n")
+    next(p for p in sorted(removed.rglob("*")) if p.is_file() and p.name != "state.md").unlink()
+    victim = next(p for p in sorted(renamed.glob("bindings/*/*")) if "caller" not in p.parts)
+    victim.rename(victim.with_name("renamed-" + victim.name))
+    same = next(p for p in sorted(rewritten.glob("bindings/*/*")) if "caller" not in p.parts)
+    text = same.read_bytes()
+    same.write_bytes(text[::-1])  # same size, new content
+    os.utime(same, ns=(1, same.stat().st_mtime_ns + 1_000_000_000))
+    (emptied / "workspace" / "scratch").mkdir(parents=True)  # an empty folder: no file moved
+
+    again = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (again.changed, again.unchanged, again.new) == (4, RUNS - 4, 0)
+    con = connect(str(out))
+    assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [
+        (RUNS, RUNS)]
+
+
+def test_saved_listings_are_merged_and_a_broken_one_is_ignored(corpus: Path, tmp_path: Path):
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), batch_size=1, workers=1)
+    assert len(list((out / "_listings").glob("*.parquet"))) == RUNS > ResultStore.LISTING_FILES_KEPT
+    (out / "_listings" / "zz-broken.parquet").write_bytes(b"not parquet at all")
+    again = grade_runs(str(runs), str(out), default_grader(), workers=1)
+    assert again.skipped == RUNS
+    left = sorted(p.name for p in (out / "_listings").glob("*.parquet"))
+    assert len(left) == 1 and left[0].startswith("merged-"), left
+    assert grade_runs(str(runs), str(out), default_grader(), workers=1).skipped == RUNS

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -25,6 +26,16 @@ RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
+
+
+class Listing(NamedTuple):
+    """A run's files and folders as listed when it was graded (see `Bucket.unchanged`)."""
+
+    files: list[str]
+    sizes: list[int]
+    mtimes: list[float]
+    folders: list[str]
+    folder_mtimes: list[int]
 
 
 class FileInfo(NamedTuple):
@@ -48,6 +59,10 @@ class RunRef:
     files: dict[str, FileInfo] = field(default_factory=dict)
     source: str = "prose"
     listed: bool = True  # False until `Bucket.list_run` has filled `files` (local discovery)
+    # Local runs: every folder of the run ("" is the run folder) with its mtime in ns, read
+    # just before the folder was listed. An entry added, removed or renamed in a folder
+    # changes that folder's mtime, so a rerun can check files by these paths (`relist`).
+    folders: dict[str, int] | None = None
 
     @property
     def fingerprint(self) -> str:
@@ -159,11 +174,35 @@ class Bucket:
         elif not os.path.isdir(ref.path):
             files = {".": FileInfo(st.st_size, st.st_mtime)}
         else:
-            files = _list_local(ref.path)
+            files, ref.folders = _list_local(ref.path, st.st_mtime_ns)
             if any(name in files for name in LEDGER_MARKERS):  # a ledger wins over the name
                 ref.source = "ledger"
         ref.files, ref.listed = files, True
         return ref
+
+    def unchanged(self, ref: RunRef, listing: Listing) -> bool:
+        """True when the run's files are still those of `listing` (a listing taken when the
+        run was last graded), checked with one `stat` per folder and file and no folder
+        listing: no folder's mtime moved (nothing added, removed or renamed in it) and every
+        file has its size and mtime. False when anything differs or cannot be read: the run
+        must then be listed.
+        """
+        if not self.local:
+            return False
+        base = ref.path
+        try:
+            for rel, mtime in zip(listing.folders, listing.folder_mtimes, strict=True):
+                st = os.lstat(f"{base}/{rel}" if rel else base)
+                if st.st_mtime_ns != mtime or not stat.S_ISDIR(st.st_mode):
+                    return False
+            for rel, size, mtime in zip(listing.files, listing.sizes, listing.mtimes,
+                                        strict=True):
+                st = os.lstat(f"{base}/{rel}")
+                if st.st_size != size or st.st_mtime != mtime or not stat.S_ISREG(st.st_mode):
+                    return False
+        except (OSError, ValueError):
+            return False
+        return True
 
     def _iter_s3_files(self) -> Iterator[tuple[str, FileInfo]]:
         # One flat listing, page by page (1,000 keys each); S3 returns keys in byte order.
@@ -221,9 +260,11 @@ def _walk_local(root: str):
                 continue
 
 
-def _list_local(folder: str) -> dict[str, FileInfo]:
+def _list_local(folder: str, mtime_ns: int) -> tuple[dict[str, FileInfo], dict[str, int]]:
     # The walk of `_walk_local`, specialised for one run folder: relative paths, no generator.
+    # Returns (files, folders): each folder's mtime is read before the folder is listed.
     files: dict[str, FileInfo] = {}
+    folders: dict[str, int] = {"": mtime_ns}
     stack = [(folder, "")]
     while stack:
         current, prefix = stack.pop()
@@ -236,6 +277,7 @@ def _list_local(folder: str) -> dict[str, FileInfo]:
             rel = prefix + entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
+                    folders[rel] = entry.stat(follow_symlinks=False).st_mtime_ns
                     stack.append((entry.path, rel + "/"))
                 elif entry.is_symlink():
                     files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(entry.path))
@@ -244,7 +286,7 @@ def _list_local(folder: str) -> dict[str, FileInfo]:
                     files[rel] = FileInfo(st.st_size, st.st_mtime)
             except OSError:
                 continue
-    return files
+    return files, folders
 
 
 def _discover_local(bucket: Bucket, folder: str, top: bool = False) -> Iterator[RunRef]:
