@@ -102,3 +102,11 @@ def test_a_need_for_an_unknown_family_is_refused(library_root):
                 confidence=pl.lit(1))
     with pytest.raises(GraderError, match="unknown measure family 'sentence'"):
         measure([bad], _frame(library_root, measured=False))
+
+
+def test_needs_that_read_a_measure_are_refused(library_root):
+    bad = Check(name="circular", applies=pl.col("has_output"),
+                needs={"words": pl.col("n_words") > 3}, outcome=PASSED, detail=pl.lit("x"),
+                evidence=pl.col("n_words").cast(pl.String), confidence=pl.lit(1))
+    with pytest.raises(GraderError, match="needs of check circular read the measure"):
+        measure([bad], _frame(library_root, measured=False))

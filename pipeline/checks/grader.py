@@ -166,6 +166,13 @@ def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
             if name not in FAMILY:
                 raise GraderError(f"check {c.name} needs unknown measure family {name!r}; "
                                   f"families are {', '.join(FAMILY)}")
+        measured = sorted(n for n in _columns(list(c.needs.values())) if n in FACT_FAMILY
+                          and FACT_FAMILY[n] not in up_front)
+        if measured:
+            raise GraderError(f"the needs of check {c.name} read the measure(s) "
+                              f"{', '.join(measured)}, which are not computed yet when needs "
+                              "are read; write needs over the clause's own columns (formats, "
+                              "quantities, kind, ...)")
         if not families:
             continue
         read = _columns([c.applies, *c.needs.values()]) | {"_mrow"} | ({c.each} if c.each
