@@ -236,7 +236,16 @@ def _flag(name: str, test: Callable[[pl.Expr], pl.Expr]
     return lambda df: df.with_columns(test(pl.col("output_text")).alias(name))
 
 
-JSON_START = r"^(?:[\[{\"]|-?\d|true$|false$|null$)"
+JSON_SCALAR = r"^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)$"
+
+
+def _json_shaped(text: pl.Expr) -> pl.Expr:
+    """A trimmed text that could be one JSON value: bracketed or quoted at both ends, or one
+    scalar (only those are handed to the JSON parser; a list item "1. …" or a "[link](…)" is
+    not). Reads two characters of a long text, never copies it."""
+    ends = pl.concat_str(text.str.head(1), text.str.tail(1))
+    return ends.is_in(["{}", "[]", '""']) | (
+        (text.str.len_bytes() < 40) & text.str.contains(JSON_SCALAR))
 FENCED_JSON = (r"(?s)^(?:```|~~~)[ \t]*(?:json|JSON|jsonc|json5)?[ \t]*\n(.*?)\n[ \t]*"
                r"(?:```|~~~)$")
 
@@ -246,7 +255,7 @@ def _json(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(fenced.alias("_fenced")).with_columns(
         pl.col("_fenced").is_not_null().alias("json_fenced"))
     facts = _json_facts(df.filter(pl.col("_fenced").is_not_null()
-                                  | pl.col("output_text").str.contains(JSON_START))
+                                  | _json_shaped(pl.col("output_text")))
                         .select(TEXT_ID, pl.coalesce("_fenced", "output_text").alias("_json_text")))
     return df.join(facts.drop("_json_text"), on=TEXT_ID, how="left")
 
@@ -394,7 +403,7 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """
     candidates = (
         frame.select(TEXT_ID, pl.col("_json_text").alias("t"))
-        .filter(pl.col("t").str.contains(JSON_START))
+        .filter(_json_shaped(pl.col("t").str.strip_chars()))
     )
     with scratch({"candidates": candidates}) as con:
         facts = con.sql("""
@@ -443,9 +452,9 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         frame.filter(pl.col("json_kind").is_in(["object", "array"]))
         .select("_fv", pl.col("_json_text").str.extract_all(JSON_PAIR).alias("p"))
         .explode("p").drop_nulls("p")
-        .select("_fv",
-                normalise_key(pl.col("p").str.extract(JSON_PAIR, 1)).alias("k"),
-                pl.col("p").str.extract(JSON_PAIR, 2).str.strip_chars('"').alias("v"))
+        .select("_fv", pl.col("p").str.extract_groups(JSON_PAIR).alias("g"))
+        .select("_fv", normalise_key(pl.col("g").struct.field("1")).alias("k"),
+                pl.col("g").struct.field("2").str.strip_chars('"').alias("v"))
     )
     cells = (
         frame.filter(pl.col("has_table"))
@@ -463,8 +472,9 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     labels = (
         text.select("_fv", pl.col("output_text").str.extract_all(LABEL).alias("p"))
         .explode("p").drop_nulls("p")
-        .select("_fv", normalise_key(pl.col("p").str.extract(LABEL, 1)).alias("k"),
-                pl.col("p").str.extract(LABEL, 2).str.strip_chars().str.strip_chars("*_ ")
+        .select("_fv", pl.col("p").str.extract_groups(LABEL).alias("g"))
+        .select("_fv", normalise_key(pl.col("g").struct.field("1")).alias("k"),
+                pl.col("g").struct.field("2").str.strip_chars().str.strip_chars("*_ ")
                 .alias("v"))
     )
     headings = (

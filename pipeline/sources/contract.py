@@ -7,6 +7,7 @@ lowercase `ensures:` colon blocks; when a component has both for one section, th
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -77,6 +78,7 @@ class Contract:
         return None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # runs of one program repeat the same few names
 def normalise_name(name: str) -> str:
     """Compare names the way authors mean them: case, `-`, `_` and spaces are equivalent."""
     return re.sub(r"[\s_\-]+", "-", name.strip().strip("`").lower())

@@ -74,6 +74,7 @@ class Refusal(Exception):
         self.reason, self.detail = reason, detail
 
 
+@lru_cache(maxsize=1 << 16)  # runs of one program repeat the same clauses
 def clause_id(service: str, kind: str, position: int, text: str) -> str:
     digest = hashlib.sha1(f"{service}\x1f{kind}\x1f{position}\x1f{text}".encode())
     return digest.hexdigest()[:16]
