@@ -110,14 +110,17 @@ def output_format() -> Check:
             pl.when(pl.col("json_fenced")).then(pl.lit(" (inside one fenced block)"))
             .otherwise(pl.lit("")), quoted(excerpt(pl.col("output_text"), 160))))
         .when(fmt == "table").then(pl.format("table header {}", quoted(
-            pl.col("output_text").str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
+            pl.when(fmt == "table").then(pl.col("output_text"))
+            .str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
         .when(fmt.is_in(["numbered_list", "bulleted_list", "list"]))
         .then(pl.format("{} numbered and {} bulleted items; first: {}", pl.col("n_numbered"),
                         pl.col("n_bullets"), first_item))
         .when(fmt == "code_block").then(pl.format("fenced block {}", quoted(
-            pl.col("output_text").str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
+            pl.when(fmt == "code_block").then(pl.col("output_text"))
+            .str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
         .when((fmt == "markdown") & pl.col("has_markdown")).then(pl.format(
-            "markdown syntax: {}", around(pl.col("output_text"), pl.lit(MARKDOWN_SAMPLE), 30)))
+            "markdown syntax: {}", around(pl.when(fmt == "markdown").then(pl.col("output_text")),
+                                          pl.lit(MARKDOWN_SAMPLE), 30)))
         .when(fmt == "markdown").then(pl.format(
             "plain text with no markdown syntax (valid markdown): {}",
             quoted(excerpt(pl.col("output_text"), 160))))
@@ -344,11 +347,12 @@ def literal() -> Check:
     """An exact phrase is where the clause says: contained, first, last, first line, or all."""
     lit = pl.col("literals").struct.field("text")
     mode = pl.col("literals").struct.field("mode")
-    text = pl.col("binding_text")
+    # each whole-text operation reads only the outputs of the rows whose mode needs it
+    text = pl.when(mode == "contains").then(pl.col("binding_text"))
     out = pl.col("output_text")
     # leading markdown (heading marks, emphasis, quotes) does not hide how a text begins
-    bare_start = out.str.replace(r"^[#>*_\s\"“]+", "")
-    bare_end = out.str.replace(r"[*_\s\"”]+$", "")
+    bare_start = pl.when(mode == "starts").then(out).str.replace(r"^[#>*_\s\"“]+", "")
+    bare_end = pl.when(mode == "ends").then(out).str.replace(r"[*_\s\"”]+$", "")
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
     exact_case = text.str.contains(lit, literal=True)
@@ -378,9 +382,10 @@ def literal() -> Check:
                              around(text, pl.concat_str(pl.lit("(?i)"), _escaped(lit)))))
     )
     start = quoted(excerpt(pl.col("first_line"), 160))
-    end = quoted(pl.when(out.str.len_chars() > 160)
-                 .then(pl.concat_str(pl.lit("…"), out.str.slice(-160)))
-                 .otherwise(out).str.replace_all(r"\s+", " "))
+    ending = pl.when(mode == "ends").then(out)
+    end = quoted(pl.when(ending.str.len_chars() > 160)
+                 .then(pl.concat_str(pl.lit("…"), ending.str.slice(-160)))
+                 .otherwise(ending).str.replace_all(r"\s+", " "))
     evidence = (
         pl.when(mode == "contains").then(pl.when(ok).then(found).otherwise(
             pl.format("no {} in {}", quoted(lit), label())))
@@ -522,13 +527,23 @@ def required_field() -> Check:
     having = pl.col("json_element_keys").fill_null("").str.count_matches(
         pl.format(r"\|{}\|", _escaped(name))).cast(pl.Int64)
     missing = pl.col("json_len") - having
-    in_values = pl.col("field_values").fill_null("").str.contains(
-        pl.format("(?m)^{}\t", _escaped(name)))
+    let: dict[str, pl.Expr] = {
+        "_in_values": pl.col("field_values").fill_null("").str.contains(
+            pl.format("(?m)^{}\t", _escaped(name))),
+        "_is_json": kind.is_in(["object", "array"]).fill_null(False),
+    }
+    in_values, is_json = pl.col("_in_values"), pl.col("_is_json")
+    has_table = pl.col("has_table").fill_null(False)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE),
                             _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]"),
                             pl.lit(EDGE_AFTER))
-    mentioned = pl.col("output_text").str.contains(mention)
-    is_json = kind.is_in(["object", "array"]).fill_null(False)
+    # each text search reads only the outputs of the rows whose branch it serves
+    text = pl.col("output_text")
+    json_text = pl.when(is_json & in_values & ~per_element & ~((kind == "object") & ~nested)
+                        ).then(text)
+    label_text = pl.when(~is_json & ~has_table & in_values).then(text)
+    plain_text = pl.when(~is_json & ~has_table & ~in_values).then(text)
+    mentioned = plain_text.str.contains(mention).fill_null(False)
     outcome = (
         pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
         .when((kind == "object") & ~nested).then(
@@ -546,20 +561,20 @@ def required_field() -> Check:
             "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
         .when((kind == "object") & ~nested).then(pl.format(
             "top-level keys: {}", pl.col("json_keys").list.join(", ")))
-        .when(is_json & in_values).then(around(pl.col("output_text"), pl.format(
+        .when(is_json & in_values).then(around(json_text, pl.format(
             r"\x22{}\x22\s*:", name.str.replace_all("-", "[_ -]")), 40))
         .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
         .when(pl.col("has_table")).then(pl.format("table columns: {}",
                                                   pl.col("table_header").list.join(", ")))
-        .when(in_values).then(around(pl.col("output_text"), pl.format(
+        .when(in_values).then(around(label_text, pl.format(
             "(?i){}", _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")), 60))
         .when(mentioned).then(pl.format(
             "`{}` is mentioned but not as a labelled field or heading: {}", shown,
-            around(pl.col("output_text"), mention, 60)))
+            around(plain_text, mention, 60)))
         .otherwise(pl.format("no `{}` field, label or heading in {}", shown, label()))
     )
     return Check(
-        applies=NAMED, each="fields",
+        applies=NAMED, each="fields", let=let,
         outcome=outcome,
         detail=pl.format("{} has field `{}`{}", label(), shown,
                          pl.when(per_element).then(pl.lit(" in every element"))
@@ -580,10 +595,11 @@ def numeric_range() -> Check:
         pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()
     field_numbers = field_texts.list.eval(pl.element().cast(pl.Float64, strict=False))
     out = pl.col("output_text")
-    over = out.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
-    labelled = out.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
-                               + NUMBER + ")", 1)
-    first = out.str.extract("(" + NUMBER + ")", 1)
+    whole = pl.when(field.is_null()).then(out)  # the output's own number: unscoped ranges only
+    over = whole.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
+    labelled = whole.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
+                                 + NUMBER + ")", 1)
+    first = whole.str.extract("(" + NUMBER + ")", 1)
     number = pl.coalesce(over, labelled, first).cast(pl.Float64, strict=False)
     how = (pl.when(over.is_not_null()).then(90).when(labelled.is_not_null()).then(85)
            .otherwise(60))
@@ -603,8 +619,8 @@ def numeric_range() -> Check:
             .then(pl.format("no number under `{}` in {}", field, label()))
             .otherwise(pl.format("`{}` values: {}", field, field_texts.list.join(", "))))
         .when(number.is_null()).then(pl.format("no number in {}: {}", label(),
-                                               quoted(excerpt(out, 160))))
-        .otherwise(around(out, pl.coalesce(over, labelled, first), 60, literal=True))
+                                               quoted(excerpt(whole, 160))))
+        .otherwise(around(whole, pl.coalesce(over, labelled, first), 60, literal=True))
     )
     return Check(
         applies=NAMED, each="ranges",
