@@ -410,10 +410,19 @@ class ResultStore:
         """Write a file whole. `fresh` paths (staging) are private: no rename dance needed."""
         parent = path.rsplit("/", 1)[0]
         if self.local:
-            os.makedirs(parent, exist_ok=True)
             tmp = path if fresh else f"{path}.tmp-{secrets.token_hex(4)}"
-            with open(tmp, "wb") as handle:
-                handle.write(data)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+            try:  # the folder usually exists (a shard stages hundreds of reports in one)
+                fd = os.open(tmp, flags, 0o666)
+            except FileNotFoundError:
+                os.makedirs(parent, exist_ok=True)
+                fd = os.open(tmp, flags, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
             if not fresh:
                 os.replace(tmp, path)  # rename: readers see the whole file or none of it
         else:

@@ -220,21 +220,30 @@ class Bucket:
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
 
+# A file is opened without following a final symlink: one put in place after the run was
+# listed (whose links were checked then) fails to open instead of being read.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
 def _read_local(path: str, cap: int) -> tuple[bytes, bool]:
     # Read in modest chunks: asking for `cap` bytes at once allocates `cap` bytes per file.
-    chunk = min(cap + 1, 1 << 16)
-    with open(path, "rb", buffering=0) as handle:
-        data = handle.read(chunk)
+    # Plain descriptors: a file object costs more than the read of a small file.
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        chunk = min(cap + 1, 1 << 16)
+        data = os.read(fd, chunk)
         if len(data) == chunk and chunk <= cap:
             parts = [data]
             total = len(data)
             while total <= cap:
-                more = handle.read(min(cap + 1 - total, 1 << 20))
+                more = os.read(fd, min(cap + 1 - total, 1 << 20))
                 if not more:
                     break
                 parts.append(more)
                 total += len(more)
             data = b"".join(parts)
+    finally:
+        os.close(fd)
     return data[:cap], len(data) > cap
 
 
