@@ -62,8 +62,6 @@ from ..scratch import scratch
 from .clause_analysis import normalise_key
 
 LIST_ITEM = r"(?m)^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S[^\n]*"
-BULLET = r"(?m)^[ ]{0,3}[-*+][ \t]+\S"
-NUMBERED = r"(?m)^[ ]{0,3}\d{1,3}[.)][ \t]+\S"
 HEADING = r"(?m)^[ ]{0,3}#{1,6}[ \t]+[^\n]*"
 FENCED = r"(?ms)^[ \t]*(?:```|~~~)[^\n]*\n.*?^[ \t]*(?:```|~~~)[ \t]*$"
 TABLE_SEPARATOR = r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*"
