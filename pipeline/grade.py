@@ -21,6 +21,7 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,7 @@ from .scoring import run_models
 from .sources.bucket import Bucket, Listing, RunRef
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
-from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run
+from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run, refuse
 from .store import ListingIndex, ResultStore, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
@@ -377,13 +378,27 @@ def batch_for(batch_id: str, grader_id: str, main_grader_id: str) -> str:
     return f"{batch_id}-{hashlib.sha1(grader_id.encode()).hexdigest()[:6]}"
 
 
-def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef]) -> dict[str, dict]:
-    """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}."""
+def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
+                died: str | None = None) -> dict[str, dict]:
+    """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}.
+
+    With `died`, the runs are not read: each is refused as internal-error with that detail
+    (a run whose worker died every time it was graded, see `_isolated`).
+    """
     grader: Grader = _WORKER["grader"]
     judge = _WORKER.get("judge")
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
-    rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
-                        _WORKER["ledger_graders"]))
+    if died is None:
+        rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
+                            _WORKER["ledger_graders"]))
+    else:
+        rows, bucket = RunRows(), Bucket(job.runs_uri, job.endpoint_url)
+        for ref in refs:
+            bucket.list_run(ref)  # its fingerprint: refused until the run changes
+            refused = refuse(ref, "internal-error", died)
+            refused.runs[0].update(source=ref.source, layout=(
+                "moltzap-ledger" if ref.source == "ledger" else refused.runs[0]["layout"]))
+            rows.extend(refused)
     empty = sum(1 for ref in refs if not ref.files)
     listings = [(ref.uri, ref.fingerprint, *pack_listing(ref.files, ref.folders))
                 for ref in refs if ref.folders is not None and ref.files
@@ -473,6 +488,7 @@ class _Engine:
         self.list_pool: ProcessPoolExecutor | None = None
         self.grade_pool: ProcessPoolExecutor | None = None
         self.grade_inline = workers == 1 or judge is not None
+        self.generation = 0  # counts grading pools replaced after a worker died
         if self.grade_inline:
             _WORKER.update(grader=grader, ledger_graders=ledger_graders, judge=judge)
 
@@ -512,6 +528,13 @@ class _Engine:
             future.set_exception(exc)
         return future
 
+    def recover(self) -> None:
+        """Replace a grading pool that a dead worker broke (every task in it failed too)."""
+        if self.grade_pool is not None:
+            self.grade_pool.shutdown(wait=False, cancel_futures=True)
+            self.grade_pool = None
+        self.generation += 1
+
     def close(self, cancel: bool = False) -> None:
         for pool in (self.list_pool, self.grade_pool):
             if pool is not None:
@@ -542,6 +565,66 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
             yield from window.popleft().result()
     while window:
         yield from window.popleft().result()
+
+
+def _worker_died(exc: BaseException) -> bool:
+    """True when a task failed because its worker process died (killed, out of memory): a
+    broken local pool, or a task Dask gave up on after its retries."""
+    return isinstance(exc, BrokenProcessPool) or type(exc).__name__ == "KilledWorker"
+
+
+def _result_or_nothing(future: Future) -> dict:
+    try:
+        return future.result()
+    except Exception as exc:
+        if _worker_died(exc):
+            return {}
+        raise
+
+
+DIED = ("the worker process grading this run died each time (killed, or out of memory), "
+        "last when it was graded alone; its files were not read again")
+
+
+def _isolated(engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
+              refs: list[RunRef], generation: int, parts: Iterator[int], main_id: str,
+              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
+    """Grade again the runs of a shard whose worker died, halving the groups that die again,
+    until each run that kills its worker alone is refused as internal-error (`DIED`); the
+    other runs are graded as usual. Returns the shard results of the groups, in order.
+
+    A dead worker breaks a local pool and every task in it, so the pool is replaced once per
+    death (`generation` tells a new death from an old one), and the innocent shards of the
+    batch come back here too: graded whole on the first try, they cost one more pass.
+    """
+    store.drop_part(batch_id, dead_part)
+    if getattr(engine, "generation", 0) == generation and hasattr(engine, "recover"):
+        engine.recover()
+    results: list[dict] = []
+    groups = [refs]
+    while groups:
+        group = groups.pop()
+        part = next(parts)
+        generation = getattr(engine, "generation", 0)
+        try:
+            results.append(engine.submit_grade(_grade_task, job, batch_id, part, group).result())
+            continue
+        except Exception as exc:
+            if not _worker_died(exc):
+                raise
+        store.drop_part(batch_id, part)
+        if getattr(engine, "generation", 0) == generation and hasattr(engine, "recover"):
+            engine.recover()
+        if len(group) > 1:
+            half = len(group) // 2
+            groups += [group[half:], group[:half]]  # the first half is graded first
+            continue
+        # refused here, without reading the run: in this process, with the job's graders
+        _WORKER.setdefault("grader", graders[0])
+        _WORKER.setdefault("ledger_graders", graders[1])
+        _WORKER.setdefault("judge", None)
+        results.append(_grade_task(job, batch_id, next(parts), group, died=DIED))
+    return results
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
@@ -583,19 +666,31 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         workers = engine.workers
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
-        inflight: deque[tuple[str, list[Future]]] = deque()
+        # per batch: (shard refs, pool generation, future) of each shard
+        inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
         def start(refs: list[RunRef]) -> None:
             batch_id = new_batch_id()
             # one shard per worker, but never so large that a worker's memory follows the batch
             size = min(-(-len(refs) // workers), SHARD_RUNS)
             shards = [refs[i:i + size] for i in range(0, len(refs), size)]
-            inflight.append((batch_id, [engine.submit_grade(_grade_task, job, batch_id, k, shard)
-                                        for k, shard in enumerate(shards)]))
+            generation = getattr(engine, "generation", 0)
+            inflight.append((batch_id, [
+                (shard, generation, engine.submit_grade(_grade_task, job, batch_id, k, shard))
+                for k, shard in enumerate(shards)]))
 
         def finish() -> None:
-            batch_id, futures = inflight.popleft()
-            shards = [f.result() for f in futures]
+            batch_id, tasks = inflight.popleft()
+            shards: list[dict] = []
+            parts = iter(range(len(tasks), 1 << 30))  # numbers for shards graded again
+            for k, (refs, generation, future) in enumerate(tasks):
+                try:
+                    shards.append(future.result())
+                except Exception as exc:
+                    if not _worker_died(exc):
+                        raise
+                    shards += _isolated(engine, store, job, batch_id, k, refs, generation,
+                                        parts, main_id, (grader, ledger_graders))
             listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
             if should_stop():
                 summary.stopped = True
@@ -649,8 +744,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 summary.stopped = True
             while inflight:
                 if summary.stopped:  # the batches in hand are abandoned, never half-published
-                    batch_id, futures = inflight.popleft()
-                    abandon(batch_id, [f.result() for f in futures])
+                    batch_id, tasks = inflight.popleft()
+                    abandon(batch_id, [_result_or_nothing(f) for _, _, f in tasks])
                 else:
                     finish()
         except BaseException:

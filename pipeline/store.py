@@ -170,6 +170,23 @@ class ResultStore:
         for name, text in reports.items():
             self._put(f"{staging}/reports/{name}", text.encode(), fresh=True)
 
+    def drop_part(self, batch_id: str, part: int) -> None:
+        """Remove whatever one shard staged for a batch, under every grader id of the batch
+        (a worker that died mid-shard may have left some of its files)."""
+        staging = self.path("_staging")
+        folders = [p for p in (self.fs.ls(staging, detail=False) if self.fs.exists(staging)
+                               else []) if p.rstrip("/").rsplit("/", 1)[-1].startswith(batch_id)]
+        for folder in folders:
+            for path in self._files(folder):
+                rel = path[len(folder.rstrip("/")) + 1:]
+                table, _, rest = rel.partition("/")
+                if rest == f"part-{part}.parquet" or (
+                        table == "reports" and rest.startswith(f"{part}/")):
+                    if self.local:
+                        os.remove(path)
+                    else:
+                        self.fs.rm(path)
+
     def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
         """Move a staged batch's parts into place, write its commit marker (the batch now
         exists), then move its reports into place.

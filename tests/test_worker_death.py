@@ -1,0 +1,99 @@
+"""A run that kills the worker process grading it (out of memory, a crash in native code) is
+refused as internal-error; the other runs of its shard and batch are graded, and the grade
+ends normally. Real `rungrade grade` processes with two workers; the death comes from a
+grader file (`--grader`), which every worker imports, that ends its worker process when it
+grades a run whose folder name says "poison" (a stand-in for a run that exhausts memory)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.catalog import connect
+from pipeline.synth import synthesize
+
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+RUNS = 30
+POISON_GRADER = '''
+import multiprocessing
+import os
+
+import pipeline.grade as grade
+from pipeline.checks import default_grader
+
+_grade_tables = grade.grade_tables
+
+
+def _dying(source, *args, **kwargs):
+    # only in a worker process: the grading process refuses such a run without grading it
+    if multiprocessing.parent_process() is not None and any(
+            "poison" in uri for uri in source["runs"]["run_uri"].to_list()):
+        os._exit(9)
+    return _grade_tables(source, *args, **kwargs)
+
+
+grade.grade_tables = _dying
+grader = default_grader("poison.contract.grader/v1")
+'''
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("deathcorpus") / "runs"
+    synthesize(str(root), RUNS, seed=5, workers=1)
+    return root
+
+
+def _grade(runs: Path, out: Path, grader: Path) -> dict:
+    done = subprocess.run([RUNGRADE, "grade", str(runs), "--out", str(out), "--json",
+                           "--workers", "2", "--batch-size", "10", "--grader", str(grader)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_a_run_that_kills_its_worker_is_refused_and_the_rest_graded(corpus: Path,
+                                                                      tmp_path: Path):
+    grader = tmp_path / "poison_grader.py"
+    grader.write_text(POISON_GRADER)
+    clean = _grade(corpus, tmp_path / "clean", grader)  # no poison: a normal grade
+
+    runs = tmp_path / "runs"
+    shutil.copytree(corpus, runs, symlinks=True)
+    folders = sorted(p for p in runs.glob("*/.prose/runs/*") if p.is_dir())
+    victims = [folders[3], folders[17]]  # in two different batches
+    poisoned = [v.rename(v.with_name(v.name + "-poison")) for v in victims]
+    out = tmp_path / "results"
+    got = _grade(runs, out, grader)
+
+    assert got["found"] == RUNS == got["graded"] + got["refused"]
+    assert got["refusals"].get("internal-error") == 2
+    originals = [corpus / v.relative_to(runs) for v in victims]
+    assert got["graded"] == clean["graded"] - sum(
+        1 for v in originals if _was_graded(tmp_path / "clean", v))
+    con = connect(str(out))
+    refused = dict(con.sql("select run_uri, detail from refusals "
+                           "where reason = 'internal-error'").fetchall())
+    assert sorted(refused) == sorted(str(p) for p in poisoned)
+    assert all("worker process grading this run died" in d for d in refused.values())
+    # every run once; the others have the verdicts a normal grade gives them
+    assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [
+        (RUNS, RUNS)]
+    mine = con.sql("select run_id, overall_verdict from run_scores order by run_id").fetchall()
+    theirs = connect(str(tmp_path / "clean")).sql(
+        "select run_id, overall_verdict from run_scores order by run_id").fetchall()
+    assert set(mine) <= set(theirs) and len(theirs) - len(mine) <= len(victims)
+
+    again = _grade(runs, out, grader)  # refused runs are skipped until they change
+    assert (again["skipped"], again["graded"], again["refused"]) == (RUNS, 0, 0)
+
+
+def _was_graded(results: Path, run: Path) -> bool:
+    con = connect(str(results))
+    return con.sql(f"select status from runs where run_uri = '{run}'").fetchall() == [
+        ("graded",)]
