@@ -61,6 +61,18 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                 on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
         """)
         made.append(table)
+    judged = store.path("judgments", "judge=*", "*.parquet")
+    if store.fs.glob(judged):  # the judge cache: one row per answer, each key once
+        con.execute(f"""
+            create or replace view judgments as
+            select * exclude (judge)
+            from read_parquet('{store.url(judged)}', hive_partitioning = true,
+                              union_by_name = true)
+            qualify row_number() over (
+                partition by judge_id, template_version, clause_sha256, output_sha256
+                order by answered_at) = 1
+        """)
+        made.append("judgments")
     if marts:
         for model in VIEW_MODELS:
             name = model.rsplit("/", 1)[-1]

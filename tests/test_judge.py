@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from judges.chat_server import ChatServer
@@ -171,6 +172,13 @@ def test_second_run_sends_zero_requests_and_gives_the_same_verdicts(two_runs, tm
     parts = list((results / "judgments" / "judge=judge_script").glob("*.parquet"))
     stored = pl.read_parquet(parts)
     assert stored.height == 4 and set(stored["template_version"]) == {"v1"}
+    # the catalog shows the cache as the `judgments` view, each answer once
+    from pipeline.catalog import connect
+
+    view = connect(str(results)).sql("select * from judgments order by clause_sha256").pl()
+    assert view.sort("clause_sha256").equals(stored.sort("clause_sha256"))
+    duckdb_file = duckdb.connect(str(results / "catalog.duckdb"), read_only=True)
+    assert duckdb_file.sql("select count(*) from judgments").fetchall() == [(4,)]
 
 
 def test_changed_output_asks_exactly_that_clause(two_runs, tmp_path):
