@@ -664,6 +664,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         index = store.listings(known) if bucket.local else None
         engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
         workers = engine.workers
+        if judge and progress:
+            judge.on_progress = lambda done, total: progress("asking the judge", done, total)
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
         # per batch: (shard refs, pool generation, future) of each shard

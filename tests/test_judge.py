@@ -159,6 +159,16 @@ def test_ledgers_beside_runs_keep_their_grader_and_are_not_sent(two_runs, tmp_pa
     assert ledger["judge_id"].null_count() == ledger.height
 
 
+def test_a_grade_reports_the_judges_progress(two_runs, tmp_path):
+    seen: list[tuple[str, int, int | None]] = []
+    results = tmp_path / "results"
+    grade(two_runs, results, command_judge(results, tmp_path / "judge.log"),
+          progress=lambda stage, done, total: seen.append((stage, done, total)))
+    judged = [(done, total) for stage, done, total in seen if stage == "asking the judge"]
+    assert judged[0] == (0, 4) and judged[-1] == (4, 4)
+    assert [done for done, _ in judged] == sorted(done for done, _ in judged)
+
+
 # -- the cache ----------------------------------------------------------------------------
 
 def test_second_run_sends_zero_requests_and_gives_the_same_verdicts(two_runs, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -97,6 +98,9 @@ class Judge:
         self.budget = CallBudget(max_calls)
         self.stats = JudgeStats(self.judge_id, self.template.version)
         self._memory = empty_cache()  # answers of this judge when no cache folder is given
+        # Told (requests answered or failed so far, requests to ask) as the judge's answers
+        # come in: a grade shows it as a progress bar.
+        self.on_progress: Callable[[int, int], None] | None = None
 
     @property
     def judge_id(self) -> str:
@@ -148,9 +152,13 @@ class Judge:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)),
                                 thread_name_prefix="judge") as pool:
             futures = [pool.submit(self._ask_batch, batch) for batch in batches]
+            if self.on_progress:
+                self.on_progress(0, len(requests))
             for future in as_completed(futures):
                 got = future.result()
                 outcomes.update(got)
+                if self.on_progress:
+                    self.on_progress(len(outcomes), len(requests))
                 unsaved += [self._cache_row(keys[rid], a) for rid, a in got.items()
                             if isinstance(a, Answer)]
                 if len(unsaved) >= self.flush_every:
