@@ -139,9 +139,17 @@ class DaskEngine:
             grade._WORKER.update(grader=grader, ledger_graders=ledger_graders, judge=judge)
             self.graders = None
         else:
-            payload = (_user_modules(), pickle.dumps((grader, ledger_graders)))
-            [self.graders] = self.client.scatter([payload], broadcast=True, hash=False)
+            self.payload = (_user_modules(), pickle.dumps((grader, ledger_graders)))
+            [self.graders] = self.client.scatter([self.payload], broadcast=True, hash=False)
         self.token = os.urandom(8).hex()
+        self.generation = 0  # counts recoveries after workers died
+
+    def recover(self) -> None:
+        """After workers died: scatter the graders again (the copies they held are gone, and
+        tasks that need them would be cancelled for lost dependencies)."""
+        if not self.grade_inline:
+            [self.graders] = self.client.scatter([self.payload], broadcast=True, hash=False)
+        self.generation += 1
 
     def submit_list(self, fn: Callable, *args) -> TaskFuture:
         return self.client.submit(fn, *args, pure=False, retries=TASK_RETRIES)

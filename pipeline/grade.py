@@ -569,8 +569,10 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
 
 def _worker_died(exc: BaseException) -> bool:
     """True when a task failed because its worker process died (killed, out of memory): a
-    broken local pool, or a task Dask gave up on after its retries."""
-    return isinstance(exc, BrokenProcessPool) or type(exc).__name__ == "KilledWorker"
+    broken local pool, a task Dask gave up on after its retries, or one Dask cancelled when
+    the workers holding what it needed died."""
+    return isinstance(exc, BrokenProcessPool) or type(exc).__name__ in (
+        "KilledWorker", "FutureCancelledError")
 
 
 def _result_or_nothing(future: Future) -> dict:

@@ -97,3 +97,40 @@ def _was_graded(results: Path, run: Path) -> bool:
     con = connect(str(results))
     return con.sql(f"select status from runs where run_uri = '{run}'").fetchall() == [
         ("graded",)]
+
+
+def test_on_dask_a_run_that_kills_its_worker_is_refused(tmp_path: Path):
+    # a cluster of its own that gives up on a task at its first killed worker, so that each
+    # halving step costs one worker restart rather than the scheduler's usual four
+    import dask
+    from distributed import Client, LocalCluster
+
+    import pipeline.grade as grade
+    from pipeline.checks import default_grader
+    from pipeline.engines import DaskSpec
+    from pipeline.grade import grade_runs
+    from pipeline.user_grader import load_grader
+
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 8, seed=6, workers=1)
+    victim = sorted(p for p in runs.glob("*/.prose/runs/*") if p.is_dir())[5]
+    poisoned = victim.rename(victim.with_name(victim.name + "-poison"))
+    module = tmp_path / "poison_grader.py"
+    module.write_text(POISON_GRADER)
+    original = grade.grade_tables
+    grader = load_grader(module)  # it wraps grade_tables here too (harmless in this process)
+    try:
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}), LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=":0") as cluster, Client(cluster) as client:
+            summary = grade_runs(str(runs), str(tmp_path / "results"), grader, batch_size=8,
+                                 engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
+    finally:
+        grade.grade_tables = original
+    assert summary["found"] == 8 == summary["graded"] + summary["refused"]
+    assert summary["refusals"].get("internal-error") == 1
+    con = connect(str(tmp_path / "results"))
+    assert con.sql("select run_uri from refusals where reason = 'internal-error'").fetchall() == [
+        (str(poisoned),)]
+    clean = grade_runs(str(runs), str(tmp_path / "local"), default_grader(), workers=1)
+    assert clean.graded + clean.refused == 8
