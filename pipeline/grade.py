@@ -556,7 +556,7 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
     limit = 2 * engine.workers + 2
     for chunk in chunks(bucket.discover(), LIST_CHUNK):
         # a run never graded is new whatever its files: the worker grading it lists it
-        seen = [(r, known[r.uri], index.get(r.uri) if index else None)
+        seen = [(r, known[r.uri], index.take(r.uri) if index else None)
                 for r in chunk if r.uri in known]
         yield from (("new", r) for r in chunk if r.uri not in known)
         if seen:

@@ -482,7 +482,7 @@ class ResultStore:
 
 
 class ListingIndex:
-    """Saved listings by run uri: `get(uri)` gives the run's `Listing`, or None. Runs of one
+    """Saved listings by run uri: `take(uri)` gives the run's `Listing`, or None. Runs of one
     program share a shape (their file and folder names), held once; each run adds its uri and
     its packed sizes and mtimes."""
 
@@ -499,8 +499,10 @@ class ListingIndex:
     def __len__(self) -> int:
         return len(self._runs)
 
-    def get(self, uri: str) -> Listing | None:
-        found = self._runs.get(uri)
+    def take(self, uri: str) -> Listing | None:
+        """The run's listing, once: it is dropped from the index (a grade looks each run up
+        once, so the index shrinks as discovery goes)."""
+        found = self._runs.pop(uri, None)
         if found is None:
             return None
         files, folders = self._shapes[found[0]]
