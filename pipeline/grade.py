@@ -589,7 +589,7 @@ DIED = ("the worker process grading this run died each time (killed, or out of m
 
 
 def _isolated(engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
-              refs: list[RunRef], generation: int, parts: Iterator[int], main_id: str,
+              refs: list[RunRef], generation: int, parts: Iterator[int],
               graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
     """Grade again the runs of a shard whose worker died, halving the groups that die again,
     until each run that kills its worker alone is refused as internal-error (`DIED`); the
@@ -621,10 +621,9 @@ def _isolated(engine, store: ResultStore, job: Job, batch_id: str, dead_part: in
             half = len(group) // 2
             groups += [group[half:], group[:half]]  # the first half is graded first
             continue
-        # refused here, without reading the run: in this process, with the job's graders
-        _WORKER.setdefault("grader", graders[0])
-        _WORKER.setdefault("ledger_graders", graders[1])
-        _WORKER.setdefault("judge", None)
+        # refused here, without reading the run: in this process, with this job's graders
+        # (a pool that can lose workers means grading is not inline: no judge to keep)
+        _WORKER.update(grader=graders[0], ledger_graders=graders[1], judge=None)
         results.append(_grade_task(job, batch_id, next(parts), group, died=DIED))
     return results
 
@@ -694,7 +693,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     if not _worker_died(exc):
                         raise
                     shards += _isolated(engine, store, job, batch_id, k, refs, generation,
-                                        parts, main_id, (grader, ledger_graders))
+                                        parts, (grader, ledger_graders))
             listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
             if should_stop():
                 summary.stopped = True
