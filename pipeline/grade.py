@@ -258,6 +258,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTINGS = "_listings"  # the key of a grade task's result that holds its runs' listings
+LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
 
 
@@ -344,24 +345,37 @@ def _init_watchdog(parent: int) -> None:
 
 
 def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]]
-               ) -> list[tuple[str, RunRef]]:
-    """List and fingerprint runs; return (status, run), dropping the listing of a skip.
+               ) -> list[tuple[str, RunRef, tuple | None]]:
+    """List and fingerprint runs; return (status, run, listing row), dropping the listing of
+    a skip.
 
     A run with the listing saved when it was graded is first checked against it, one `stat`
-    per path (`Bucket.unchanged`); it is listed and fingerprinted only when that fails.
+    per path (`Bucket.unchanged`); it is listed and fingerprinted only when that fails. An
+    unchanged run that had to be listed (graded before listings were saved, or its saved
+    listing was lost) comes with its listing row, for the next grade to use.
     """
     bucket = Bucket(job.runs_uri, job.endpoint_url)
     out = []
     for ref, known, listing in items:
         if listing is not None and not job.full and bucket.unchanged(ref, listing):
-            out.append(("unchanged", ref))
+            out.append(("unchanged", ref, None))
             continue
         bucket.list_run(ref)
         status = _status(ref, known) if ref.files else "empty"
+        row = _listing_row(ref) if status == "unchanged" and not job.full else None
         if status in ("unchanged", "empty") and not job.full:
             ref.files = {}
-        out.append((status, ref))
+        out.append((status, ref, row))
     return out
+
+
+def _listing_row(ref: RunRef) -> tuple[str, str, str, bytes] | None:
+    """(uri, fingerprint, shape, stats) of a listed local run, as ResultStore.save_listings
+    keeps them; None for a run it cannot describe (not listed locally, or holding links)."""
+    if ref.folders is None or not ref.files or any(
+            info.link_target is not None for info in ref.files.values()):
+        return None
+    return (ref.uri, ref.fingerprint, *pack_listing(ref.files, ref.folders))
 
 
 def _status(ref: RunRef, known: str | None) -> str:
@@ -400,9 +414,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 "moltzap-ledger" if ref.source == "ledger" else refused.runs[0]["layout"]))
             rows.extend(refused)
     empty = sum(1 for ref in refs if not ref.files)
-    listings = [(ref.uri, ref.fingerprint, *pack_listing(ref.files, ref.folders))
-                for ref in refs if ref.folders is not None and ref.files
-                and all(info.link_target is None for info in ref.files.values())]
+    listings = [row for row in map(_listing_row, refs) if row]
 
     def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
         tables, clause_rows = grade_tables(source_tables(rows), grader,
@@ -542,9 +554,11 @@ class _Engine:
 
 
 def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str],
-                index: ListingIndex | None = None) -> Iterator[tuple[str, RunRef]]:
+                index: ListingIndex | None = None, listed: list | None = None
+                ) -> Iterator[tuple[str, RunRef]]:
     """Every run of the bucket with its status, in discovery order; listings in parallel
-    (by the saved listing of `index` where it has one)."""
+    (by the saved listing of `index` where it has one). The listing rows of unchanged runs
+    that had none are added to `listed`."""
     if not bucket.local:  # S3: the listing already holds sizes and mtimes
         for ref in bucket.discover():
             status = _status(ref, known.get(ref.uri))
@@ -562,9 +576,17 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
         if seen:
             window.append(engine.submit_list(_list_task, job, seen))
         while len(window) >= limit:
-            yield from window.popleft().result()
+            yield from _statuses(window.popleft().result(), listed)
     while window:
-        yield from window.popleft().result()
+        yield from _statuses(window.popleft().result(), listed)
+
+
+def _statuses(results: list[tuple[str, RunRef, tuple | None]], listed: list | None
+              ) -> Iterator[tuple[str, RunRef]]:
+    for status, ref, row in results:
+        if row is not None and listed is not None:
+            listed.append(row)
+        yield status, ref
 
 
 def _worker_died(exc: BaseException) -> bool:
@@ -663,6 +685,12 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         summary.discarded = store.discard_uncommitted()
         known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
         index = store.listings(known) if bucket.local else None
+        listed: list[tuple[str, str, str, bytes]] = []  # listings of unchanged runs, to keep
+
+        def keep_listed() -> None:
+            with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
+                store.save_listings(f"{new_batch_id()}-listed", listed)
+            listed.clear()
         engine = (engine or _Engine)(workers, grader, ledger_graders, judge)
         workers = engine.workers
         if judge and progress:
@@ -724,7 +752,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         try:
             pending: list[RunRef] = []
-            for status, ref in _classified(engine, bucket, job, known, index):
+            for status, ref in _classified(engine, bucket, job, known, index, listed):
+                if len(listed) >= LISTED_KEPT_EVERY:
+                    keep_listed()
                 if status == "empty":
                     continue
                 summary.see(status)
@@ -758,6 +788,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     abandon(batch_id, [])
             raise
         engine.close()
+        if listed:
+            keep_listed()
         if progress:
             progress("grade", summary.graded + summary.refused, summary.found - summary.skipped)
         if summary.batches:

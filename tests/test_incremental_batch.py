@@ -202,7 +202,8 @@ def test_rerun_checks_saved_listings_without_listing_run_folders(corpus: Path, t
     assert again.skipped == RUNS
     assert not [p for p in listed if any(p.startswith(run) for run in inside)]
 
-    # without the saved listings every run is listed again, and still found unchanged
+    # without the saved listings every run is listed again, and still found unchanged; that
+    # grade saves their listings (results from before listings were kept get them this way)
     import shutil
 
     shutil.rmtree(out / "_listings")
@@ -210,6 +211,12 @@ def test_rerun_checks_saved_listings_without_listing_run_folders(corpus: Path, t
         lambda: grade_runs(str(runs), str(out), default_grader(), workers=1))
     assert again.skipped == RUNS
     assert {run for run in inside if any(p.startswith(run) for p in listed)} == set(inside)
+    saved = [p.name for p in (out / "_listings").glob("*.parquet")]
+    assert len(saved) == 1 and saved[0].endswith("-listed.parquet"), saved
+    again, listed = _folders_listed_during(
+        lambda: grade_runs(str(runs), str(out), default_grader(), workers=1))
+    assert again.skipped == RUNS
+    assert not [p for p in listed if any(p.startswith(run) for run in inside)]
 
 
 def test_changes_a_saved_listing_cannot_vouch_for_are_regraded(corpus: Path, tmp_path: Path):
