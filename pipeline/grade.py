@@ -700,10 +700,13 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
-        def start(refs: list[RunRef]) -> None:
+        def start(refs: list[RunRef], last: bool = False) -> None:
             batch_id = new_batch_id()
             # one shard per worker, but never so large that a worker's memory follows the batch
             size = min(-(-len(refs) // workers), SHARD_RUNS)
+            if last:  # nothing follows: as many shards per worker, so none idles at the end
+                count = -(-len(refs) // size)
+                size = -(-len(refs) // (-(-count // workers) * workers))
             shards = [refs[i:i + size] for i in range(0, len(refs), size)]
             generation = getattr(engine, "generation", 0)
             inflight.append((batch_id, [
@@ -772,7 +775,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 if summary.stopped:
                     break
             if pending and not summary.stopped and not should_stop():
-                start(pending)
+                start(pending, last=True)
             elif pending:
                 summary.stopped = True
             while inflight:
