@@ -36,10 +36,14 @@ class Engine(Protocol):
     """What `grade_runs` asks of an engine: run a task somewhere, hand back its future."""
 
     workers: int  # tasks that run at once; shards are sized from it
+    generation: int  # counts recoveries: a task's failure after one is an old death
 
     def submit_list(self, fn: Callable, *args) -> TaskFuture: ...
 
     def submit_grade(self, fn: Callable, *args) -> TaskFuture: ...
+
+    def recover(self) -> None:
+        """Make the engine usable again after a worker died mid-task."""
 
     def close(self, cancel: bool = False) -> None: ...
 

@@ -50,7 +50,7 @@ from .store import ListingIndex, ResultStore, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
-    from .engines import EngineFactory
+    from .engines import Engine, EngineFactory
     from .judging import Judge
 
 
@@ -362,20 +362,21 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]]
             continue
         bucket.list_run(ref)
         status = _status(ref, known) if ref.files else "empty"
-        row = _listing_row(ref) if status == "unchanged" and not job.full else None
+        row = _listing_row(ref, known) if status == "unchanged" and not job.full else None
         if status in ("unchanged", "empty") and not job.full:
             ref.files = {}
         out.append((status, ref, row))
     return out
 
 
-def _listing_row(ref: RunRef) -> tuple[str, str, str, bytes] | None:
+def _listing_row(ref: RunRef, fingerprint: str | None) -> tuple[str, str, str, bytes] | None:
     """(uri, fingerprint, shape, stats) of a listed local run, as ResultStore.save_listings
-    keeps them; None for a run it cannot describe (not listed locally, or holding links)."""
-    if ref.folders is None or not ref.files or any(
+    keeps them (`fingerprint` is the run's, already computed); None for a run it cannot
+    describe (not listed locally, or holding links)."""
+    if fingerprint is None or ref.folders is None or not ref.files or any(
             info.link_target is not None for info in ref.files.values()):
         return None
-    return (ref.uri, ref.fingerprint, *pack_listing(ref.files, ref.folders))
+    return (ref.uri, fingerprint, *pack_listing(ref.files, ref.folders))
 
 
 def _status(ref: RunRef, known: str | None) -> str:
@@ -414,7 +415,8 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 "moltzap-ledger" if ref.source == "ledger" else refused.runs[0]["layout"]))
             rows.extend(refused)
     empty = sum(1 for ref in refs if not ref.files)
-    listings = [row for row in map(_listing_row, refs) if row]
+    printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as the reader saw it
+    listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
 
     def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
         tables, clause_rows = grade_tables(source_tables(rows), grader,
@@ -610,7 +612,7 @@ DIED = ("the worker process grading this run died each time (killed, or out of m
         "last when it was graded alone; its files were not read again")
 
 
-def _isolated(engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
+def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
               refs: list[RunRef], generation: int, parts: Iterator[int],
               graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
     """Grade again the runs of a shard whose worker died, halving the groups that die again,
@@ -621,24 +623,25 @@ def _isolated(engine, store: ResultStore, job: Job, batch_id: str, dead_part: in
     death (`generation` tells a new death from an old one), and the innocent shards of the
     batch come back here too: graded whole on the first try, they cost one more pass.
     """
-    store.drop_part(batch_id, dead_part)
-    if getattr(engine, "generation", 0) == generation and hasattr(engine, "recover"):
-        engine.recover()
+    def after_death(part: int, generation: int) -> None:
+        store.drop_part(batch_id, part)  # what the dead task may have staged
+        if engine.generation == generation:  # not yet recovered from this death
+            engine.recover()
+
+    after_death(dead_part, generation)
     results: list[dict] = []
     groups = [refs]
     while groups:
         group = groups.pop()
         part = next(parts)
-        generation = getattr(engine, "generation", 0)
+        generation = engine.generation
         try:
             results.append(engine.submit_grade(_grade_task, job, batch_id, part, group).result())
             continue
         except Exception as exc:
             if not _worker_died(exc):
                 raise
-        store.drop_part(batch_id, part)
-        if getattr(engine, "generation", 0) == generation and hasattr(engine, "recover"):
-            engine.recover()
+        after_death(part, generation)
         if len(group) > 1:
             half = len(group) // 2
             groups += [group[half:], group[:half]]  # the first half is graded first
@@ -708,7 +711,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 count = -(-len(refs) // size)
                 size = -(-len(refs) // (-(-count // workers) * workers))
             shards = [refs[i:i + size] for i in range(0, len(refs), size)]
-            generation = getattr(engine, "generation", 0)
+            generation = engine.generation
             inflight.append((batch_id, [
                 (shard, generation, engine.submit_grade(_grade_task, job, batch_id, k, shard))
                 for k, shard in enumerate(shards)]))

@@ -144,12 +144,6 @@ class ResultStore:
         elif self.fs.exists(folder):
             self.fs.rm(folder, recursive=True)
 
-    def write_batch(self, batch_id: str, grader_id: str, tables: dict[str, pl.DataFrame],
-                    reports: dict[str, str], summary: dict) -> None:
-        """Stage every part, move the parts into place, then write the commit marker."""
-        self.stage_part(batch_id, 0, grader_id, tables, reports)
-        self.publish(batch_id, grader_id, summary)
-
     def stage_part(self, batch_id: str, part: int, grader_id: str,
                    tables: dict[str, pl.DataFrame], reports: dict[str, str]) -> None:
         """Write one shard of a batch under `_staging/{batch_id}/`; nobody reads it there.

@@ -8,6 +8,7 @@ runs of data/, a synthetic corpus, and one run per check-library case.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -75,7 +76,7 @@ def test_unread_families_are_typed_nulls_and_read_ones_are_narrowed(library_root
     full = _frame(library_root, measured=True)
     assert {c: full.schema[c] for c in FACT_FAMILY} == {c: measured.schema[c]
                                                          for c in FACT_FAMILY}
-    wide = measure([Check(**{**words_only.__dict__, "needs": {}})], frame)
+    wide = measure([replace(words_only, needs={})], frame)
     judged = wide.filter(pl.col("has_output"))
     assert judged["n_words"].null_count() == 0
     assert wide.filter(~pl.col("has_output"))["n_words"].null_count() == \

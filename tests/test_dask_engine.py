@@ -137,18 +137,22 @@ def _mend_runs() -> None:
     grade.__dict__.pop("_mend", lambda: None)()
 
 
+def _grade_on(client, corpus: Path, out: Path) -> dict:
+    """Grade `corpus` on the module's cluster, then mend whatever a test broke in its workers."""
+    try:
+        return grade_runs(str(corpus), str(out), default_grader(), batch_size=20,
+                          engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
+    finally:
+        client.run(_mend_runs)
+
+
 def test_a_run_that_raises_in_a_worker_is_refused_and_the_others_graded(
         client, corpus: Path, local, tmp_path: Path):
     local_out, local_summary = local
     graded = tables(str(local_out))["runs"].filter(pl.col("status") == "graded")
     checks_uri, read_uri = sorted(graded["run_uri"].to_list())[:2]
     client.run(_break_runs, checks_uri, read_uri)
-    try:
-        summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
-                             batch_size=20,
-                             engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
-    finally:
-        client.run(_mend_runs)
+    summary = _grade_on(client, corpus, tmp_path / "results")
     assert summary["found"] == local_summary["found"] == summary["graded"] + summary["refused"]
     assert summary["refusals"]["internal-error"] == 2
     assert summary["graded"] == local_summary["graded"] - 2
@@ -215,12 +219,7 @@ def _die_once(marker: str) -> None:
 def test_a_shard_whose_worker_dies_is_retried(client, corpus: Path, local, tmp_path: Path):
     marker = tmp_path / "died"
     client.run(_die_once, str(marker))
-    try:
-        summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
-                             batch_size=20,
-                             engine=DaskSpec(scheduler=client.scheduler.address)).as_dict()
-    finally:
-        client.run(_mend_runs)
+    summary = _grade_on(client, corpus, tmp_path / "results")
     assert marker.exists()  # a worker did die
     local_out, local_summary = local
     assert counts(summary) == counts(local_summary)

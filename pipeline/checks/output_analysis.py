@@ -248,19 +248,23 @@ FENCED_JSON = (r"(?s)^(?:```|~~~)[ \t]*(?:json|JSON|jsonc|json5)?[ \t]*\n(.*?)\n
                r"(?:```|~~~)$")
 
 
+def _with_json_text(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with `_fenced` (the single fenced JSON block the output consists of, or null) and
+    `_json_text` (that block, else the output): the text JSON is parsed from."""
+    return df.with_columns(pl.col("output_text").str.extract(FENCED_JSON, 1).alias("_fenced")
+                           ).with_columns(pl.coalesce("_fenced", "output_text")
+                                          .alias("_json_text"))
+
+
 def _json(df: pl.DataFrame) -> pl.DataFrame:
-    fenced = pl.col("output_text").str.extract(FENCED_JSON, 1)
-    df = df.with_columns(fenced.alias("_fenced")).with_columns(
-        pl.col("_fenced").is_not_null().alias("json_fenced"))
-    facts = _json_facts(df.filter(pl.col("_fenced").is_not_null()
-                                  | _json_shaped(pl.col("output_text")))
-                        .select(TEXT_ID, pl.coalesce("_fenced", "output_text").alias("_json_text")))
+    df = _with_json_text(df).with_columns(pl.col("_fenced").is_not_null().alias("json_fenced"))
+    facts = _json_facts(df.filter(pl.col("json_fenced") | _json_shaped(pl.col("output_text")))
+                        .select(TEXT_ID, "_json_text"))
     return df.join(facts.drop("_json_text"), on=TEXT_ID, how="left")
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:
-    fenced = pl.col("output_text").str.extract(FENCED_JSON, 1)
-    return _field_values(df.with_columns(pl.coalesce(fenced, "output_text").alias("_json_text")))
+    return _field_values(_with_json_text(df))
 
 
 @dataclass(frozen=True)

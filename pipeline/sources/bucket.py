@@ -23,7 +23,6 @@ from typing import NamedTuple
 import fsspec
 
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
-LEDGER_FILES = frozenset({"manifest.json", "records.ndjson", "completion.json"})
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 
