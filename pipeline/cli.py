@@ -134,6 +134,9 @@ def grade(
 
     More exit codes: 4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM.
     """
+    if engine == "local" and not (judge_cmd or judge_url):
+        from .processes import start_early
+        start_early(out_dir, full=full, workers=workers)  # its imports run while this process does its own
     import duckdb
 
     from .checks import GraderError, default_grader

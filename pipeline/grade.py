@@ -40,6 +40,7 @@ from .checks.ledger import (
 )
 from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
+from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
 from .sources.bucket import Bucket, Listing, RunRef
@@ -234,7 +235,7 @@ def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = N
             if on_progress:
                 on_progress(len(part))
         return rows
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context(),
+    with ProcessPoolExecutor(max_workers=workers, mp_context=process_context(),
                              initializer=_ignore_stop_signals) as pool:
         jobs = [(runs_uri, endpoint_url, part, binding_cap, ledger_graders) for part in shards]
         for part, result in zip(shards, pool.map(_read_shard, jobs), strict=True):
@@ -277,32 +278,6 @@ class Job:
 _WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
 
 
-def _process_context():
-    # Fresh interpreters forked from a clean server: polars' and duckdb's thread pools are
-    # never inherited mid-use (a fork of a process that has used polars can deadlock).
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["pipeline.grade"])
-    if threading.current_thread() is threading.main_thread():
-        # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
-        # survive exec): a stop sent to the whole process group is the parent's to handle.
-        previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
-                    signal.signal(signal.SIGINT, signal.SIG_IGN))
-        # One worker per core: polars in each runs on one thread (its own pool would only
-        # compete with the other workers for the same cores). Workers inherit the server's
-        # environment; a POLARS_MAX_THREADS set by the user is kept.
-        ours = "POLARS_MAX_THREADS" not in os.environ
-        os.environ.setdefault("POLARS_MAX_THREADS", "1")
-        try:
-            from multiprocessing import forkserver
-            forkserver.ensure_running()
-        finally:
-            if ours:
-                os.environ.pop("POLARS_MAX_THREADS", None)
-            signal.signal(signal.SIGTERM, previous[0])
-            signal.signal(signal.SIGINT, previous[1])
-    return ctx
-
-
 def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: int,
                  aws: dict[str, str]) -> None:
     """Load user grader modules, unpickle the graders, and die with the grading process."""
@@ -321,7 +296,7 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
                     sys.modules.pop(name, None)
     _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
     _WORKER["judge"] = None
-    scratch.THREADS = 1  # one worker per core (polars likewise, see _process_context)
+    scratch.THREADS = 1  # one worker per core (polars likewise, see processes.py)
     _init_watchdog(parent)
 
 
@@ -525,7 +500,7 @@ class _Engine:
                        if name.startswith("rungrade_user_grader_") and
                        getattr(mod, "__file__", None)]
             self.grade_pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=_process_context(),
+                max_workers=self.workers, mp_context=process_context(),
                 initializer=_init_worker,
                 initargs=(pickle.dumps(self.graders), modules, os.getpid(),
                           {k: v for k, v in os.environ.items() if k.startswith("AWS_")}))
@@ -767,12 +742,14 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 if status == "unchanged" and not full:
                     continue
                 pending.append(ref)
-                if len(pending) >= batch_size:
+                # a full batch starts when one more run is found: the last batch is always
+                # the one started below, cut so that no worker idles at the end
+                if len(pending) > batch_size:
                     if should_stop():
                         summary.stopped = True
                         break
-                    start(pending)
-                    pending = []
+                    start(pending[:batch_size])
+                    pending = pending[batch_size:]
                 while len(inflight) > 1:  # one batch graded while the next is collected
                     finish()
                 if summary.stopped:

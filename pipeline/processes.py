@@ -1,0 +1,57 @@
+"""The fork server that grading worker processes come from (kept free of heavy imports).
+
+Grading workers are forked from a clean server process, so polars' and duckdb's thread pools
+are never inherited mid-use (a fork of a process that has used polars can deadlock). The
+server imports the grading code once; every worker forked from it starts with it loaded.
+`start_early` starts the server before the command imports polars itself, so the two imports
+run side by side.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+
+
+def process_context():
+    """The multiprocessing context of grading workers, with its fork server running."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["pipeline.grade"])
+    if threading.current_thread() is threading.main_thread():
+        # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
+        # survive exec): a stop sent to the whole process group is the parent's to handle.
+        previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
+                    signal.signal(signal.SIGINT, signal.SIG_IGN))
+        # One worker per core: polars in each runs on one thread (its own pool would only
+        # compete with the other workers for the same cores). Workers inherit the server's
+        # environment; a POLARS_MAX_THREADS set by the user is kept.
+        ours = "POLARS_MAX_THREADS" not in os.environ
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        try:
+            from multiprocessing import forkserver
+            forkserver.ensure_running()
+        finally:
+            if ours:
+                os.environ.pop("POLARS_MAX_THREADS", None)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
+    return ctx
+
+
+def start_early(results: str, *, full: bool, workers: int | None) -> None:
+    """Start the fork server now when this grade will surely grade runs in worker processes:
+    more than one worker, and `--full` or local results with nothing committed yet. A rerun
+    that may find nothing to grade starts it only when it does (see grade._Engine)."""
+    if (workers or os.cpu_count() or 1) > 1 and (
+            full or ("://" not in results and not _has_commits(results))):
+        process_context()
+
+
+def _has_commits(results: str) -> bool:
+    try:
+        with os.scandir(os.path.join(results, "_commits")) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
