@@ -103,12 +103,16 @@ def output_format() -> Check:
                                       .fill_null(False))
         .otherwise(None)
     )
-    first_item = quoted(excerpt(pl.col("list_items").list.first().fill_null(""), 120))
+    # named once, read by several branches (see Check.let)
+    let = {"_ok": ok, "_label": label(), "_first_item": quoted(excerpt(
+               pl.col("list_items").list.first().fill_null(""), 120)),
+           "_start": quoted(excerpt(pl.col("output_text"), 160))}
+    ok, where, first_item, start = (pl.col(name) for name in let)
     shown = (
         pl.when(fmt == "json").then(pl.format(
             "valid JSON {}{}: {}", pl.col("json_kind"),
             pl.when(pl.col("json_fenced")).then(pl.lit(" (inside one fenced block)"))
-            .otherwise(pl.lit("")), quoted(excerpt(pl.col("output_text"), 160))))
+            .otherwise(pl.lit("")), start))
         .when(fmt == "table").then(pl.format("table header {}", quoted(
             pl.when(fmt == "table").then(pl.col("output_text"))
             .str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
@@ -122,24 +126,21 @@ def output_format() -> Check:
             "markdown syntax: {}", around(pl.when(fmt == "markdown").then(pl.col("output_text")),
                                           pl.lit(MARKDOWN_SAMPLE), 30)))
         .when(fmt == "markdown").then(pl.format(
-            "plain text with no markdown syntax (valid markdown): {}",
-            quoted(excerpt(pl.col("output_text"), 160))))
+            "plain text with no markdown syntax (valid markdown): {}", start))
         .otherwise(quoted(excerpt(pl.col("output_text"), 200)))
     )
     missing = (
-        pl.when(fmt == "json").then(pl.format("not valid JSON: {}",
-                                              quoted(excerpt(pl.col("output_text"), 160))))
+        pl.when(fmt == "json").then(pl.format("not valid JSON: {}", start))
         .when(fmt == "table").then(pl.format(
             "no markdown table (a header row, then a |---| separator) in {}; it begins {}",
-            label(), quoted(excerpt(pl.col("output_text"), 120))))
+            where, quoted(excerpt(pl.col("output_text"), 120))))
         .when((fmt == "numbered_list") & (pl.col("n_bullets") > 0)).then(pl.format(
             "a bulleted list, not a numbered one; first item: {}", first_item))
         .when((fmt == "bulleted_list") & (pl.col("n_numbered") > 0)).then(pl.format(
             "a numbered list, not a bulleted one; first item: {}", first_item))
-        .when(fmt == "markdown").then(pl.format(
-            "JSON, not markdown: {}", quoted(excerpt(pl.col("output_text"), 160))))
+        .when(fmt == "markdown").then(pl.format("JSON, not markdown: {}", start))
         .otherwise(pl.format("no {} in {}; it begins {}", fmt.replace_strict(
-            FORMAT_NAMES, default=fmt), label(), quoted(excerpt(pl.col("output_text"), 160))))
+            FORMAT_NAMES, default=fmt), where, start))
     )
     confidence = (
         pl.when(fmt == "yaml").then(70).when(fmt == "csv").then(75)
@@ -149,13 +150,13 @@ def output_format() -> Check:
         .otherwise(95)
     )
     return Check(
-        applies=NAMED, each="formats",
+        applies=NAMED, each="formats", let=let,
         needs={"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
                "csv": fmt == "csv", "table": fmt == "table",
                "lists": fmt.is_in(["numbered_list", "bulleted_list", "list"]),
                "code": fmt == "code_block", "markdown": fmt == "markdown"},
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
-        detail=pl.format("{} is {}", label(), fmt.replace_strict(FORMAT_NAMES, default=fmt)),
+        detail=pl.format("{} is {}", where, fmt.replace_strict(FORMAT_NAMES, default=fmt)),
         evidence=pl.when(ok).then(shown).otherwise(missing),
         confidence=confidence,
     )
@@ -355,9 +356,10 @@ def literal() -> Check:
     bare_end = pl.when(mode == "ends").then(out).str.replace(r"[*_\s\"”]+$", "")
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
-    exact_case = text.str.contains(lit, literal=True)
+    let: dict[str, pl.Expr] = {"_exact_case": text.str.contains(lit, literal=True)}
+    exact_case = pl.col("_exact_case")
     any_case = text.str.to_lowercase().str.contains(lit.str.to_lowercase(), literal=True)
-    ok = (
+    let["_ok"] = (
         pl.when(mode == "contains").then(any_case)
         .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
@@ -365,15 +367,17 @@ def literal() -> Check:
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
         .when(mode == "exact").then(out == lit)
     )
+    let["_label"] = label()
+    ok, where = pl.col("_ok"), pl.col("_label")
     detail = (
-        pl.when(mode == "contains").then(pl.format("{} contains {}", label(), quoted(lit)))
-        .when(mode == "starts").then(pl.format("{} begins with {}", label(), quoted(lit)))
+        pl.when(mode == "contains").then(pl.format("{} contains {}", where, quoted(lit)))
+        .when(mode == "starts").then(pl.format("{} begins with {}", where, quoted(lit)))
         .when((mode == "ends") & heading).then(pl.format("the last section of {} is {}",
-                                                         label(), quoted(lit)))
-        .when(mode == "ends").then(pl.format("{} ends with {}", label(), quoted(lit)))
+                                                         where, quoted(lit)))
+        .when(mode == "ends").then(pl.format("{} ends with {}", where, quoted(lit)))
         .when(mode == "first_line").then(pl.format("the first line of {} is exactly {}",
-                                                   label(), quoted(lit)))
-        .otherwise(pl.format("{} is exactly {} (trimmed, case-sensitive)", label(),
+                                                   where, quoted(lit)))
+        .otherwise(pl.format("{} is exactly {} (trimmed, case-sensitive)", where,
                              quoted(lit)))
     )
     found = (
@@ -388,7 +392,7 @@ def literal() -> Check:
                  .otherwise(ending).str.replace_all(r"\s+", " "))
     evidence = (
         pl.when(mode == "contains").then(pl.when(ok).then(found).otherwise(
-            pl.format("no {} in {}", quoted(lit), label())))
+            pl.format("no {} in {}", quoted(lit), where)))
         .when(mode.is_in(["starts", "first_line"])).then(pl.format("first line: {}", start))
         .when((mode == "ends") & heading).then(pl.format(
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
@@ -402,7 +406,7 @@ def literal() -> Check:
         .otherwise(95)
     )
     return Check(
-        applies=CONTENT & (mode != "absent"), each="literals",
+        applies=CONTENT & (mode != "absent"), each="literals", let=let,
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
         detail=detail, evidence=evidence, confidence=confidence,
     )
@@ -474,19 +478,22 @@ def enum_value() -> Check:
     """A value the clause enumerates is one of the allowed values (per field, or the output)."""
     e = pl.col("enums")
     field, allowed = e.struct.field("field"), e.struct.field("values")
-    observed = _values_of(e.struct.field("key")).list.eval(normalise_value(pl.element())).list.eval(
-        pl.element().filter((pl.element().str.len_chars() > 0)
-                            & ~pl.element().is_in(["[", "{", "null"])))
-    bad = observed.list.set_difference(allowed)
+    let = {"_observed": _values_of(e.struct.field("key")).list.eval(
+        normalise_value(pl.element())).list.eval(pl.element().filter(
+            (pl.element().str.len_chars() > 0) & ~pl.element().is_in(["[", "{", "null"])))}
+    observed = pl.col("_observed")
+    let["_bad"] = observed.list.set_difference(allowed)
+    bad = pl.col("_bad")
     whole = normalise_value(pl.col("output_text"))
     whole_ok = allowed.list.contains(whole)
     allowed_text = allowed.list.eval(pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”"))) \
         .list.join(", ")
-    outcome = (
+    let["_outcome"] = (
         pl.when(field.is_null()).then(pl.when(whole_ok).then(PASSED).otherwise(FAILED))
         .when(observed.list.len() == 0).then(UNDECIDED)
         .when(bad.list.len() == 0).then(PASSED).otherwise(FAILED)
     )
+    outcome = pl.col("_outcome")
     evidence = (
         pl.when(field.is_null()).then(pl.format("the output is {}",
                                                 quoted(excerpt(pl.col("output_text"), 200))))
@@ -502,7 +509,7 @@ def enum_value() -> Check:
     source_conf = pl.when(pl.col("json_kind").is_not_null() | pl.col("has_table")).then(95) \
         .otherwise(75)
     return Check(
-        applies=NAMED, each="enums",
+        applies=NAMED, each="enums", let=let,
         needs={"fields": field.is_not_null(), "json": field.is_not_null(),
                "table": field.is_not_null()},
         outcome=outcome,
@@ -544,7 +551,7 @@ def required_field() -> Check:
     label_text = pl.when(~is_json & ~has_table & in_values).then(text)
     plain_text = pl.when(~is_json & ~has_table & ~in_values).then(text)
     mentioned = plain_text.str.contains(mention).fill_null(False)
-    outcome = (
+    let["_outcome"] = (
         pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
         .when((kind == "object") & ~nested).then(
             pl.when(pl.col("json_keys").list.contains(name)).then(PASSED).otherwise(FAILED))
@@ -556,6 +563,7 @@ def required_field() -> Check:
         .when(mentioned).then(UNDECIDED)
         .otherwise(FAILED)
     )
+    outcome = pl.col("_outcome")
     evidence = (
         pl.when(per_element).then(pl.format(
             "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
@@ -591,28 +599,33 @@ def numeric_range() -> Check:
     """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72") is in range."""
     r = pl.col("ranges")
     field, lo, hi = r.struct.field("field"), r.struct.field("lo"), r.struct.field("hi")
-    field_texts = _values_of(r.struct.field("key")).list.eval(
-        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()
-    field_numbers = field_texts.list.eval(pl.element().cast(pl.Float64, strict=False))
+    let = {"_field_texts": _values_of(r.struct.field("key")).list.eval(
+        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()}
+    field_texts = pl.col("_field_texts")
+    let["_field_numbers"] = field_texts.list.eval(pl.element().cast(pl.Float64, strict=False))
+    field_numbers = pl.col("_field_numbers")
     out = pl.col("output_text")
     whole = pl.when(field.is_null()).then(out)  # the output's own number: unscoped ranges only
     over = whole.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
     labelled = whole.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
                                  + NUMBER + ")", 1)
     first = whole.str.extract("(" + NUMBER + ")", 1)
-    number = pl.coalesce(over, labelled, first).cast(pl.Float64, strict=False)
-    how = (pl.when(over.is_not_null()).then(90).when(labelled.is_not_null()).then(85)
-           .otherwise(60))
+    let["_found"] = pl.coalesce(over, labelled, first)
+    let["_how"] = (pl.when(over.is_not_null()).then(90).when(labelled.is_not_null()).then(85)
+                   .otherwise(60))
+    found, how = pl.col("_found"), pl.col("_how")
+    number = found.cast(pl.Float64, strict=False)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
     fields_ok = (field_numbers.list.min() >= low) & (field_numbers.list.max() <= high)
-    outcome = (
+    let["_outcome"] = (
         pl.when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0).then(UNDECIDED)
             .when(fields_ok).then(PASSED).otherwise(FAILED))
         .when(number.is_null()).then(FAILED)
         .when((number >= low) & (number <= high)).then(PASSED).otherwise(FAILED)
     )
+    outcome = pl.col("_outcome")
     evidence = (
         pl.when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0)
@@ -620,10 +633,10 @@ def numeric_range() -> Check:
             .otherwise(pl.format("`{}` values: {}", field, field_texts.list.join(", "))))
         .when(number.is_null()).then(pl.format("no number in {}: {}", label(),
                                                quoted(excerpt(whole, 160))))
-        .otherwise(around(whole, pl.coalesce(over, labelled, first), 60, literal=True))
+        .otherwise(around(whole, found, 60, literal=True))
     )
     return Check(
-        applies=NAMED, each="ranges",
+        applies=NAMED, each="ranges", let=let,
         needs={"fields": field.is_not_null()},
         outcome=outcome,
         detail=pl.when(field.is_not_null())
