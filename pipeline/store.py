@@ -159,7 +159,7 @@ class ResultStore:
             df = df.with_columns(pl.lit(grader_id).alias("grader_id")) if (
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
-            df.write_parquet(buf, compression="zstd", statistics=True)
+            df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True)
             self._put(f"{staging}/{table}/part-{part}.parquet", buf.getvalue(), fresh=True)
         for name, text in reports.items():
             self._put(f"{staging}/reports/{name}", text.encode(), fresh=True)
