@@ -770,13 +770,19 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 with contextlib.suppress(OSError):  # the next grade removes what is left
                     abandon(batch_id, [])
             raise
-        engine.close()
-        if listed:
-            keep_listed()
-        if progress:
-            progress("grade", summary.graded + summary.refused, summary.found - summary.skipped)
-        if summary.batches:
-            write_catalog(store)
+        # every batch is in: the workers stop while the catalog is written
+        closing = threading.Thread(target=engine.close, name="rungrade-engine-close")
+        closing.start()
+        try:
+            if listed:
+                keep_listed()
+            if progress:
+                progress("grade", summary.graded + summary.refused,
+                         summary.found - summary.skipped)
+            if summary.batches:
+                write_catalog(store)
+        finally:
+            closing.join()
     if judge:
         summary.judging = judge.stats.as_dict()
     return summary
