@@ -11,7 +11,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
     done = subprocess.run([sys.executable, str(BENCH), "--runs", "30", "--big-runs", "45",
-                           "--dir", str(tmp_path), "--workers", "2"],
+                           "--dir", str(tmp_path), "--workers", "2", "--repeat", "2"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     print(done.stdout)
