@@ -6,6 +6,8 @@ The same files run unchanged in the duckdb CLI against `RESULTS/catalog.duckdb`.
 
 from __future__ import annotations
 
+import re
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -17,6 +19,7 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 SCORE_MODELS = ("scores/service_scores", "scores/run_scores")
 
 
+@cache
 def model_sql(model: str) -> str:
     path = SQL_DIR / f"{model}.sql"
     if not path.exists():
@@ -28,10 +31,13 @@ def run_models(tables: dict[str, pl.DataFrame], models: tuple[str, ...] = SCORE_
                con: duckdb.DuckDBPyConnection | None = None) -> dict[str, pl.DataFrame]:
     """Register `tables`, materialise each model in order, return the models as frames.
 
-    Without `con`, the models run on this process's scratch connection (see scratch.py).
+    Without `con`, the models run on this process's scratch connection (see scratch.py), with
+    only the tables their SQL names registered (handing a table to DuckDB has a cost).
     """
     if con is None:
-        with scratch(tables) as own:
+        sql = " ".join(model_sql(model) for model in models)
+        named = {name: df for name, df in tables.items() if re.search(rf"\b{name}\b", sql)}
+        with scratch(named) as own:
             return _materialise(own, models)
     for name, df in tables.items():
         con.register(name, df)
