@@ -106,7 +106,9 @@ def frame(table: str, rows: list[dict]) -> pl.DataFrame:
     """Build a table from row dicts, with exactly the table's columns and types."""
     if not rows:
         return empty(table)
-    return pl.DataFrame(rows, schema=COLUMNS[table], strict=False)
+    schema = COLUMNS[table]  # built column by column: faster than from row dicts
+    return pl.DataFrame({c: [row.get(c) for row in rows] for c in schema}, schema=schema,
+                        strict=False)
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:
