@@ -297,6 +297,7 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
     _WORKER["grader"], _WORKER["ledger_graders"] = pickle.loads(graders_blob)
     _WORKER["judge"] = None
     scratch.THREADS = 1  # one worker per core (polars likewise, see processes.py)
+    scratch.connect()  # opened now, while the first shard is still being put together
     _init_watchdog(parent)
 
 

@@ -22,7 +22,8 @@ _LOCAL = threading.local()
 THREADS: int | None = None
 
 
-def _connection() -> duckdb.DuckDBPyConnection:
+def connect() -> duckdb.DuckDBPyConnection:
+    """This process's and thread's connection, opened on first use."""
     held = getattr(_LOCAL, "held", None)
     if held is None or held[0] != os.getpid():
         config = {"threads": THREADS} if THREADS else {}
@@ -33,7 +34,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
 @contextmanager
 def scratch(frames: Mapping[str, pl.DataFrame]) -> Iterator[duckdb.DuckDBPyConnection]:
     """This thread's connection with `frames` registered as views under their names."""
-    con = _connection()
+    con = connect()
     for name, df in frames.items():
         con.register(name, df)
     try:

@@ -8,39 +8,32 @@ published, so the run is graded on the next attempt instead of being recorded as
 
 from __future__ import annotations
 
-import functools
+import sys
 
 
 class StoreUnavailable(OSError):
     """The runs or results store did not answer; nothing of the current batch is published."""
 
 
-@functools.cache
 def outage_types() -> tuple[type[BaseException], ...]:
-    """The exception types that mean a store did not answer (imported on first need: the S3
-    clients' modules are slow to import, and a grade of a local folder never needs them)."""
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    try:
-        from botocore import exceptions as boto
+    """The exception types that mean a store did not answer.
 
+    The S3 clients' types count only once their modules are loaded: an exception of a type
+    whose module was never imported cannot have been raised, and importing them to find out
+    would cost a grade of a local folder a tenth of a second in every worker.
+    """
+    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    boto = sys.modules.get("botocore.exceptions")
+    if boto is not None and hasattr(boto, "ReadTimeoutError"):  # (not one mid-import)
         types += [boto.ConnectionError, boto.HTTPClientError, boto.ConnectTimeoutError,
                   boto.ReadTimeoutError]
-    except ImportError:  # S3 support not installed: no remote store to lose
-        pass
-    try:
-        import aiohttp
-
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None and hasattr(aiohttp, "ClientConnectionError"):
         types.append(aiohttp.ClientConnectionError)
-    except ImportError:
-        pass
-    try:
-        from fsspec.exceptions import FSTimeoutError
-
-        types.append(FSTimeoutError)
-    except ImportError:
-        pass
+    fsspec = sys.modules.get("fsspec.exceptions")
+    if fsspec is not None and hasattr(fsspec, "FSTimeoutError"):
+        types.append(fsspec.FSTimeoutError)
     return tuple(types)
-
 
 
 def is_outage(exc: BaseException) -> bool:
