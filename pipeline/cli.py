@@ -137,7 +137,7 @@ def grade(
     if engine == "local" and not (judge_cmd or judge_url):
         from .processes import start_early
         # the workers' imports then run while this process does its own
-        start_early(out_dir, full=full, workers=workers)
+        start_early(runs, out_dir, full=full, workers=workers)
     import duckdb
 
     from .checks import GraderError, default_grader

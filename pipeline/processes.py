@@ -41,12 +41,14 @@ def process_context():
     return ctx
 
 
-def start_early(results: str, *, full: bool, workers: int | None) -> None:
+def start_early(runs: str, results: str, *, full: bool, workers: int | None) -> None:
     """Start the fork server now when this grade will surely grade runs in worker processes:
-    more than one worker, and `--full` or local results with nothing committed yet. A rerun
-    that may find nothing to grade starts it only when it does (see grade._Engine)."""
-    if (workers or os.cpu_count() or 1) > 1 and (
-            full or ("://" not in results and not _has_commits(results))):
+    more than one worker, runs to read, and `--full` or local results with nothing committed
+    yet. A rerun that may find nothing to grade starts it only when it does (see
+    grade._Engine)."""
+    if (workers or os.cpu_count() or 1) <= 1 or ("://" not in runs and not os.path.isdir(runs)):
+        return
+    if full or ("://" not in results and not _has_commits(results)):
         process_context()
 
 
