@@ -22,6 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from .processes import process_context
+
 # How a run turns out, with its share of the corpus. Refusal kinds are named after the reason.
 OUTCOMES: tuple[tuple[str, float], ...] = (
     ("clean", 0.70),
@@ -637,7 +639,9 @@ def synthesize(out: str, runs: int, seed: int = 0, start: int = 0,
     if workers == 1 or len(jobs) == 1:
         results = map(_write_range, jobs)
     else:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        # forked from the clean fork server, never from this process: a process that has
+        # used polars, DuckDB or a Jupyter kernel's sockets cannot be forked safely
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=process_context())
         results = pool.map(_write_range, jobs)
     for counts, n, b in results:
         outcomes.update(counts)
