@@ -356,7 +356,7 @@ def output_facts(frame: pl.DataFrame,
         elif mask is False:
             wanted = texts.clear()
         else:
-            ids = frame.filter(mask)[TEXT_ID].drop_nulls().unique()
+            ids = frame[TEXT_ID].filter(mask).drop_nulls().unique()  # one column, not all
             wanted = texts.filter(pl.col(TEXT_ID).is_in(ids.implode()))
         measured = family.compute(wanted).select(TEXT_ID, *family.columns)
         texts = texts.join(measured, on=TEXT_ID, how="left")
