@@ -347,7 +347,8 @@ def output_facts(frame: pl.DataFrame,
         texts = texts.with_columns(pl.col("binding_text").str.strip_chars().alias("output_text"))
         texts = texts.with_columns(
             pl.col("output_text").str.len_chars().alias("n_chars"),
-            pl.col("output_text").str.splitn("\n", 2).struct.field("field_0").str.strip_chars()
+            # copies the first line only (splitting would copy the rest of the text too)
+            pl.col("output_text").str.extract(r"^([^\n]*)", 1).str.strip_chars()
             .alias("first_line"))
     for family in todo:
         mask = masks[family.name]
