@@ -358,7 +358,10 @@ def literal() -> Check:
     last_heading = pl.col("headings").list.last().str.strip_chars()
     let: dict[str, pl.Expr] = {"_exact_case": text.str.contains(lit, literal=True)}
     exact_case = pl.col("_exact_case")
-    any_case = text.str.to_lowercase().str.contains(lit.str.to_lowercase(), literal=True)
+    # lowercased as "" on the other rows: polars lowercases the text a null row hides too
+    any_case = pl.when(mode == "contains").then(
+        text.fill_null("").str.to_lowercase().str.contains(lit.str.to_lowercase(),
+                                                           literal=True))
     let["_ok"] = (
         pl.when(mode == "contains").then(any_case)
         .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
