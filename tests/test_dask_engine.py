@@ -261,3 +261,18 @@ def test_cli_starts_a_local_cluster_and_refuses_bad_engine_options(corpus: Path,
                           "--workers", "2"], "not both")]:
         bad = cli.invoke(app, ["grade", runs, "--out", str(tmp_path / "x"), *args])
         assert bad.exit_code == 2 and words in bad.output, bad.output
+
+
+def test_the_cluster_the_engine_starts_runs_no_sampling_profiler():
+    # the profiler would take the GIL from the grading task a hundred times a second
+    import dask
+
+    from pipeline.grade import default_ledger_graders
+
+    engine = DaskSpec(workers=1)(1, default_grader(), default_ledger_graders(), None)
+    try:
+        seen = engine.client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+        assert list(seen.values()) == [False]
+        assert dask.config.get("distributed.worker.profile.enabled")  # this process's is kept
+    finally:
+        engine.close()
