@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from .checks.ledger import LedgerGrader
     from .judging import Judge
 
-TASK_RETRIES = 2  # a task that raises (a flaky store) runs again before the grade fails
+TASK_RETRIES = 2
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}  # a task that raises (a flaky store) runs again before the grade fails
 DASK_INSTALL_HINT = "install the Dask extra: pip install 'rungrade[dask]'"
 
 
@@ -129,11 +134,11 @@ class DaskEngine:
         else:
             import dask
 
-            # the workers' sampling profiler takes the GIL from the task a hundred times a
-            # second, for a dashboard nobody watches here: 5% of a grade on two cores (a
-            # cluster of your own, --scheduler, keeps its own settings)
-            with _stop_signals_ignored(), dask.config.set(
-                    {"distributed.worker.profile.enabled": False}):
+            # Settings of the cluster started here (a cluster of your own, --scheduler, keeps
+            # its own): the workers' sampling profiler and their event loops' 20 ms tick and
+            # 100 ms memory check take the GIL from the grading task many times a second, for
+            # a dashboard nobody watches here (6-8% of a grade on two cores together).
+            with _stop_signals_ignored(), dask.config.set(LOCAL_CLUSTER_CONFIG):
                 # one task at a time per worker process: polars in it on one thread, as in
                 # the local engine's workers (a user's POLARS_MAX_THREADS is kept)
                 env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}

@@ -263,16 +263,19 @@ def test_cli_starts_a_local_cluster_and_refuses_bad_engine_options(corpus: Path,
         assert bad.exit_code == 2 and words in bad.output, bad.output
 
 
-def test_the_cluster_the_engine_starts_runs_no_sampling_profiler():
-    # the profiler would take the GIL from the grading task a hundred times a second
+def test_the_cluster_the_engine_starts_leaves_the_grading_task_the_gil():
+    # no sampling profiler, and a slow tick and memory check: each takes the GIL from the
+    # grading task; the settings reach the workers, not this process
     import dask
 
+    from pipeline.engines import LOCAL_CLUSTER_CONFIG
     from pipeline.grade import default_ledger_graders
 
     engine = DaskSpec(workers=1)(1, default_grader(), default_ledger_graders(), None)
     try:
-        seen = engine.client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
-        assert list(seen.values()) == [False]
+        seen = engine.client.run(lambda: {key: dask.config.get(key)
+                                          for key in LOCAL_CLUSTER_CONFIG})
+        assert list(seen.values()) == [LOCAL_CLUSTER_CONFIG]
         assert dask.config.get("distributed.worker.profile.enabled")  # this process's is kept
     finally:
         engine.close()
