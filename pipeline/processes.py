@@ -1,10 +1,11 @@
-"""The fork server that grading worker processes come from (kept free of heavy imports).
+"""The fork server that worker processes come from (kept free of heavy imports).
 
-Grading workers are forked from a clean server process, so polars' and duckdb's thread pools
-are never inherited mid-use (a fork of a process that has used polars can deadlock). The
-server imports the grading code once; every worker forked from it starts with it loaded.
-`start_early` starts the server before the command imports polars itself, so the two imports
-run side by side.
+Grading workers (and `rungrade synth`'s writers) are forked from a clean server process, never
+from the calling one: polars' and DuckDB's thread pools are never inherited mid-use (a fork
+of a process that has used polars can deadlock, and a forked pytest process once crashed in
+garbage collection). The server imports the grading code once; every worker forked from it
+starts with it loaded. `start_early` starts the server before the command imports polars
+itself, so the two imports run side by side.
 """
 
 from __future__ import annotations
