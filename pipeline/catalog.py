@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import secrets
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from .scoring import model_sql
 from .store import ResultStore
 from .tables import TABLES
+
+if TYPE_CHECKING:
+    import duckdb
 
 # In dependency order: each model reads only tables and the models before it.
 VIEW_MODELS = (
@@ -83,6 +85,8 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
 
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every results view defined."""
+    import duckdb  # imported here: a grade that commits nothing never needs it
+
     con = duckdb.connect()
     create_views(con, ResultStore(results, endpoint_url))
     return con
@@ -94,6 +98,8 @@ def write_catalog(store: ResultStore) -> str | None:
         return None
     path = store.path("catalog.duckdb")
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+    import duckdb
+
     con = duckdb.connect(tmp)
     try:
         create_views(con, store)

@@ -138,8 +138,6 @@ def grade(
         from .processes import start_early
         # the workers' imports then run while this process does its own
         start_early(runs, out_dir, full=full, workers=workers)
-    import duckdb
-
     from .checks import GraderError, default_grader
     from .engines import EngineError
     from .grade import default_ledger_graders, grade_runs
@@ -198,7 +196,9 @@ def grade(
     except EngineError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
     except Exception as exc:
-        if not isinstance(exc, OSError | duckdb.IOException) and not is_outage(exc):
+        duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
+        if not (isinstance(exc, OSError) or (duckdb is not None
+                and isinstance(exc, duckdb.IOException))) and not is_outage(exc):
             raise
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
                    "intact and nothing half-published is visible; fix the cause (space, "

@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
 
 from .scratch import scratch
+
+if TYPE_CHECKING:
+    import duckdb
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 SCORE_MODELS = ("scores/service_scores", "scores/run_scores")

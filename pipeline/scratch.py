@@ -12,9 +12,12 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import duckdb
 import polars as pl
+
+if TYPE_CHECKING:
+    import duckdb
 
 _LOCAL = threading.local()
 # Threads of each new connection; None: DuckDB's default (one per core). Grade workers, one
@@ -24,6 +27,8 @@ THREADS: int | None = None
 
 def connect() -> duckdb.DuckDBPyConnection:
     """This process's and thread's connection, opened on first use."""
+    import duckdb  # imported here: a grade that finds nothing to do never needs it
+
     held = getattr(_LOCAL, "held", None)
     if held is None or held[0] != os.getpid():
         config = {"threads": THREADS} if THREADS else {}
@@ -34,6 +39,8 @@ def connect() -> duckdb.DuckDBPyConnection:
 @contextmanager
 def scratch(frames: Mapping[str, pl.DataFrame]) -> Iterator[duckdb.DuckDBPyConnection]:
     """This thread's connection with `frames` registered as views under their names."""
+    import duckdb  # loaded by connect()
+
     con = connect()
     for name, df in frames.items():
         con.register(name, df)
