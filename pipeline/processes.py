@@ -19,8 +19,9 @@ import threading
 def process_context():
     """The multiprocessing context of grading workers, with its fork server running."""
     ctx = multiprocessing.get_context("forkserver")
-    # pyarrow too: DuckDB reads polars frames through it, and would import it on first use
-    ctx.set_forkserver_preload(["pipeline.grade", "pyarrow"])
+    # DuckDB and pyarrow too (DuckDB reads polars frames through pyarrow): the grading code
+    # imports them on first use, which in a worker is its first shard
+    ctx.set_forkserver_preload(["pipeline.grade", "duckdb", "pyarrow"])
     if threading.current_thread() is threading.main_thread():
         # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
         # survive exec): a stop sent to the whole process group is the parent's to handle.
