@@ -8,6 +8,7 @@ and grades the rest shard by shard in worker processes.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import importlib.util
 import multiprocessing
@@ -487,7 +488,16 @@ class _Engine:
             self.list_pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
                 initializer=_init_list_worker, initargs=(os.getpid(),))
-        return self._submit(self.list_pool, fn, args)
+        if self.list_pool is None:
+            return self._submit(None, fn, args)
+        # A submit may fork a listing worker. Frozen, what this process holds is never
+        # collected in the child, so no finalizer of an object it inherited (a socket, a
+        # pool of threads that did not survive the fork) ever runs there.
+        gc.freeze()
+        try:
+            return self._submit(self.list_pool, fn, args)
+        finally:
+            gc.unfreeze()
 
     def warm(self) -> None:
         """Start the grading workers now, so their start overlaps discovery."""

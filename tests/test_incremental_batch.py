@@ -260,3 +260,20 @@ def test_saved_listings_are_merged_and_a_broken_one_is_ignored(corpus: Path, tmp
     left = sorted(p.name for p in (out / "_listings").glob("*.parquet"))
     assert len(left) == 1 and left[0].startswith("merged-"), left
     assert grade_runs(str(runs), str(out), default_grader(), workers=1).skipped == RUNS
+
+
+def test_listing_workers_never_collect_what_they_inherit():
+    # They are forked from the grading process: garbage it held at the fork (a socket, a
+    # thread pool) must not be finalized in them, so what they inherit starts frozen.
+    import gc
+
+    from pipeline.checks import default_grader as grader
+    from pipeline.grade import _Engine, default_ledger_graders
+
+    engine = _Engine(2, grader(), default_ledger_graders(), None)
+    try:
+        inherited = [engine.submit_list(gc.get_freeze_count).result() for _ in range(4)]
+    finally:
+        engine.close()
+    assert min(inherited) > 1000, inherited  # every worker, the later-forked ones too
+    assert gc.get_freeze_count() == 0  # this process collects as before
