@@ -138,13 +138,16 @@ class DaskEngine:
             # its own): the workers' sampling profiler and their event loops' 20 ms tick and
             # 100 ms memory check take the GIL from the grading task many times a second, for
             # a dashboard nobody watches here (6-8% of a grade on two cores together).
-            with _stop_signals_ignored(), dask.config.set(LOCAL_CLUSTER_CONFIG):
-                # one task at a time per worker process: polars in it on one thread, as in
-                # the local engine's workers (a user's POLARS_MAX_THREADS is kept)
-                env = {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
+            # One task at a time per worker process: polars in it on one thread, as in the
+            # local engine's workers (a user's POLARS_MAX_THREADS is kept). Set before the
+            # worker process starts: a worker imports polars before `env` would apply, and
+            # its pool would then have a thread per core.
+            threads = {"distributed.nanny.pre-spawn-environ.POLARS_MAX_THREADS":
+                       os.environ.get("POLARS_MAX_THREADS", "1")}
+            with _stop_signals_ignored(), dask.config.set({**LOCAL_CLUSTER_CONFIG, **threads}):
                 self.cluster = LocalCluster(
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
-                    processes=True, host="127.0.0.1", dashboard_address=":0", env=env)
+                    processes=True, host="127.0.0.1", dashboard_address=":0")
             self.client = Client(self.cluster)
         self.workers = max(1, sum(self.client.nthreads().values()))
         self.grade_inline = judge is not None

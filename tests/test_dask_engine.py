@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -279,3 +281,34 @@ def test_the_cluster_the_engine_starts_leaves_the_grading_task_the_gil():
         assert dask.config.get("distributed.worker.profile.enabled")  # this process's is kept
     finally:
         engine.close()
+
+
+# A program that imports polars as it loads, then grades on Dask: its workers load it too
+# (they import the program's main module), before the environment `env=` would give them.
+POLARS_FIRST = """
+import polars, sys, logging
+from pipeline.checks import default_grader
+from pipeline.engines import DaskSpec
+from pipeline.grade import default_ledger_graders
+
+def threads():
+    import polars
+    return polars.thread_pool_size()
+
+if __name__ == "__main__":
+    logging.disable(logging.WARNING)
+    engine = DaskSpec(workers=2)(2, default_grader(), default_ledger_graders(), None)
+    try:
+        print(sorted(engine.client.run(threads).values()))
+    finally:
+        engine.close()
+"""
+
+
+def test_cluster_workers_run_polars_on_one_thread(tmp_path: Path):
+    script = tmp_path / "polars_first.py"
+    script.write_text(POLARS_FIRST)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[1, 1]", done.stdout
