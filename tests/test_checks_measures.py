@@ -111,3 +111,24 @@ def test_needs_that_read_a_measure_are_refused(library_root):
                 evidence=pl.col("n_words").cast(pl.String), confidence=pl.lit(1))
     with pytest.raises(GraderError, match="needs of check circular read the measure"):
         measure([bad], _frame(library_root, measured=False))
+
+
+WORD_CASES = [
+    "", " ", "one", "  two words  ", "tabs\tand\nnew\r\nlines", "no-break\u00a0space",
+    "é accents ünd 漢字 too", "... !!! ---", "a\u2003em\u2009thin\u3000ideographic spaces",
+    "trailing newline\n", "\n\nleading blank lines", "x y  z   w",
+]
+
+
+def test_words_are_maximal_runs_of_non_whitespace():
+    # n_words, and the per-line counts, agree with splitting on Unicode whitespace
+    from pipeline.checks.output_analysis import output_facts
+
+    texts = pl.DataFrame({"binding_text": WORD_CASES})
+    measured = output_facts(texts)
+    for text, words, lines in zip(WORD_CASES, measured["n_words"], measured["line_words"],
+                                  strict=True):
+        trimmed = text.strip()
+        assert words == len(trimmed.split()), (text, words)
+        assert list(lines) == [len(line.split()) for line in trimmed.split("\n")
+                               if line.strip()], (text, lines)
