@@ -80,11 +80,18 @@ JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)
 BLOCK = "\x1e"
 
 
+def _fenced(text: pl.Expr) -> pl.Expr:
+    """The texts that can hold a fenced code block: FENCED starts with no literal the regex
+    engine can look for, so a text without a fence would be scanned through for nothing."""
+    return text.str.contains("```", literal=True) | text.str.contains("~~~", literal=True)
+
+
 def _blocks(text: pl.Expr) -> pl.Expr:
     """Blank-line separated blocks; every list item, heading and table line starts its own."""
+    text = text.str.replace_all(r"\r\n?", "\n")
     return (
-        text.str.replace_all(r"\r\n?", "\n")
-        .str.replace_all(FENCED, "\n\n```\n\n")
+        pl.when(_fenced(text)).then(text.str.replace_all(FENCED, "\n\n```\n\n"))
+        .otherwise(text)
         .str.replace_all(r"(?m)^([ ]{0,3}(?:[-*+][ \t]|\d{1,3}[.)][ \t]|#|\||>))", "\n$1")
         .str.replace_all(r"\n[ \t]*\n\s*", BLOCK)
         .str.strip_chars().str.split(BLOCK)
@@ -292,7 +299,9 @@ FAMILIES = (
     Family("headings", ("headings", "n_headings"), _headings),
     Family("table", ("has_table", "table_header", "n_table_rows"), _table),
     Family("code", ("has_code_block",), _flag("has_code_block",
-                                              lambda t: t.str.contains(FENCED))),
+                                              lambda t: pl.when(_fenced(t))
+                                              .then(t.str.contains(FENCED))
+                                              .otherwise(False))),
     Family("urls", ("urls", "n_urls"), _urls),
     Family("markdown", ("has_markdown",), _flag("has_markdown",
                                                 lambda t: t.str.contains(MARKDOWN))),
