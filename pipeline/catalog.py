@@ -85,7 +85,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
 
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every results view defined."""
-    import duckdb  # imported here: a grade that commits nothing never needs it
+    import duckdb
 
     con = duckdb.connect()
     create_views(con, ResultStore(results, endpoint_url))
@@ -94,12 +94,12 @@ def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyCon
 
 def write_catalog(store: ResultStore) -> str | None:
     """Write RESULTS/catalog.duckdb (local results only); return its path."""
+    import duckdb  # imported here: a grade that commits nothing never needs it
+
     if not store.local:
         return None
     path = store.path("catalog.duckdb")
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
-    import duckdb
-
     con = duckdb.connect(tmp)
     try:
         create_views(con, store)

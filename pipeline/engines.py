@@ -24,12 +24,16 @@ if TYPE_CHECKING:
     from .checks.ledger import LedgerGrader
     from .judging import Judge
 
-TASK_RETRIES = 2
+TASK_RETRIES = 2  # a task that raises (a flaky store) runs again before the grade fails
+# Settings of the LocalCluster the engine starts (a cluster of your own, --scheduler, keeps
+# its own): the workers' sampling profiler and their event loops' 20 ms tick and 100 ms
+# memory check take the GIL from the grading task many times a second, for a dashboard
+# nobody watches here (6-8% of a grade on two cores together).
 LOCAL_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "1s",
-}  # a task that raises (a flaky store) runs again before the grade fails
+}
 DASK_INSTALL_HINT = "install the Dask extra: pip install 'rungrade[dask]'"
 
 
@@ -134,10 +138,6 @@ class DaskEngine:
         else:
             import dask
 
-            # Settings of the cluster started here (a cluster of your own, --scheduler, keeps
-            # its own): the workers' sampling profiler and their event loops' 20 ms tick and
-            # 100 ms memory check take the GIL from the grading task many times a second, for
-            # a dashboard nobody watches here (6-8% of a grade on two cores together).
             # One task at a time per worker process: polars in it on one thread, as in the
             # local engine's workers (a user's POLARS_MAX_THREADS is kept). Set before the
             # worker process starts: a worker imports polars before `env` would apply, and

@@ -176,10 +176,7 @@ class ResultStore:
                 table, _, rest = rel.partition("/")
                 if rest == f"part-{part}.parquet" or (
                         table == "reports" and rest.startswith(f"{part}/")):
-                    if self.local:
-                        os.remove(path)
-                    else:
-                        self.fs.rm(path)
+                    self.fs.rm(path)
 
     def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
         """Move a staged batch's parts into place, write its commit marker (the batch now

@@ -65,6 +65,10 @@ QUOTED_ONLY = "|".join(_MARKS) + r"|(?:^|\s)" + _APOSTROPHES
 QUOTED_LIST = QUOTED + r"(?:\s*(?:,|/|\|)?\s*(?:(?:or|and)\s+)?" + QUOTED + r")*"
 # A boundary that does not consume a letter, digit, '_' or '-' (Rust regex has no lookbehind).
 START = r"(?:^|(?-i:[^\p{L}\p{N}_\-]))"
+# A run of letters and hyphens; a name (letter or '_' first); a backticked name.
+LETTERS = r"(?-i:[\p{L}\-])+"
+IDENT = r"(?-i:[\p{L}_][\w\-]*)"
+TICKED = r"`(?-i:[^`\n]+)`"
 NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
@@ -80,7 +84,7 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
 # A unit, and a container noun after it that the phrase keeps ("3 comment objects").
 UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?:\s+(?:objects?|items?|entries|entry|elements?|rows?|records?"
         r"|lines?|bullets?|points?))?")
-SCOPE = r"(each\s+(?:(?-i:[\p{L}\-])+\s+){0,2}?|followed\s+by\s+(?:(?-i:[\p{L}\-])+\s+)??)?"
+SCOPE = r"(each\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS + r"\s+)??)?"
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
 NOT_UNITS = [
@@ -121,20 +125,20 @@ QUANTITY_FORMS = [
     ("exact", START + SCOPE + r"top\s+(\d+)()\s+" + ADJ + UNIT),
     ("hyphen", START + SCOPE + NUM + r"()-" + UNIT),
     # "each with a source URL": every item carries at least one
-    ("one", START + r"(each\s+(?:(?-i:[\p{L}\-])+\s+){0,2}?)(?:with|has|having|including|citing|"
+    ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
 # Phrases that look like counts but are not ("one row per table", "to 2 decimals").
 NOT_COUNTS = (
-    r"(?i)" + START + r"(?:one|a|an|\d+)\s+(?-i:[\p{L}\-])+\s+(?:per|for\s+each|for\s+every)"
+    r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
     r"(?:\s+(?-i:[\p{L}\p{N}\-]+)){1,2}"
     r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\bISO[\s\-]?\d+(?:-\d+)?"
     r"|YYYY-MM-DD|(?i)\b\d{4}-\d{2}-\d{2}\b"
 )
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
-FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(`(?-i:[^`\n]+)`|(?-i:[\p{L}_][\w\-]*))\s*"
+FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")\s*"
                 r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
@@ -161,7 +165,7 @@ LITERAL_FORMS = [
     ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+)?(?:the\s+)?(?:single\s+|exact\s+)?"
      r"(?:line|word|text|string|value|phrase)\s+" + QUOTED),
     ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
-     r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:(?-i:[\p{L}\-])+\s+){0,2}?(?:contain|"
+     r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
      r"include|mention|say|use|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
      r"disclose)\w*\s+(?:(?:the|a|an|any)\s+)?(?:(?:word|phrase|string|text|literal|value|"
      r"password|secret|token|key|name)\s+)?" + QUOTED),
@@ -196,17 +200,19 @@ FORMAT_FORMS = [
     ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\bcode\s+fence"),
     ("markdown", r"(?i)\bmarkdown\b"),
 ]
+# A name and up to two more words ("evidence url").
+NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 FIELD_FORMS = [
     # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
     r"(?i)\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
-    r"(?::|named|called)?\s*`(?-i:[^`\n]+)`(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?`(?-i:[^`\n]+)`)*",
+    r"(?::|named|called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*",
     # "each with `claim`, `status` and `evidence_url`"
-    r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*`(?-i:[^`\n]+)`"
-    r"(?:\s*,\s*`(?-i:[^`\n]+)`)*\s*,?\s*(?:and|&)\s*`(?-i:[^`\n]+)`",
+    r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*" + TICKED
+    + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED,
     # "containing: a, b and c", "each has: x, y"
     r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields|columns|keys)"
-    r"\s*:\s*(?-i:[\p{L}_][\w\-]*)(?:\s+(?-i:[\w\-]+)){0,2}(?:\s*,\s*(?-i:[\p{L}_][\w\-]*)(?:\s+(?-i:[\w\-]+)){0,2})*"
-    r"(?:\s*,?\s*(?:and|&)\s+(?-i:[\p{L}_][\w\-]*)(?:\s+(?-i:[\w\-]+)){0,2})?",
+    r"\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
+    r"(?:\s*,?\s*(?:and|&)\s+" + NAME_PHRASE + ")?",
 ]
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
@@ -422,9 +428,9 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
         elif i == 1:
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
         else:  # unquoted: "one of approve, reject or escalate"
-            values = e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(
-                r"(?-i:[\p{L}\p{N}_\-])+").list.eval(pl.element().filter(
-                    ~pl.element().str.to_lowercase().is_in(["or", "and"])))
+            values = (e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(WORD)
+                      .list.eval(pl.element().filter(
+                          ~pl.element().str.to_lowercase().is_in(["or", "and"]))))
         parts.append(pl.col(f"_e{i}").list.eval(pl.struct(
             field.str.strip_chars("` ").alias("field"), values.alias("values"),
             e.str.strip_chars().alias("phrase"))))
@@ -442,7 +448,7 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
         df = _take(df, f"_f{i}", pattern)
         e = pl.element()
         if i < 2:
-            names = e.str.extract_all(r"`(?-i:[^`\n]+)`")
+            names = e.str.extract_all(TICKED)
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
                      .str.split(","))

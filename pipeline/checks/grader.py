@@ -76,6 +76,15 @@ class Check:
     let: Mapping[str, pl.Expr] = field(default_factory=dict)
 
 
+class Lets(dict):
+    """A check's `let` columns as they are written: `let("_name", expr)` records the
+    expression (in order) and returns `pl.col("_name")` for the check's other expressions."""
+
+    def __call__(self, name: str, expr: pl.Expr) -> pl.Expr:
+        self[name] = expr
+        return pl.col(name)
+
+
 CheckFactory = Callable[..., Check]
 REGISTRY: dict[str, CheckFactory] = {}
 
@@ -219,5 +228,5 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     return conform("checks", out.with_columns(pl.lit(grader.grader_id).alias("grader_id")))
 
 
-__all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "check",
+__all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "Lets", "check",
            "measure", "run_checks", "validate_grader_id"]

@@ -14,7 +14,7 @@ import polars as pl
 
 from .clause_analysis import JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
-from .grader import SECRET_PATTERNS, Check, check
+from .grader import SECRET_PATTERNS, Check, Lets, check
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -104,10 +104,11 @@ def output_format() -> Check:
         .otherwise(None)
     )
     # named once, read by several branches (see Check.let)
-    let = {"_ok": ok, "_label": label(), "_first_item": quoted(excerpt(
-               pl.col("list_items").list.first().fill_null(""), 120)),
-           "_start": quoted(excerpt(pl.col("output_text"), 160))}
-    ok, where, first_item, start = (pl.col(name) for name in let)
+    let = Lets()
+    ok, where = let("_ok", ok), let("_label", label())
+    first_item = let("_first_item", quoted(excerpt(
+        pl.col("list_items").list.first().fill_null(""), 120)))
+    start = let("_start", quoted(excerpt(pl.col("output_text"), 160)))
     shown = (
         pl.when(fmt == "json").then(pl.format(
             "valid JSON {}{}: {}", pl.col("json_kind"),
@@ -212,15 +213,10 @@ def count() -> Check:
     q = pl.col("quantities")
     # what needs reads before any `let` column exists
     raw_measure, raw_scope = q.struct.field("measure"), q.struct.field("scope")
-    let: dict[str, pl.Expr] = {}
-
-    def named(name: str, expr: pl.Expr) -> pl.Expr:
-        let[name] = expr
-        return pl.col(name)
-
-    measure, scope = named("_measure", raw_measure), named("_scope", raw_scope)
-    lo, hi = named("_lo", q.struct.field("min")), named("_hi", q.struct.field("max"))
-    items, items_what = (named(n, e) for n, e in zip(("_items", "_items_what"), _item_count(),
+    let = Lets()
+    measure, scope = let("_measure", raw_measure), let("_scope", raw_scope)
+    lo, hi = let("_lo", q.struct.field("min")), let("_hi", q.struct.field("max"))
+    items, items_what = (let(n, e) for n, e in zip(("_items", "_items_what"), _item_count(),
                                                      strict=True))
 
     def pick(prefix: str) -> pl.Expr:
@@ -239,23 +235,23 @@ def count() -> Check:
         .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
         .when(measure == "items").then(items)
     ).cast(pl.Int64)
-    what = named("_what", (
+    what = let("_what", (
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
-    value = named("_value", pl.when((scope == "rest") & rest_ok)
+    value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64)).otherwise(whole))
 
     # "each ..." applies the bound to every paragraph, line or list item
     noun = q.struct.field("scope_text").fill_null("").str.to_lowercase()
-    kind = named("_kind", pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
+    kind = let("_kind", pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
                  .when(noun.str.contains("line")).then(pl.lit("line"))
                  .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
                  .otherwise(pl.lit("line")))
-    unit = named("_unit", pl.when(measure == "words").then(pl.lit("words"))
+    unit = let("_unit", pl.when(measure == "words").then(pl.lit("words"))
                  .when(measure == "chars").then(pl.lit("chars"))
                  .when(measure.is_in(["urls", "sources"])).then(pl.lit("urls")))
 
@@ -264,23 +260,23 @@ def count() -> Check:
                 .when(unit == "chars").then(pl.col(f"{of}_chars"))
                 .otherwise(pl.col(f"{of}_urls")))
 
-    per = named("_per", pl.when(unit.is_null()).then(None)
+    per = let("_per", pl.when(unit.is_null()).then(None)
                 .when(kind == "paragraph").then(per_kind("paragraph"))
                 .when(kind == "item").then(per_kind("item"))
                 .otherwise(per_kind("line")))
-    texts = named("_texts", pl.when(kind == "paragraph").then(pl.col("paragraphs"))
+    texts = let("_texts", pl.when(kind == "paragraph").then(pl.col("paragraphs"))
                   .when(kind == "item").then(pl.col("list_items"))
                   .otherwise(pl.col("lines")))
     worst_high, worst_low = per.list.arg_max(), per.list.arg_min()
-    too_long = named("_too_long", hi.is_not_null() & (per.list.max() > hi))
+    too_long = let("_too_long", hi.is_not_null() & (per.list.max() > hi))
     too_short = lo.is_not_null() & (per.list.min() < lo)
-    worst = named("_worst", pl.when(too_long).then(worst_high).otherwise(worst_low))
-    each_ok = named("_each_ok", (per.list.len() > 0) & ~too_long.fill_null(False)
+    worst = let("_worst", pl.when(too_long).then(worst_high).otherwise(worst_low))
+    each_ok = let("_each_ok", (per.list.len() > 0) & ~too_long.fill_null(False)
                     & ~too_short.fill_null(False))
     is_each = scope == "each"
 
     in_bounds = (lo.is_null() | (value >= lo)) & (hi.is_null() | (value <= hi))
-    outcome = named("_outcome", pl.when(is_each & (per.is_null() | (per.list.len() == 0)))
+    outcome = let("_outcome", pl.when(is_each & (per.is_null() | (per.list.len() == 0)))
                     .then(UNDECIDED)
                     .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
                     .when(value.is_null()).then(UNDECIDED)
@@ -356,22 +352,21 @@ def literal() -> Check:
     bare_end = pl.when(mode == "ends").then(out).str.replace(r"[*_\s\"”]+$", "")
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
-    let: dict[str, pl.Expr] = {"_exact_case": text.str.contains(lit, literal=True)}
-    exact_case = pl.col("_exact_case")
+    let = Lets()
+    exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
     any_case = pl.when(mode == "contains").then(
         text.fill_null("").str.to_lowercase().str.contains(lit.str.to_lowercase(),
                                                            literal=True))
-    let["_ok"] = (
+    ok = let("_ok", (
         pl.when(mode == "contains").then(any_case)
         .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
         .when(mode == "exact").then(out == lit)
-    )
-    let["_label"] = label()
-    ok, where = pl.col("_ok"), pl.col("_label")
+    ))
+    where = let("_label", label())
     detail = (
         pl.when(mode == "contains").then(pl.format("{} contains {}", where, quoted(lit)))
         .when(mode == "starts").then(pl.format("{} begins with {}", where, quoted(lit)))
@@ -481,22 +476,20 @@ def enum_value() -> Check:
     """A value the clause enumerates is one of the allowed values (per field, or the output)."""
     e = pl.col("enums")
     field, allowed = e.struct.field("field"), e.struct.field("values")
-    let = {"_observed": _values_of(e.struct.field("key")).list.eval(
+    let = Lets()
+    observed = let("_observed", _values_of(e.struct.field("key")).list.eval(
         normalise_value(pl.element())).list.eval(pl.element().filter(
-            (pl.element().str.len_chars() > 0) & ~pl.element().is_in(["[", "{", "null"])))}
-    observed = pl.col("_observed")
-    let["_bad"] = observed.list.set_difference(allowed)
-    bad = pl.col("_bad")
+            (pl.element().str.len_chars() > 0) & ~pl.element().is_in(["[", "{", "null"]))))
+    bad = let("_bad", observed.list.set_difference(allowed))
     whole = normalise_value(pl.col("output_text"))
     whole_ok = allowed.list.contains(whole)
     allowed_text = allowed.list.eval(pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”"))) \
         .list.join(", ")
-    let["_outcome"] = (
+    outcome = let("_outcome", (
         pl.when(field.is_null()).then(pl.when(whole_ok).then(PASSED).otherwise(FAILED))
         .when(observed.list.len() == 0).then(UNDECIDED)
         .when(bad.list.len() == 0).then(PASSED).otherwise(FAILED)
-    )
-    outcome = pl.col("_outcome")
+    ))
     evidence = (
         pl.when(field.is_null()).then(pl.format("the output is {}",
                                                 quoted(excerpt(pl.col("output_text"), 200))))
@@ -537,12 +530,10 @@ def required_field() -> Check:
     having = pl.col("json_element_keys").fill_null("").str.count_matches(
         pl.format(r"\|{}\|", _escaped(name))).cast(pl.Int64)
     missing = pl.col("json_len") - having
-    let: dict[str, pl.Expr] = {
-        "_in_values": pl.col("field_values").fill_null("").str.contains(
-            pl.format("(?m)^{}\t", _escaped(name))),
-        "_is_json": kind.is_in(["object", "array"]).fill_null(False),
-    }
-    in_values, is_json = pl.col("_in_values"), pl.col("_is_json")
+    let = Lets()
+    in_values = let("_in_values", pl.col("field_values").fill_null("").str.contains(
+        pl.format("(?m)^{}\t", _escaped(name))))
+    is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE),
                             _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]"),
@@ -554,7 +545,7 @@ def required_field() -> Check:
     label_text = pl.when(~is_json & ~has_table & in_values).then(text)
     plain_text = pl.when(~is_json & ~has_table & ~in_values).then(text)
     mentioned = plain_text.str.contains(mention).fill_null(False)
-    let["_outcome"] = (
+    outcome = let("_outcome", (
         pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
         .when((kind == "object") & ~nested).then(
             pl.when(pl.col("json_keys").list.contains(name)).then(PASSED).otherwise(FAILED))
@@ -565,8 +556,7 @@ def required_field() -> Check:
         .when(in_values).then(PASSED)
         .when(mentioned).then(UNDECIDED)
         .otherwise(FAILED)
-    )
-    outcome = pl.col("_outcome")
+    ))
     evidence = (
         pl.when(per_element).then(pl.format(
             "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
@@ -602,33 +592,31 @@ def numeric_range() -> Check:
     """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72") is in range."""
     r = pl.col("ranges")
     field, lo, hi = r.struct.field("field"), r.struct.field("lo"), r.struct.field("hi")
-    let = {"_field_texts": _values_of(r.struct.field("key")).list.eval(
-        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()}
-    field_texts = pl.col("_field_texts")
-    let["_field_numbers"] = field_texts.list.eval(pl.element().cast(pl.Float64, strict=False))
-    field_numbers = pl.col("_field_numbers")
+    let = Lets()
+    field_texts = let("_field_texts", _values_of(r.struct.field("key")).list.eval(
+        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls())
+    field_numbers = let("_field_numbers",
+                        field_texts.list.eval(pl.element().cast(pl.Float64, strict=False)))
     out = pl.col("output_text")
     whole = pl.when(field.is_null()).then(out)  # the output's own number: unscoped ranges only
     over = whole.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
     labelled = whole.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
                                  + NUMBER + ")", 1)
     first = whole.str.extract("(" + NUMBER + ")", 1)
-    let["_found"] = pl.coalesce(over, labelled, first)
-    let["_how"] = (pl.when(over.is_not_null()).then(90).when(labelled.is_not_null()).then(85)
-                   .otherwise(60))
-    found, how = pl.col("_found"), pl.col("_how")
+    found = let("_found", pl.coalesce(over, labelled, first))
+    how = let("_how", pl.when(over.is_not_null()).then(90).when(labelled.is_not_null())
+              .then(85).otherwise(60))
     number = found.cast(pl.Float64, strict=False)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
     fields_ok = (field_numbers.list.min() >= low) & (field_numbers.list.max() <= high)
-    let["_outcome"] = (
+    outcome = let("_outcome", (
         pl.when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0).then(UNDECIDED)
             .when(fields_ok).then(PASSED).otherwise(FAILED))
         .when(number.is_null()).then(FAILED)
         .when((number >= low) & (number <= high)).then(PASSED).otherwise(FAILED)
-    )
-    outcome = pl.col("_outcome")
+    ))
     evidence = (
         pl.when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0)

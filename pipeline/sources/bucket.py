@@ -60,7 +60,7 @@ class RunRef:
     listed: bool = True  # False until `Bucket.list_run` has filled `files` (local discovery)
     # Local runs: every folder of the run ("" is the run folder) with its mtime in ns, read
     # just before the folder was listed. An entry added, removed or renamed in a folder
-    # changes that folder's mtime, so a rerun can check files by these paths (`relist`).
+    # changes that folder's mtime, so a rerun can check files by these paths (`unchanged`).
     folders: dict[str, int] | None = None
 
     @property
