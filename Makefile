@@ -30,6 +30,7 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/grade_bench.py $(BENCH_ARGS)
+	$(BIN)/python bench/pattern_bench.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .ruff_cache

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
+PATTERN_BENCH = BENCH.with_name("pattern_bench.py")
 
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
@@ -18,3 +19,12 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
     for figure in ("plain read", "rungrade grade", "throughput", "peak memory",
                    "no-change rerun", "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout
+
+
+def test_pattern_bench_script_runs_end_to_end():
+    done = subprocess.run([sys.executable, str(PATTERN_BENCH), "--runs", "20", "--few", "4",
+                           "--many", "40", "--repeat", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    assert "40 distinct names" in done.stdout and "many / few" in done.stdout

@@ -377,3 +377,23 @@ def test_evidence_is_capped(tmp_path):
     tables, _ = grade_folder(tmp_path)
     assert tables["checks"]["evidence"].str.len_chars().max() <= 2000
     assert tables["checks"].filter(pl.col("check") == "count")["outcome"].item() == "failed"
+
+
+def test_rows_of_each_element_keep_the_clause_order(tmp_path):
+    # the rows of a check judged per element are grouped by element while judged (a regex
+    # built from a name is compiled once per name); the table lists them as the clause does
+    names = ["zulu", "alpha", "mike", "bravo", "yankee", "charlie", "kilo", "delta"]
+    for n in range(3):  # several runs naming the same fields, in different orders
+        order = names[n:] + names[:n]
+        details = "".join(f"\n    - `{name}`: a value" for name in order)
+        write_service_run(tmp_path, run_id(n), ensures=f"- `out`: a report with fields:{details}",
+                          outputs={"out.md": "Alpha: 1\nZulu: 2\nsome words about mike"})
+    tables, _ = grade_folder(tmp_path)
+    for n in range(3):
+        rows = tables["checks"].filter((pl.col("run_id") == run_id(n))
+                                       & (pl.col("check") == "required_field"))
+        named = rows["detail"].str.extract(r"field `([a-z]+)`", 1).to_list()
+        assert named == names[n:] + names[:n], rows.select("detail", "outcome").rows()
+        outcomes = dict(zip(named, rows["outcome"], strict=True))
+        assert (outcomes["alpha"], outcomes["zulu"], outcomes["mike"], outcomes["kilo"]) == (
+            "passed", "passed", "undecided", "failed")
