@@ -77,6 +77,13 @@ CASES = [
     ("every claim is marked “unverified”", (), {"literals": [("unverified", "contains")]}),
     ('never mentions the password "hunter2"', (), {"literals": [("hunter2", "absent")],
                                                    "forbids_secrets": True}),
+    # a quoted list after a cue of absence forbids each phrase; it is no enumeration
+    ('a summary that never mentions "staging" or "prod"', (),
+     {"literals": [("staging", "absent"), ("prod", "absent")], "enums": []}),
+    ("a reply that doesn't say 'yes', 'no' or 'maybe'", (),
+     {"literals": [("yes", "absent"), ("no", "absent"), ("maybe", "absent")], "enums": []}),
+    ('a note without "TODO" and "FIXME", starting with "Note:"', (),
+     {"literals": [("TODO", "absent"), ("FIXME", "absent"), ("Note:", "starts")]}),
     ('a patch that addresses every "blocker" and "major" comment', (), {"literals": []}),
     ('an ISO code such as "en" or "pt"', (), {"literals": [], "enums": []}),
     ('a bulleted list of ids, or the single line "none"', (),

@@ -5,7 +5,9 @@ from .grader import EVIDENCE_CAP, REGISTRY, Check, Grader, GraderError, check, r
 from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 
 # v2: checks read what each clause requires (formats, counts, phrases, fields, ranges, ...)
-DEFAULT_GRADER_ID = "prose.contract.grader/v2"
+# v3: a quoted list after a cue of absence ('never mentions "a" or "b"') forbids each phrase
+#     (v2 read it as a choice: the output had to be one of them)
+DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 
 def builtin_checks() -> list[Check]:

@@ -158,7 +158,8 @@ NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "
               "its"]
 LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|heading|title"
               r"|label|sign-off|signoff|signature|greeting|section|note|value|literal)\s+){0,4}")
-# (mode, cue): a literal right after its cue is a requirement; other quotes are not.
+# (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
+# cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
     ("first_line", r"(?i)first\s+line\s+(?:is|reads|must\s+be|should\s+be|says|=)?\s*"
      r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
@@ -168,9 +169,9 @@ LITERAL_FORMS = [
      r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
      r"include|mention|say|use|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
      r"disclose)\w*\s+(?:(?:the|a|an|any)\s+)?(?:(?:word|phrase|string|text|literal|value|"
-     r"password|secret|token|key|name)\s+)?" + QUOTED),
+     r"password|secret|token|key|name)\s+)?" + QUOTED_LIST),
     ("absent", r"(?i)(?:without|no\s+mention\s+of|free\s+of|excluding|never)\s+(?:the\s+)?"
-     r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED),
+     r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED_LIST),
     ("starts", r"(?i)(?:begin|begins|beginning|start|starts|starting|open|opens|opening|lead|"
      r"leads|leading|prefixed)\s+(?:with|by)\s+" + LIT_FILLER + QUOTED),
     ("ends", r"(?i)(?:end|ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+"
@@ -391,11 +392,26 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
 
 
+def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
+    """Take the phrases a clause forbids before enumerations are read: 'never mentions "a"
+    or "b"' forbids both, it offers no choice between them (`_literals` reads them)."""
+    for i, (mode, pattern) in enumerate(LITERAL_FORMS):
+        if mode == "absent":
+            df = _take(df, f"_l{i}", pattern)
+    return df
+
+
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for i, (mode, pattern) in enumerate(LITERAL_FORMS):
-        df = _take(df, f"_l{i}", pattern)
         e = pl.element()
+        if mode == "absent":  # taken by `_forbidden`; one literal per quoted phrase
+            quoted = e.str.extract_all(QUOTED_ONLY)
+            parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
+                _unquote(quoted.explode()).alias("text"), pl.lit(mode).alias("mode"),
+                e.str.strip_chars().repeat_by(quoted.list.len()).explode().alias("phrase"))))
+            continue
+        df = _take(df, f"_l{i}", pattern)
         if i == len(LITERAL_FORMS) - 1:  # "the exact phrase Final answer", maybe unquoted
             text = _unquote(e.str.replace(r"(?i)^(?:the\s+)?exact\s+(?:phrase|text|words?|"
                                           r"string|sentence)\s+", "").str.strip_chars())
@@ -536,6 +552,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
     df = _formats(df)
+    df = _forbidden(df)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
