@@ -239,6 +239,13 @@ JUDGMENT_WORDS = (
     r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
     r"|useful|helpful)\b"
 )
+# A requirement stated in the negative that no check reads ('does not start with "Untitled"',
+# 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
+# literals and enumerations, which would read the opposite, and left to the judgment question.
+NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|close|finish|"
+           r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
+           r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST)
+HIDDEN = "\ue000"  # stands in for a negated requirement while the readers run
 VAGUE_WORDS = (
     r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
     r"suitable|satisfactory|sufficient|quality|better|best|excellent|meaningful|sensible|"
@@ -401,6 +408,19 @@ def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
+def _hide_negated(df: pl.DataFrame) -> pl.DataFrame:
+    return _take(df, "_negated", NEGATED, keep=HIDDEN)
+
+
+def _restore_negated(df: pl.DataFrame) -> pl.DataFrame:
+    """Put the negated requirements back in place, for the judgment question."""
+    t = pl.col("t")
+    for k in range(df["_negated"].list.len().max() or 0):
+        t = t.str.replace(HIDDEN, pl.col("_negated").list.get(k, null_on_oob=True)
+                          .fill_null(HIDDEN), literal=True)
+    return df.with_columns(t.alias("t")).drop("_negated")
+
+
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for i, (mode, pattern) in enumerate(LITERAL_FORMS):
@@ -553,6 +573,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
     df = _formats(df)
     df = _forbidden(df)
+    df = _hide_negated(df)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -560,6 +581,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
     df = _quantities(df)
     df = _ranges(df)
+    df = _restore_negated(df)
     # quoted words are values, not descriptions: no judgment or vagueness is read in them
     words = pl.col("t").str.replace_all(QUOTED_ONLY, GAP)
     df = df.with_columns(
