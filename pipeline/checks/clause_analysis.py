@@ -104,6 +104,10 @@ MEASURES = {
 }
 
 # (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
+# A negation and the verb it may take before a bound ("is not", "never has", "does not").
+NEGATION = (r"(?:(?:(?:does|do|did|must|should|shall|will|would|can|may|is|are|was)\s*)?"
+            r"(?:not|n't)|never|cannot|won't|without)\s+(?:(?:be|is|are|has|have|contain|"
+            r"contains|run|runs|go|goes|get|gets)\s+)?")
 QUANTITY_FORMS = [
     ("range", START + SCOPE + r"(?:between\s+)?" + NUM
      + r"\s*(?:-|–|—|\s+to\s+|\s+and\s+|\s+or\s+)\s*" + NUM + r"\s+" + ADJ + UNIT),
@@ -116,6 +120,12 @@ QUANTITY_FORMS = [
      r"maximum\s+of|maximum\s+of|max\.?|not\s+exceeding|no\s+longer\s+than|within)\s+" + NUM
      + r"()\s+" + ADJ + UNIT),
     ("max", START + SCOPE + NUM + r"\s+or\s+(?:fewer|less)()\s+" + ADJ + UNIT),
+    # a negated bound is the other bound: "not longer than 50 words", "never has more than 5
+    # items", "does not exceed 100 words" cap; "not shorter than 3 lines" sets a minimum
+    ("max", START + SCOPE + NEGATION + r"(?:more\s+than|over|above|longer\s+than|greater\s+than|"
+     r"exceed(?:s|ing)?)\s+" + NUM + r"()\s+" + ADJ + UNIT),
+    ("min", START + SCOPE + NEGATION + r"(?:under|fewer\s+than|less\s+than|below|shorter\s+than)"
+     r"\s+" + NUM + r"()\s+" + ADJ + UNIT),
     ("over", START + SCOPE + r"(?:more\s+than|over|above|longer\s+than|greater\s+than)\s+" + NUM
      + r"()\s+" + ADJ + UNIT),
     ("under", START + SCOPE + r"(?:under|fewer\s+than|less\s+than|below|shorter\s+than)\s+"
@@ -244,7 +254,11 @@ JUDGMENT_WORDS = (
 # literals and enumerations, which would read the opposite, and left to the judgment question.
 NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|close|finish|"
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
-           r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST)
+           r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
+           # "without the field `debug`", "no columns `a`, `b`": not fields to require
+           + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?(?:fields?|"
+           r"keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*(?::|named|"
+           r"called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*")
 HIDDEN = "\ue000"  # stands in for a negated requirement while the readers run
 VAGUE_WORDS = (
     r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
