@@ -8,8 +8,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 # v3: a quoted list after a cue of absence ('never mentions "a" or "b"') forbids each phrase
 #     (v2 read it as a choice: the output had to be one of them); a requirement stated in the
 #     negative ('does not start with "Draft"', 'must not be "failed"', 'without the field
-#     `debug`') is left to judgment, and a negated bound is the other bound ('does not exceed
-#     100 words' caps; v2 read the opposite of all of these)
+#     `debug`', 'plain text, not JSON', 'no bullet points') is left to judgment, and a negated
+#     bound is the other bound ('does not exceed 100 words' caps; v2 read the opposite of all
+#     of these)
 DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 

@@ -259,7 +259,15 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?(?:fields?|"
            r"keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*(?::|named|"
            r"called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*")
-HIDDEN = "\ue000"  # stands in for a negated requirement while the readers run
+# A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
+# table", "prose rather than a table"): hidden from the format reader, left to judgment.
+NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\binstead\s+of)\s+"
+                  r"(?:[\p{L}\-]+\s+){0,3}?(?:"
+                  + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
+# What stands in for each kind of hidden phrase while the readers run (`_hide`, `_restore`).
+HIDDEN = {"_negated_formats": "\ue000", "_negated": "\ue001"}
+# Marks a restored phrase: what no reader could read always reaches the judgment question.
+KEPT = "\ue002"
 VAGUE_WORDS = (
     r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
     r"suitable|satisfactory|sufficient|quality|better|best|excellent|meaningful|sensible|"
@@ -422,17 +430,21 @@ def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
-def _hide_negated(df: pl.DataFrame) -> pl.DataFrame:
-    return _take(df, "_negated", NEGATED, keep=HIDDEN)
+def _hide(df: pl.DataFrame, column: str, pattern: str) -> pl.DataFrame:
+    """Take the matches of `pattern` out of the text into `column`, each replaced by the
+    column's mark (HIDDEN), so that no reader sees them; `_restore` puts them back."""
+    return _take(df, column, pattern, keep=HIDDEN[column])
 
 
-def _restore_negated(df: pl.DataFrame) -> pl.DataFrame:
-    """Put the negated requirements back in place, for the judgment question."""
+def _restore(df: pl.DataFrame) -> pl.DataFrame:
+    """Put every hidden phrase back in place, for the judgment question."""
     t = pl.col("t")
-    for k in range(df["_negated"].list.len().max() or 0):
-        t = t.str.replace(HIDDEN, pl.col("_negated").list.get(k, null_on_oob=True)
-                          .fill_null(HIDDEN), literal=True)
-    return df.with_columns(t.alias("t")).drop("_negated")
+    for column, mark in HIDDEN.items():
+        for k in range(df[column].list.len().max() or 0):
+            phrase = pl.col(column).list.get(k, null_on_oob=True)
+            t = t.str.replace(mark, pl.concat_str(pl.lit(KEPT), phrase).fill_null(mark),
+                              literal=True)
+    return df.with_columns(t.alias("t")).drop(list(HIDDEN))
 
 
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
@@ -585,9 +597,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
+    df = _hide(df, "_negated_formats", NEGATED_FORMAT)
     df = _formats(df)
     df = _forbidden(df)
-    df = _hide_negated(df)
+    df = _hide(df, "_negated", NEGATED)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -595,7 +608,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
     df = _quantities(df)
     df = _ranges(df)
-    df = _restore_negated(df)
+    df = _restore(df)
     # quoted words are values, not descriptions: no judgment or vagueness is read in them
     words = pl.col("t").str.replace_all(QUOTED_ONLY, GAP)
     df = df.with_columns(
@@ -634,15 +647,20 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
                    .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|with|of|in|is|are|"
                                 r"to|for|by|on|at|as))+$", ""))
         # a stretch says something when it holds two content words, or one in a phrase
-        # ("each with a source"); a bare noun ("a markdown note") names the output's kind
+        # ("each with a source"); a bare noun ("a markdown note") names the output's kind;
+        # a requirement no reader could read (KEPT) always does
         .list.eval(pl.element().filter(
             (_content_words(pl.element()).list.len() >= 2)
             | ((_content_words(pl.element()).list.len() == 1)
-               & (pl.element().str.count_matches(r"\S+") >= 3))))
+               & (pl.element().str.count_matches(r"\S+") >= 3))
+            | pl.element().str.contains(KEPT, literal=True)))
     )
-    joined = segments.list.join(" … ")
+    # a kept phrase says something even in words that are filler elsewhere ("not JSON")
+    kept = (segments.list.eval(pl.element().filter(pl.element().str.contains(KEPT, literal=True)))
+            .list.join(" ").str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
+    joined = segments.list.join(" … ").str.replace_all(KEPT, "", literal=True)
     return (pl.when(segments.list.len() > 0).then(joined),
-            _content_words(joined).list.unique(maintain_order=True))
+            pl.concat_list(_content_words(joined), kept).list.unique(maintain_order=True))
 
 
 # Clauses already read by this process, by text: a worker grades shard after shard of the
