@@ -49,6 +49,10 @@ CASES = [
     ("more than 3 findings", (), {"quantities": [q(4, None, "items")]}),
     ("5 or more distinct URLs", (), {"quantities": [q(5, None, "urls")]}),
     ("a 200-word abstract", (), {"quantities": [q(None, 200, "words")]}),
+    # thousands grouped with commas are one number
+    ("a reply under 2,000 characters", (),
+     {"quantities": [q(None, 1999, "chars")], "unchecked_text": None}),
+    ("between 1,000 and 2,500 words", (), {"quantities": [q(1000, 2500, "words")]}),
     # a negated bound is the other bound
     ("a summary that is not longer than 50 words", (),
      {"quantities": [q(None, 50, "words")], "unchecked_text": None}),

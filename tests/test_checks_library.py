@@ -218,6 +218,8 @@ CASES = [
          "“Report on Q3”"),
     Case("negated-enum-is-not-read-as-enum", 'a status that must not be "failed" or "error"',
          "status: ok", "meets_description", "undecided", "not_evaluable", "“status: ok”"),
+    Case("thousands-separator", "a reply under 2,000 characters", "short", "count", "passed",
+         "satisfied", "5 characters"),
     Case("negated-bound-caps", "a summary that is not longer than 5 words",
          "one two three four five six", "count", "failed", "violated", "6 words"),
     Case("negated-bound-caps-passes", "a report that does not exceed 100 words",

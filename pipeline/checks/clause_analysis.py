@@ -75,8 +75,9 @@ NUMBER_WORDS = {
     "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100, "a single": 1, "single": 1,
     "a dozen": 12, "a": 1, "an": 1,
 }
-NUM = (r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
-       r"|thirty|forty|fifty|hundred|a single|single|a dozen)")
+# A count: digits (thousands may be grouped with commas: "2,000") or a number word.
+NUM = (r"(\d{1,3}(?:,\d{3})+|\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+       r"|fifteen|twenty|thirty|forty|fifty|hundred|a single|single|a dozen)")
 ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|complete|relevant"
        r"|independent|credible|reputable|primary|key|main|concrete|numbered|bulleted|bullet"
        r"|markdown|json|top-level|non-empty|additional|new|valid|actionable|total|consecutive"
@@ -311,7 +312,7 @@ JUDGMENT_ADVICE = {
 
 
 def _words_to_int(expr: pl.Expr) -> pl.Expr:
-    low = expr.str.to_lowercase().str.strip_chars()
+    low = expr.str.to_lowercase().str.strip_chars().str.replace_all(",", "", literal=True)
     return low.replace_strict(NUMBER_WORDS, default=low, return_dtype=pl.String).cast(
         pl.Int64, strict=False)
 
