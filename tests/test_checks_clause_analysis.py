@@ -124,6 +124,10 @@ CASES = [
     ('a bulleted list of ids, or the single line "none"', (),
      {"alternative": "none", "literals": [], "formats": ["bulleted_list"]}),
     # enumerated values
+    ('each finding with a severity of "low", "medium" or "high"', (),
+     {"enums": [("severity", ["low", "medium", "high"])]}),
+    ('each object with a status of either "ok" or "late"', (),
+     {"enums": [("status", ["ok", "late"])]}),
     ('"satisfied", "partial", or "violated"', (),
      {"enums": [(None, ["satisfied", "partial", "violated"])]}),
     ('a table where severity is one of "low", "medium", "high"', (),

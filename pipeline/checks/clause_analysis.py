@@ -153,14 +153,18 @@ FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDE
                 r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
+# (kind, pattern): the kind says where the values start (`_enums`).
 ENUM_FORMS = [
-    r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*\(?\s*"
-    + QUOTED_LIST + r"(?:\s*\))?",
-    r"(?i)" + FIELD_PREFIX + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED
-    + r"(?:\s*\))?",
+    # "each finding with a severity of "low", "medium" or "high"": the field is named
+    ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + IDENT + r")\s+of\s+(?:(?:exactly\s+)?one\s+of"
+     r"\s+|either\s+)?:?\s*" + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED),
+    ("one_of", r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*"
+     r"\(?\s*" + QUOTED_LIST + r"(?:\s*\))?"),
+    ("quoted_or", r"(?i)" + FIELD_PREFIX + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+"
+     + QUOTED + r"(?:\s*\))?"),
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
-    r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD + r")+(?:\s*,?\s*"
-    r"(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?",
+    ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
+     + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
 ]
 # Words before "is one of" that name no field: the whole output is meant.
 NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "be", "that",
@@ -480,15 +484,17 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
 
 def _enums(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
-    for i, pattern in enumerate(ENUM_FORMS):
+    for i, (kind, pattern) in enumerate(ENUM_FORMS):
         df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
         e = pl.element()
         field = e.str.extract(pattern, 1)
         field = pl.when(normalise_key(field).is_in(NOT_FIELDS)).then(None).otherwise(field)
-        if i == 0:
+        if kind == "with_of":
+            values = e.str.replace(r"(?is)^.*?\sof\s", "").str.extract_all(QUOTED_ONLY)
+        elif kind == "one_of":
             values = e.str.replace(r"(?is)^.*?(?:one\s+of|any\s+of|either)", "").str.extract_all(
                 QUOTED_ONLY)
-        elif i == 1:
+        elif kind == "quoted_or":
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
         else:  # unquoted: "one of approve, reject or escalate"
             values = (e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(WORD)
