@@ -107,6 +107,12 @@ CASES = [
     ('a reply that doesn\'t end with "Regards" and starts with "Hi"', (),
      {"literals": [("Hi", "starts")]}),
     ("a JSON object without the field `debug`", (), {"fields": []}),
+    # a choice of phrases to begin or end with is no enumeration of the whole output
+    ('a reply that begins with either "Yes" or "No"', (),
+     {"enums": [], "literals": [],
+      "unchecked_text": 'reply that begins with either "Yes" or "No'}),
+    ('a reply that ends with one of "Thanks", "Cheers"', (),
+     {"enums": [], "unchecked_text": 'reply that ends with one of "Thanks", "Cheers'}),
     # a format the clause rules out is no format to require, and reaches judgment
     ("plain text, not JSON", (), {"formats": [], "unchecked_text": "not JSON"}),
     ("a reply with no bullet points", (), {"formats": []}),

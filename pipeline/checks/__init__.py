@@ -11,7 +11,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     `debug`', 'plain text, not JSON', 'no bullet points') is left to judgment, and a negated
 #     bound is the other bound ('does not exceed 100 words' caps; v2 read the opposite of all
 #     of these); "2,000 characters" is one number (v2 read "000 characters"); 'each with a
-#     severity of "low" or "high"' names the field (v2 held the whole output to the values)
+#     severity of "low" or "high"' names the field (v2 held the whole output to the values);
+#     'begins with either "Yes" or "No"' is left to judgment (v2: the output is one of them)
 DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 

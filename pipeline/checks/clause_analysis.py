@@ -264,15 +264,23 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?(?:fields?|"
            r"keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*(?::|named|"
            r"called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*")
+# A choice of phrases to begin or end with ('begins with either "Yes" or "No"'): no check reads
+# it (a literal holds one phrase), and the enumeration reader would hold the whole output to
+# the phrases; left to judgment like a negation.
+PHRASE_CHOICE = (r"(?i)\b(?:begin|begins|beginning|start|starts|starting|open|opens|opening|end|"
+                 r"ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+(?:either|"
+                 r"(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST)
 # A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
 # table", "prose rather than a table"): hidden from the format reader, left to judgment.
 NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\binstead\s+of)\s+"
                   r"(?:[\p{L}\-]+\s+){0,3}?(?:"
                   + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
 # What stands in for each kind of hidden phrase while the readers run (`_hide`, `_restore`).
-HIDDEN = {"_negated_formats": "\ue000", "_negated": "\ue001"}
-# Marks a restored phrase: what no reader could read always reaches the judgment question.
+HIDDEN = {"_negated_formats": "\ue000", "_unread": "\ue001"}
+# Marks a restored phrase: what no reader could read always reaches the judgment question,
+# whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
+COMMA = "\ue003"
 VAGUE_WORDS = (
     r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
     r"suitable|satisfactory|sufficient|quality|better|best|excellent|meaningful|sensible|"
@@ -446,7 +454,8 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("t")
     for column, mark in HIDDEN.items():
         for k in range(df[column].list.len().max() or 0):
-            phrase = pl.col(column).list.get(k, null_on_oob=True)
+            phrase = pl.col(column).list.get(k, null_on_oob=True).str.replace_all(
+                ",", COMMA, literal=True)
             t = t.str.replace(mark, pl.concat_str(pl.lit(KEPT), phrase).fill_null(mark),
                               literal=True)
     return df.with_columns(t.alias("t")).drop(list(HIDDEN))
@@ -607,7 +616,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _hide(df, "_negated_formats", NEGATED_FORMAT)
     df = _formats(df)
     df = _forbidden(df)
-    df = _hide(df, "_negated", NEGATED)
+    df = _hide(df, "_unread", NEGATED + "|" + PHRASE_CHOICE)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -665,7 +674,8 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     # a kept phrase says something even in words that are filler elsewhere ("not JSON")
     kept = (segments.list.eval(pl.element().filter(pl.element().str.contains(KEPT, literal=True)))
             .list.join(" ").str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
-    joined = segments.list.join(" … ").str.replace_all(KEPT, "", literal=True)
+    joined = (segments.list.join(" … ").str.replace_all(KEPT, "", literal=True)
+              .str.replace_all(COMMA, ",", literal=True))
     return (pl.when(segments.list.len() > 0).then(joined),
             pl.concat_list(_content_words(joined), kept).list.unique(maintain_order=True))
 
