@@ -56,11 +56,11 @@ CASES = [
     Case("list-passes", "a list", "intro\n\n1) one\n2) two", "format", "passed", "satisfied",
          "2 numbered and 0 bulleted items"),
     Case("list-fails", "a list", "one, two and three", "format", "failed",
-         "violated", "no a list in `out`"),
+         "violated", "no list in `out`"),
     Case("code-block-passes", "a fenced code block", "Patch:\n\n```diff\n+x\n```\n", "format",
          "passed", "satisfied", "fenced block “```diff”"),
     Case("code-block-fails", "a fenced code block", "+x\n-y", "format", "failed",
-         "violated", "no a fenced code block"),
+         "violated", "no fenced code block"),
     Case("yaml-passes", "a YAML document", "name: rungrade\nversion: 2\ntags:\n  - a\n",
          "format", "passed", "satisfied", "“name: rungrade"),
     Case("yaml-fails", "a YAML document", "This is a sentence about YAML.", "format", "failed",
@@ -237,12 +237,18 @@ CASES = [
          "a short report", "count", "passed", "satisfied", "3 words"),
     Case("negated-field-is-not-required", "a JSON object without the field `debug`",
          '{"a": 1}', "meets_description", "undecided", "satisfied", '“{"a": 1}”'),
-    Case("negated-format-is-not-required", "plain text, not JSON", "hello world",
-         "meets_description", "undecided", "not_evaluable", "“hello world”",
-         select="not JSON"),
-    Case("negated-list-is-not-required", "a reply with no bullet points", "Just prose.",
-         "meets_description", "undecided", "not_evaluable", "“Just prose.”",
-         select="no bullet points"),
+    Case("excluded-json-passes", "plain text, not JSON", "hello world", "excluded_format",
+         "passed", "satisfied", "no valid JSON in `out`; it begins “hello world”"),
+    Case("excluded-json-fails", "plain text, not JSON", '{"a": 1}', "excluded_format",
+         "failed", "violated", "valid JSON object"),
+    Case("excluded-bullets-passes", "a reply with no bullet points", "Just prose.",
+         "excluded_format", "passed", "satisfied", "no bulleted list in `out`"),
+    Case("excluded-bullets-fails", "a reply with no bullet points", "- a\n- b",
+         "excluded_format", "failed", "violated", "0 numbered and 2 bulleted items"),
+    Case("excluded-markdown-fails", "plain text, no markdown", "# Title\n\n**bold** words",
+         "excluded_format", "failed", "violated", "markdown syntax: “# Title"),
+    Case("excluded-yaml-passes-on-json", "a JSON object, not YAML", '{"a": 1}',
+         "excluded_format", "passed", "satisfied", "no YAML in `out`"),
     Case("forbidden-ignores-case", 'a reply that never mentions the password "hunter2"',
          "It was HUNTER2!", "forbidden_literal", "failed", "violated",
          "“It was HUNTER2!”"),
@@ -368,7 +374,8 @@ def test_check(graded, case: Case):
 
 
 def test_every_deciding_check_is_tested_both_ways():
-    deciding = {"format", "json_shape", "count", "literal", "enum_value", "required_field",
+    deciding = {"format", "excluded_format", "json_shape", "count", "literal", "enum_value",
+                "required_field",
                 "numeric_range"}
     seen = {(c.check, c.outcome) for c in CASES}
     for name in deciding:

@@ -5,14 +5,17 @@ from .grader import EVIDENCE_CAP, REGISTRY, Check, Grader, GraderError, check, r
 from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 
 # v2: checks read what each clause requires (formats, counts, phrases, fields, ranges, ...)
-# v3: a quoted list after a cue of absence ('never mentions "a" or "b"') forbids each phrase
-#     (v2 read it as a choice: the output had to be one of them); a requirement stated in the
-#     negative ('does not start with "Draft"', 'must not be "failed"', 'without the field
-#     `debug`', 'plain text, not JSON', 'no bullet points') is left to judgment, and a negated
-#     bound is the other bound ('does not exceed 100 words' caps; v2 read the opposite of all
-#     of these); "2,000 characters" is one number (v2 read "000 characters"); 'each with a
-#     severity of "low" or "high"' names the field (v2 held the whole output to the values);
-#     'begins with either "Yes" or "No"' is left to judgment (v2: the output is one of them)
+# v3: clauses are no longer read as their opposite (v2 did all of these):
+#     - 'never mentions "a" or "b"' forbids each phrase (v2: the output is one of them);
+#     - a requirement stated in the negative ('does not start with "Draft"', 'must not be
+#       "failed"', 'without the field `debug`') is left to judgment;
+#     - a format ruled out ('plain text, not JSON', 'no bullet points') is checked by the
+#       new `excluded_format` check (v2 required the format);
+#     - a negated bound is the other bound ('does not exceed 100 words' caps);
+#     - 'begins with either "Yes" or "No"' is left to judgment (v2: the output is one of them);
+#     - '2,000 characters' is one number (v2 read '000 characters');
+#     - 'each with a severity of "low" or "high"' names the field (v2 held the whole output to
+#       the values).
 DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 

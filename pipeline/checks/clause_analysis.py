@@ -5,6 +5,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
 
   formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list | list
                             | code_block | markdown  ("a markdown table" -> table)
+  excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
+                            bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
@@ -271,12 +273,13 @@ PHRASE_CHOICE = (r"(?i)\b(?:begin|begins|beginning|start|starts|starting|open|op
                  r"ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+(?:either|"
                  r"(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST)
 # A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
-# table", "prose rather than a table"): hidden from the format reader, left to judgment.
+# table", "prose rather than a table"): taken before the format reader runs, an excluded
+# format (checked by `excluded_format`), not a format to require.
 NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\binstead\s+of)\s+"
                   r"(?:[\p{L}\-]+\s+){0,3}?(?:"
                   + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
 # What stands in for each kind of hidden phrase while the readers run (`_hide`, `_restore`).
-HIDDEN = {"_negated_formats": "\ue000", "_unread": "\ue001"}
+HIDDEN = {"_unread": "\ue001"}
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -557,10 +560,11 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))])
 
 
-def _formats(df: pl.DataFrame) -> pl.DataFrame:
+def _format_names(text: pl.Expr) -> pl.Expr:
+    """The formats `text` names ("a markdown table" names a table, not markdown)."""
     found = []
     for name, pattern in FORMAT_FORMS:
-        hits = pl.col("t").str.extract_all(pattern)
+        hits = text.str.extract_all(pattern)
         if name == "table":  # "table names", "table of contents" name no table
             hits = hits.list.eval(pl.element().filter(
                 ~pl.element().str.contains(r"(?i)\s(?:of|names?)")))
@@ -574,10 +578,21 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(specific_md.list.len() > 0)
         .then(formats.list.set_difference(pl.lit(["markdown"]))).otherwise(formats)
     )
-    formats = (
+    return (
         pl.when(exact_list.list.len() > 0)
         .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats)
     )
+
+
+def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
+    df = _take(df, "_excluded", NEGATED_FORMAT)
+    return df.with_columns(
+        _format_names(pl.col("_excluded").list.join(" ¦ ")).alias("excluded_formats")
+    ).drop("_excluded")
+
+
+def _formats(df: pl.DataFrame) -> pl.DataFrame:
+    formats = _format_names(pl.col("t"))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
     return df.with_columns(
@@ -613,7 +628,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
-    df = _hide(df, "_negated_formats", NEGATED_FORMAT)
+    df = _excluded_formats(df)
     df = _formats(df)
     df = _forbidden(df)
     df = _hide(df, "_unread", NEGATED + "|" + PHRASE_CHOICE)
@@ -753,7 +768,8 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("fields").fill_null(pl.lit([], dtype=pl.List(fields.schema["field"]))),
     )
     decidable = (
-        (pl.col("formats").list.len() > 0) | (pl.col("quantities").list.len() > 0)
+        (pl.col("formats").list.len() > 0) | (pl.col("excluded_formats").list.len() > 0)
+        | (pl.col("quantities").list.len() > 0)
         | (pl.col("literals").list.eval(
             pl.element().struct.field("mode") != "absent").list.any())
         | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)

@@ -1,11 +1,12 @@
 """The content checks of the built-in grader: one per requirement family of clause_analysis.
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
-(format, count, literal, enum_value, required_field, numeric_range, json_shape,
-alternative_output) settle both ways: `passed` or `failed`, and `undecided` only when the
-output offers nothing to measure. One-sided detectors (forbidden_literal, no_secrets) give
-`failed` or `undecided`, never `passed`. Deferred checks (judgment, meets_description,
-testable) always stay `undecided` and carry their open question into the report.
+(format, excluded_format, count, literal, enum_value, required_field, numeric_range,
+json_shape, alternative_output) settle both ways: `passed` or `failed`, and `undecided`
+only when the output offers nothing to measure. One-sided detectors (forbidden_literal,
+no_secrets) give `failed` or `undecided`, never `passed`. Deferred checks (judgment,
+meets_description, testable) always stay `undecided` and carry their open question into the
+report.
 """
 
 from __future__ import annotations
@@ -83,33 +84,44 @@ def _values_of(key: pl.Expr) -> pl.Expr:
 
 # ---- format -------------------------------------------------------------------------------
 
-@check("format")
-def output_format() -> Check:
-    """The output is in the named format (JSON, YAML, CSV, table, list, code block, markdown)."""
-    fmt = pl.col("formats")
+def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
+    """Whether the output is in (or holds) the format named by `fmt`. `lenient` (a format
+    required): any text is markdown but JSON, and a JSON object or array is YAML. Not
+    lenient (a format ruled out): markdown means markdown syntax, YAML a YAML that is not
+    JSON ("JSON, not YAML")."""
     lists = pl.col("n_bullets") + pl.col("n_numbered")
-    ok = (
+    structured = pl.col("json_kind").is_in(["object", "array"]).fill_null(False)
+    markdown = ~structured if lenient else pl.col("has_markdown")
+    yaml = (pl.col("yaml_like") | structured) if lenient else (pl.col("yaml_like") & ~structured)
+    return (
         pl.when(fmt == "json").then(pl.col("json_kind").is_not_null())
-        .when(fmt == "yaml").then(pl.col("yaml_like") | pl.col("json_kind").is_in(
-            ["object", "array"]))
+        .when(fmt == "yaml").then(yaml)
         .when(fmt == "csv").then(pl.col("csv_like"))
         .when(fmt == "table").then(pl.col("has_table"))
         .when(fmt == "numbered_list").then(pl.col("n_numbered") > 0)
         .when(fmt == "bulleted_list").then(pl.col("n_bullets") > 0)
         .when(fmt == "list").then(lists > 0)
         .when(fmt == "code_block").then(pl.col("has_code_block"))
-        # any text is markdown; JSON handed over as markdown is not what was promised
-        .when(fmt == "markdown").then(~pl.col("json_kind").is_in(["object", "array"])
-                                      .fill_null(False))
+        .when(fmt == "markdown").then(markdown)
         .otherwise(None)
     )
-    # named once, read by several branches (see Check.let)
-    let = Lets()
-    ok, where = let("_ok", ok), let("_label", label())
+
+
+def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
+    """The measure families `_format_found` and `_format_shown` read, per format."""
+    return {"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
+            "csv": fmt == "csv", "table": fmt == "table",
+            "lists": fmt.is_in(["numbered_list", "bulleted_list", "list"]),
+            "code": fmt == "code_block", "markdown": fmt == "markdown"}
+
+
+def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
+    """Evidence of the format found in the output: the JSON's start, the table header, the
+    list's items, the fence, the markdown syntax."""
     first_item = let("_first_item", quoted(excerpt(
         pl.col("list_items").list.first().fill_null(""), 120)))
     start = let("_start", quoted(excerpt(pl.col("output_text"), 160)))
-    shown = (
+    return (
         pl.when(fmt == "json").then(pl.format(
             "valid JSON {}{}: {}", pl.col("json_kind"),
             pl.when(pl.col("json_fenced")).then(pl.lit(" (inside one fenced block)"))
@@ -130,6 +142,29 @@ def output_format() -> Check:
             "plain text with no markdown syntax (valid markdown): {}", start))
         .otherwise(quoted(excerpt(pl.col("output_text"), 200)))
     )
+
+
+def _no_format(fmt: pl.Expr, where: pl.Expr, start: pl.Expr) -> pl.Expr:
+    """'no bulleted list in `out`; it begins “…”'."""
+    name = fmt.replace_strict(FORMAT_NAMES, default=fmt).str.replace(r"^an? ", "")
+    return pl.format("no {} in {}; it begins {}", name, where, start)
+
+
+def _format_confidence(fmt: pl.Expr) -> pl.Expr:
+    return (pl.when(fmt == "yaml").then(70).when(fmt == "csv").then(75)
+            .when((fmt == "json") & pl.col("json_fenced")).then(75))
+
+
+@check("format")
+def output_format() -> Check:
+    """The output is in the named format (JSON, YAML, CSV, table, list, code block, markdown)."""
+    fmt = pl.col("formats")
+    # named once, read by several branches (see Check.let)
+    let = Lets()
+    ok = let("_ok", _format_found(fmt, lenient=True))
+    where = let("_label", label())
+    shown = _format_shown(fmt, let)
+    first_item, start = pl.col("_first_item"), pl.col("_start")
     missing = (
         pl.when(fmt == "json").then(pl.format("not valid JSON: {}", start))
         .when(fmt == "table").then(pl.format(
@@ -140,26 +175,39 @@ def output_format() -> Check:
         .when((fmt == "bulleted_list") & (pl.col("n_numbered") > 0)).then(pl.format(
             "a numbered list, not a bulleted one; first item: {}", first_item))
         .when(fmt == "markdown").then(pl.format("JSON, not markdown: {}", start))
-        .otherwise(pl.format("no {} in {}; it begins {}", fmt.replace_strict(
-            FORMAT_NAMES, default=fmt), where, start))
+        .otherwise(_no_format(fmt, where, start))
     )
     confidence = (
-        pl.when(fmt == "yaml").then(70).when(fmt == "csv").then(75)
-        .when((fmt == "json") & pl.col("json_fenced")).then(75)
+        _format_confidence(fmt)
         .when((fmt == "markdown") & ok & ~pl.col("has_markdown")).then(60)
         .when(fmt == "markdown").then(85)
         .otherwise(95)
     )
     return Check(
-        applies=NAMED, each="formats", let=let,
-        needs={"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
-               "csv": fmt == "csv", "table": fmt == "table",
-               "lists": fmt.is_in(["numbered_list", "bulleted_list", "list"]),
-               "code": fmt == "code_block", "markdown": fmt == "markdown"},
+        applies=NAMED, each="formats", let=let, needs=_format_needs(fmt),
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
         detail=pl.format("{} is {}", where, fmt.replace_strict(FORMAT_NAMES, default=fmt)),
         evidence=pl.when(ok).then(shown).otherwise(missing),
         confidence=confidence,
+    )
+
+
+@check("excluded_format")
+def excluded_format() -> Check:
+    """A format the clause rules out ("plain text, not JSON", "no bullet points", "prose
+    rather than a table") is not what the output is in, or holds: for markdown, no markdown
+    syntax."""
+    fmt = pl.col("excluded_formats")
+    let = Lets()
+    found = let("_found", _format_found(fmt, lenient=False))
+    shown = _format_shown(fmt, let)
+    return Check(
+        applies=NAMED, each="excluded_formats", let=let, needs=_format_needs(fmt),
+        outcome=pl.when(found).then(FAILED).otherwise(PASSED),
+        detail=pl.format("{} is not {}", label(), fmt.replace_strict(FORMAT_NAMES, default=fmt)),
+        evidence=pl.when(found).then(shown).otherwise(_no_format(fmt, label(),
+                                                                  pl.col("_start"))),
+        confidence=_format_confidence(fmt).when(fmt == "markdown").then(85).otherwise(95),
     )
 
 
@@ -709,7 +757,8 @@ def meets_description() -> Check:
 def content_checks() -> list[Check]:
     """The content checks in the order the built-in grader runs them."""
     return [
-        alternative_output(), testable(), output_format(), json_shape(), count(), literal(),
+        alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
+        count(), literal(),
         forbidden_literal(), no_secrets(), enum_value(), required_field(), numeric_range(),
         judgment(), meets_description(),
     ]
