@@ -123,6 +123,8 @@ CASES = [
     ("a paragraph instead of a bulleted list", (),
      {"formats": [], "excluded_formats": ["bulleted_list"]}),
     ("plain text, no markdown", (), {"formats": [], "excluded_formats": ["markdown"]}),
+    ("a JSON object; do not include markdown fences", (),
+     {"formats": ["json"], "excluded_formats": ["code_block"]}),
     ("a JSON object, not YAML", (), {"formats": ["json"], "excluded_formats": ["yaml"]}),
     ("a numbered list, no bullets", (),
      {"formats": ["numbered_list"], "excluded_formats": ["bulleted_list"]}),

@@ -215,7 +215,7 @@ FORMAT_FORMS = [
      r"points|lines)\b"),
     ("bulleted_list", r"(?i)\bbullet(?:ed)?[\s\-]*(?:list|points?)\b|\bbullets\b|\bbulleted\b"),
     ("list", r"(?i)\blist\b"),
-    ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\bcode\s+fence"),
+    ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\b(?:code|markdown)\s+fences?\b"),
     ("markdown", r"(?i)\bmarkdown\b"),
 ]
 # A name and up to two more words ("evidence url").
