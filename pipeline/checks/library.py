@@ -29,7 +29,10 @@ ALTERNATIVE_MET = pl.col("alternative").is_not_null() & (
 CONTENT = JUDGED & ~ALTERNATIVE_MET
 NAMED = CONTENT & (pl.col("output_scope") == "named")
 # Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
-EDGE_BEFORE, EDGE_AFTER = r"(?:^|[^\p{L}\p{N}_])", r"(?:[^\p{L}\p{N}_]|$)"
+# Case cannot change the class (`(?-i:…)` inside the case-insensitive patterns that use it):
+# marked so, a pattern built from a field name compiles in less than half the time.
+EDGE_BEFORE = r"(?:^|(?-i:[^\p{L}\p{N}_]))"
+EDGE_AFTER = r"(?:(?-i:[^\p{L}\p{N}_])|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
 FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
