@@ -106,11 +106,11 @@ MEASURES = {
     "source": "sources", "reference": "sources", "citation": "sources",
 }
 
-# (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
 # A negation and the verb it may take before a bound ("is not", "never has", "does not").
 NEGATION = (r"(?:(?:(?:does|do|did|must|should|shall|will|would|can|may|is|are|was)\s*)?"
             r"(?:not|n't)|never|cannot|won't|without)\s+(?:(?:be|is|are|has|have|contain|"
             r"contains|run|runs|go|goes|get|gets)\s+)?")
+# (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
 QUANTITY_FORMS = [
     ("range", START + SCOPE + r"(?:between\s+)?" + NUM
      + r"\s*(?:-|–|—|\s+to\s+|\s+and\s+|\s+or\s+)\s*" + NUM + r"\s+" + ADJ + UNIT),
@@ -278,8 +278,8 @@ PHRASE_CHOICE = (r"(?i)\b(?:begin|begins|beginning|start|starts|starting|open|op
 NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\binstead\s+of)\s+"
                   r"(?:[\p{L}\-]+\s+){0,3}?(?:"
                   + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
-# What stands in for each kind of hidden phrase while the readers run (`_hide`, `_restore`).
-HIDDEN = {"_unread": "\ue001"}
+# What stands in for a hidden phrase while the readers run (`_hide`, `_restore`).
+HIDDEN = "\ue001"
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -446,22 +446,21 @@ def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
-def _hide(df: pl.DataFrame, column: str, pattern: str) -> pl.DataFrame:
-    """Take the matches of `pattern` out of the text into `column`, each replaced by the
-    column's mark (HIDDEN), so that no reader sees them; `_restore` puts them back."""
-    return _take(df, column, pattern, keep=HIDDEN[column])
+def _hide(df: pl.DataFrame, pattern: str) -> pl.DataFrame:
+    """Take the matches of `pattern` out of the text, each replaced by HIDDEN, so that no
+    reader sees them; `_restore` puts them back."""
+    return _take(df, "_hidden", pattern, keep=HIDDEN)
 
 
 def _restore(df: pl.DataFrame) -> pl.DataFrame:
-    """Put every hidden phrase back in place, for the judgment question."""
+    """Put every hidden phrase back in place, marked KEPT, for the judgment question."""
     t = pl.col("t")
-    for column, mark in HIDDEN.items():
-        for k in range(df[column].list.len().max() or 0):
-            phrase = pl.col(column).list.get(k, null_on_oob=True).str.replace_all(
-                ",", COMMA, literal=True)
-            t = t.str.replace(mark, pl.concat_str(pl.lit(KEPT), phrase).fill_null(mark),
-                              literal=True)
-    return df.with_columns(t.alias("t")).drop(list(HIDDEN))
+    for k in range(df["_hidden"].list.len().max() or 0):
+        phrase = pl.col("_hidden").list.get(k, null_on_oob=True).str.replace_all(
+            ",", COMMA, literal=True)
+        t = t.str.replace(HIDDEN, pl.concat_str(pl.lit(KEPT), phrase).fill_null(HIDDEN),
+                          literal=True)
+    return df.with_columns(t.alias("t")).drop("_hidden")
 
 
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
@@ -631,7 +630,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _excluded_formats(df)
     df = _formats(df)
     df = _forbidden(df)
-    df = _hide(df, "_unread", NEGATED + "|" + PHRASE_CHOICE)
+    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)

@@ -761,7 +761,6 @@ def content_checks() -> list[Check]:
     """The content checks in the order the built-in grader runs them."""
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
-        count(), literal(),
-        forbidden_literal(), no_secrets(), enum_value(), required_field(), numeric_range(),
-        judgment(), meets_description(),
+        count(), literal(), forbidden_literal(), no_secrets(), enum_value(), required_field(),
+        numeric_range(), judgment(), meets_description(),
     ]
