@@ -137,6 +137,9 @@ CASES = [
     ('a bulleted list of ids, or the single line "none"', (),
      {"alternative": "none", "literals": [], "formats": ["bulleted_list"]}),
     # enumerated values
+    ('a decision: "yes" or "no"', (), {"enums": [(None, ["yes", "no"])]}),
+    ('the final verdict: one of "approve", "reject"', (),
+     {"enums": [(None, ["approve", "reject"])]}),
     ('each finding with a severity of "low", "medium" or "high"', (),
      {"enums": [("severity", ["low", "medium", "high"])]}),
     ('each object with a status of either "ok" or "late"', (),

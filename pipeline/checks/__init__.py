@@ -15,7 +15,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'begins with either "Yes" or "No"' is left to judgment (v2: the output is one of them);
 #     - '2,000 characters' is one number (v2 read '000 characters');
 #     - 'each with a severity of "low" or "high"' names the field (v2 held the whole output to
-#       the values).
+#       the values), and 'a decision: "yes" or "no"' does not (v2 looked for a field
+#       `decision`).
 DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 

@@ -284,6 +284,14 @@ HIDDEN = "\ue001"
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
 COMMA = "\ue003"
+# "a decision: "yes" or "no"": the noun a clause opens with names the output, not a field of
+# it; its colon is held as COLON while the readers run, so no reader takes it for a label.
+OPENING_NOUN = r"(?i)^(\s*(?:a|an|the)\s+(?:" + IDENT + r"\s+){0,2}" + IDENT + r")\s*:"
+COLON = "\ue004"
+# ... unless its last word opens a list of fields ("a citation containing: title, year").
+LIST_CUES = ["containing", "contains", "with", "has", "having", "including", "includes",
+             "field", "fields", "key", "keys", "column", "columns", "properties", "attributes",
+             "header", "headers", "section", "sections", "heading", "headings"]
 VAGUE_WORDS = (
     r"(?i)\b(?:good|nice|great|proper(?:ly)?|adequate(?:ly)?|reasonable|decent|solid|fine|"
     r"suitable|satisfactory|sufficient|quality|better|best|excellent|meaningful|sensible|"
@@ -453,14 +461,15 @@ def _hide(df: pl.DataFrame, pattern: str) -> pl.DataFrame:
 
 
 def _restore(df: pl.DataFrame) -> pl.DataFrame:
-    """Put every hidden phrase back in place, marked KEPT, for the judgment question."""
+    """Put every hidden phrase back in place, marked KEPT, and the opening noun's colon, for
+    the judgment question."""
     t = pl.col("t")
     for k in range(df["_hidden"].list.len().max() or 0):
         phrase = pl.col("_hidden").list.get(k, null_on_oob=True).str.replace_all(
             ",", COMMA, literal=True)
         t = t.str.replace(HIDDEN, pl.concat_str(pl.lit(KEPT), phrase).fill_null(HIDDEN),
                           literal=True)
-    return df.with_columns(t.alias("t")).drop("_hidden")
+    return df.with_columns(t.str.replace(COLON, ":", literal=True).alias("t")).drop("_hidden")
 
 
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
@@ -627,6 +636,12 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
+    last_word = pl.col("t").str.extract(OPENING_NOUN, 1).str.extract(r"(\S+)\s*$", 1)
+    names_output = (pl.col("_part") == 0) & ~last_word.str.to_lowercase().is_in(
+        LIST_CUES).fill_null(True)
+    df = df.with_columns(pl.when(names_output)
+                         .then(pl.col("t").str.replace(OPENING_NOUN, "${1}" + COLON))
+                         .otherwise(pl.col("t")))
     df = _excluded_formats(df)
     df = _formats(df)
     df = _forbidden(df)
