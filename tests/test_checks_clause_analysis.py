@@ -111,6 +111,10 @@ CASES = [
     ('a reply that begins with either "Yes" or "No"', (),
      {"enums": [], "literals": [],
       "unchecked_text": 'reply that begins with either "Yes" or "No'}),
+    ('a reply that starts with "Hi" or "Hello"', (), {"enums": [], "literals": []}),
+    ('a summary, or "none" if there is nothing to report', (),
+     {"alternative": "none", "enums": [], "unchecked_text": "if there is nothing to report"}),
+    ('a list of bugs, or just "none"', (), {"alternative": "none", "formats": ["list"]}),
     ('a reply that ends with one of "Thanks", "Cheers"', (),
      {"enums": [], "unchecked_text": 'reply that ends with one of "Thanks", "Cheers'}),
     # a format the clause rules out is an excluded format, not a format to require

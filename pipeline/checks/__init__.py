@@ -12,7 +12,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a format ruled out ('plain text, not JSON', 'no bullet points') is checked by the
 #       new `excluded_format` check (v2 required the format);
 #     - a negated bound is the other bound ('does not exceed 100 words' caps);
-#     - 'begins with either "Yes" or "No"' is left to judgment (v2: the output is one of them);
+#     - 'begins with either "Yes" or "No"' and 'starts with "Hi" or "Hello"' are left to
+#       judgment (v2: the output is one of them);
+#     - ', or just "none"', ', or "none" if nothing was found' state the alternative output
+#       (v2 read it only after "or the single line/word");
 #     - '2,000 characters' is one number (v2 read '000 characters');
 #     - 'each with a severity of "low" or "high"' names the field (v2 held the whole output to
 #       the values), and 'a decision: "yes" or "no"' does not (v2 looked for a field

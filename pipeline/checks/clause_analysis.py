@@ -180,8 +180,10 @@ LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|
 LITERAL_FORMS = [
     ("first_line", r"(?i)first\s+line\s+(?:is|reads|must\s+be|should\s+be|says|=)?\s*"
      r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
-    ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+)?(?:the\s+)?(?:single\s+|exact\s+)?"
-     r"(?:line|word|text|string|value|phrase)\s+" + QUOTED),
+    # "or the single line "none"", "or just "none"", ', or "none" if nothing was found' (a
+    # quoted list after "or" is an enumeration, read before)
+    ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+|simply\s+)?(?:the\s+)?(?:(?:single\s+|"
+     r"exact\s+)?(?:line|word|text|string|value|phrase)\s+)?" + QUOTED),
     ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
      r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
      r"include|mention|say|use|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
@@ -266,12 +268,14 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?(?:fields?|"
            r"keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*(?::|named|"
            r"called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*")
-# A choice of phrases to begin or end with ('begins with either "Yes" or "No"'): no check reads
+# A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
+# "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
 # the phrases; left to judgment like a negation.
 PHRASE_CHOICE = (r"(?i)\b(?:begin|begins|beginning|start|starts|starting|open|opens|opening|end|"
-                 r"ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+(?:either|"
-                 r"(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST)
+                 r"ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+(?:(?:either|"
+                 r"(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST + "|" + LIT_FILLER
+                 + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED + ")")
 # A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
 # table", "prose rather than a table"): taken before the format reader runs, an excluded
 # format (checked by `excluded_format`), not a format to require.
