@@ -160,6 +160,8 @@ CASES = [
      {"quantities": [q(2, 3, "sentences")], "judgments": ["explaining"]}),
     ("a JSON object with fields:", ('`status` (one of "ok", "late")', "`note`: free text"),
      {"enums": [("status", ["ok", "late"])]}),
+    ("a JSON object with fields:", ('`status`: must not be "failed" or "error"',),
+     {"enums": [], "fields": [("status", False)]}),
     ("a JSON object with fields:", ('`action`: one of "approve" or "escalate"',),
      {"enums": [("action", ["approve", "escalate"])]}),
     # required fields: sub-items, "with columns", "containing: a, b and c", "each has: x, y"
