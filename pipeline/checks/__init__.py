@@ -19,7 +19,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - '2,000 characters' is one number (v2 read '000 characters');
 #     - 'each with a severity of "low" or "high"' names the field (v2 held the whole output to
 #       the values), and 'a decision: "yes" or "no"' does not (v2 looked for a field
-#       `decision`).
+#       `decision`);
+#     - the columns of a CSV output are its fields (v2 found none: undecided).
 DEFAULT_GRADER_ID = "prose.contract.grader/v3"
 
 

@@ -26,8 +26,8 @@ or where no check needs them: see the families below):
   json_fenced, json_len (array length), json_keys (top-level keys, normalised)
   json_element_keys one line per array element: '|key|key|' (normalised keys)
   field_values      one line per named value, 'key<TAB>value': JSON pairs (scalars; '[' or '{'
-                    for nested values), table cells under their column, 'label: value' lines
-                    and headings (with an empty value)
+                    for nested values), table and CSV cells under their column, 'label: value'
+                    lines and headings (with an empty value)
 
 JSON is parsed by DuckDB's json functions (vectorized, never Python's json per row).
 
@@ -78,6 +78,8 @@ LABEL = (r"(?m)^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([\p{L}][\p{L}\p{N} _\-]{0,40}
 JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
              r"|true|false|null|\[|\{)")
 BLOCK = "\x1e"
+# A cell of a CSV line, with the comma before it: quoted ("a, b" and "" inside) or bare.
+CSV_CELL = r'(?:^|,)[ \t]*(?:"(?:[^"]|"")*"|[^,]*)'
 
 
 def _fenced(text: pl.Expr) -> pl.Expr:
@@ -459,6 +461,31 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.join(facts, on=TEXT_ID, how="left")
 
 
+def _csv_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """(_fv, k, v) of the CSV outputs of `frame` (see `_csv_like`): each cell of a data line
+    under its column of the first line."""
+    if frame.is_empty():  # most shards: nothing shaped like CSV
+        return pl.DataFrame(schema={"_fv": pl.UInt32, "k": pl.String, "v": pl.String})
+    lines = pl.col("output_text").str.split("\n").list.eval(
+        pl.element().str.strip_chars()).list.eval(
+        pl.element().filter(pl.element().str.len_chars() > 0))
+    cell = pl.element().str.strip_chars_start(",").str.strip_chars().str.strip_chars('"')
+    return (
+        frame.select("_fv", lines.alias("l"))
+        .filter(_csv_like(pl.col("l")))
+        .select("_fv", pl.col("l").list.first().str.extract_all(CSV_CELL)
+                .list.eval(normalise_key(cell)).alias("h"),
+                pl.col("l").list.slice(1).alias("r"))
+        .explode("r")
+        .with_columns(pl.col("r").str.extract_all(CSV_CELL).list.eval(cell).alias("c"))
+        .with_columns(pl.int_ranges(0, pl.col("c").list.len()).alias("i"))
+        .explode("c", "i")
+        .select("_fv", pl.col("h").list.get(pl.col("i"), null_on_oob=True).alias("k"),
+                pl.col("c").alias("v"))
+        .drop_nulls("k")
+    )
+
+
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings."""
     frame = frame.with_row_index("_fv")
@@ -483,6 +510,10 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
                 pl.col("c").str.strip_chars().alias("v"))
         .drop_nulls("k")
     )
+    # a CSV has a comma on its first two lines (checked before anything is split into lines)
+    csv_shaped = (frame["json_kind"].is_null() & ~frame["has_table"].fill_null(False)
+                  & frame["output_text"].str.contains(r"^[^\n]*,[^\n]*\n[^\n]*,"))
+    csv = _csv_cells(frame.select("_fv", "output_text").filter(csv_shaped))
     text = frame.filter(pl.col("json_kind").is_null() & pl.col("output_text").is_not_null())
     labels = (
         text.select("_fv", pl.col("output_text").str.extract_all(LABEL).alias("p"))
@@ -498,7 +529,7 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
                 pl.lit("").alias("v"))
     )
     lines = (
-        pl.concat([json_pairs, cells, labels, headings])
+        pl.concat([json_pairs, cells, csv, labels, headings])
         .filter(pl.col("k").str.len_chars() > 0)
         .group_by("_fv", maintain_order=True)
         .agg(pl.format("{}\t{}", "k", pl.col("v").str.replace_all(r"[\t\n]", " "))
