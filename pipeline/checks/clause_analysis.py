@@ -65,6 +65,8 @@ _APOSTROPHES = _between("'", "'", "{1,200}")
 QUOTED = "(?:" + "|".join(_MARKS) + "|" + _APOSTROPHES + r"(?:[\s.,;:!?)]|$))"
 QUOTED_ONLY = "|".join(_MARKS) + r"|(?:^|\s)" + _APOSTROPHES
 QUOTED_LIST = QUOTED + r"(?:\s*(?:,|/|\|)?\s*(?:(?:or|and)\s+)?" + QUOTED + r")*"
+# '"a", "b" or "c"': quoted texts, the last after "or"
+QUOTED_OR = QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED
 # A boundary that does not consume a letter, digit, '_' or '-' (Rust regex has no lookbehind).
 START = r"(?:^|(?-i:[^\p{L}\p{N}_\-]))"
 # A run of letters and hyphens; a name (letter or '_' first); a backticked name.
@@ -159,11 +161,10 @@ WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 ENUM_FORMS = [
     # "each finding with a severity of "low", "medium" or "high"": the field is named
     ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + IDENT + r")\s+of\s+(?:(?:exactly\s+)?one\s+of"
-     r"\s+|either\s+)?:?\s*" + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED),
+     r"\s+|either\s+)?:?\s*" + QUOTED_OR),
     ("one_of", r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*"
      r"\(?\s*" + QUOTED_LIST + r"(?:\s*\))?"),
-    ("quoted_or", r"(?i)" + FIELD_PREFIX + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+"
-     + QUOTED + r"(?:\s*\))?"),
+    ("quoted_or", r"(?i)" + FIELD_PREFIX + QUOTED_OR + r"(?:\s*\))?"),
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
     ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
      + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
@@ -175,6 +176,9 @@ NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "
               "its"]
 LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|heading|title"
               r"|label|sign-off|signoff|signature|greeting|section|note|value|literal)\s+){0,4}")
+# Verbs that say how an output begins or ends ("starts with", "ending with").
+STARTS = "begin|begins|beginning|start|starts|starting|open|opens|opening"
+ENDS = "end|ends|ending|close|closes|closing|finish|finishes|finishing"
 # (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
@@ -191,10 +195,9 @@ LITERAL_FORMS = [
      r"password|secret|token|key|name)\s+)?" + QUOTED_LIST),
     ("absent", r"(?i)(?:without|no\s+mention\s+of|free\s+of|excluding|never)\s+(?:the\s+)?"
      r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED_LIST),
-    ("starts", r"(?i)(?:begin|begins|beginning|start|starts|starting|open|opens|opening|lead|"
-     r"leads|leading|prefixed)\s+(?:with|by)\s+" + LIT_FILLER + QUOTED),
-    ("ends", r"(?i)(?:end|ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+"
+    ("starts", r"(?i)(?:" + STARTS + r"|lead|leads|leading|prefixed)\s+(?:with|by)\s+"
      + LIT_FILLER + QUOTED),
+    ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
     ("exact", r"(?i)(?:exactly|nothing\s+but|solely|precisely|verbatim|only\s+the\s+(?:text|"
      r"string|word|phrase|value))\s+(?:the\s+(?:text|string|word|phrase|value|line)\s+)?"
      + QUOTED),
@@ -222,10 +225,12 @@ FORMAT_FORMS = [
 ]
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
+# "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
+FIELD_LIST = (r"\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
+              r"(?::|named|called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED
+              + ")*")
 FIELD_FORMS = [
-    # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
-    r"(?i)\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
-    r"(?::|named|called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*",
+    r"(?i)" + FIELD_LIST,
     # "each with `claim`, `status` and `evidence_url`"
     r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*" + TICKED
     + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED,
@@ -265,17 +270,13 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
            r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
            # "without the field `debug`", "no columns `a`, `b`": not fields to require
-           + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?(?:fields?|"
-           r"keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*(?::|named|"
-           r"called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED + ")*")
+           + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?" + FIELD_LIST)
 # A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
 # "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
 # the phrases; left to judgment like a negation.
-PHRASE_CHOICE = (r"(?i)\b(?:begin|begins|beginning|start|starts|starting|open|opens|opening|end|"
-                 r"ends|ending|close|closes|closing|finish|finishes|finishing)\s+with\s+(?:(?:either|"
-                 r"(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST + "|" + LIT_FILLER
-                 + QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*or\s+" + QUOTED + ")")
+PHRASE_CHOICE = (r"(?i)\b(?:" + STARTS + "|" + ENDS + r")\s+with\s+(?:(?:either|(?:exactly\s+)?"
+                 r"one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST + "|" + LIT_FILLER + QUOTED_OR + ")")
 # A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
 # table", "prose rather than a table"): taken before the format reader runs, an excluded
 # format (checked by `excluded_format`), not a format to require.
@@ -464,6 +465,17 @@ def _hide(df: pl.DataFrame, pattern: str) -> pl.DataFrame:
     return _take(df, "_hidden", pattern, keep=HIDDEN)
 
 
+def _hold_opening_colon(df: pl.DataFrame) -> pl.DataFrame:
+    """Hold the colon after the noun a clause opens with as COLON (see OPENING_NOUN);
+    `_restore` puts it back."""
+    last_word = pl.col("t").str.extract(OPENING_NOUN, 1).str.extract(r"(\S+)\s*$", 1)
+    names_output = (pl.col("_part") == 0) & ~last_word.str.to_lowercase().is_in(
+        LIST_CUES).fill_null(True)
+    return df.with_columns(pl.when(names_output)
+                           .then(pl.col("t").str.replace(OPENING_NOUN, "${1}" + COLON))
+                           .otherwise(pl.col("t")))
+
+
 def _restore(df: pl.DataFrame) -> pl.DataFrame:
     """Put every hidden phrase back in place, marked KEPT, and the opening noun's colon, for
     the judgment question."""
@@ -640,12 +652,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
-    last_word = pl.col("t").str.extract(OPENING_NOUN, 1).str.extract(r"(\S+)\s*$", 1)
-    names_output = (pl.col("_part") == 0) & ~last_word.str.to_lowercase().is_in(
-        LIST_CUES).fill_null(True)
-    df = df.with_columns(pl.when(names_output)
-                         .then(pl.col("t").str.replace(OPENING_NOUN, "${1}" + COLON))
-                         .otherwise(pl.col("t")))
+    df = _hold_opening_colon(df)
     df = _excluded_formats(df)
     df = _formats(df)
     df = _forbidden(df)

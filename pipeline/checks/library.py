@@ -202,14 +202,13 @@ def excluded_format() -> Check:
     syntax."""
     fmt = pl.col("excluded_formats")
     let = Lets()
-    found = let("_found", _format_found(fmt, lenient=False))
+    found, where = let("_found", _format_found(fmt, lenient=False)), let("_label", label())
     shown = _format_shown(fmt, let)
     return Check(
         applies=NAMED, each="excluded_formats", let=let, needs=_format_needs(fmt),
         outcome=pl.when(found).then(FAILED).otherwise(PASSED),
-        detail=pl.format("{} is not {}", label(), fmt.replace_strict(FORMAT_NAMES, default=fmt)),
-        evidence=pl.when(found).then(shown).otherwise(_no_format(fmt, label(),
-                                                                  pl.col("_start"))),
+        detail=pl.format("{} is not {}", where, fmt.replace_strict(FORMAT_NAMES, default=fmt)),
+        evidence=pl.when(found).then(shown).otherwise(_no_format(fmt, where, pl.col("_start"))),
         confidence=_format_confidence(fmt).when(fmt == "markdown").then(85).otherwise(95),
     )
 

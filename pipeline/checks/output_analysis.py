@@ -180,11 +180,14 @@ def _rest_measures(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _lines(df: pl.DataFrame) -> pl.DataFrame:
-    lines = pl.col("output_text").str.split("\n").list.eval(
-        pl.element().str.strip_chars()).list.eval(
+def _nonempty_lines(text: pl.Expr) -> pl.Expr:
+    """The lines of `text` that hold something, trimmed."""
+    return text.str.split("\n").list.eval(pl.element().str.strip_chars()).list.eval(
         pl.element().filter(pl.element().str.len_chars() > 0))
-    return (df.with_columns(lines.alias("lines"))
+
+
+def _lines(df: pl.DataFrame) -> pl.DataFrame:
+    return (df.with_columns(_nonempty_lines(pl.col("output_text")).alias("lines"))
             .with_columns(pl.col("lines").list.len().alias("n_lines"),
                           *_counts_of("lines", "line")))
 
@@ -466,9 +469,7 @@ def _csv_cells(frame: pl.DataFrame) -> pl.DataFrame:
     under its column of the first line."""
     if frame.is_empty():  # most shards: nothing shaped like CSV
         return pl.DataFrame(schema={"_fv": pl.UInt32, "k": pl.String, "v": pl.String})
-    lines = pl.col("output_text").str.split("\n").list.eval(
-        pl.element().str.strip_chars()).list.eval(
-        pl.element().filter(pl.element().str.len_chars() > 0))
+    lines = _nonempty_lines(pl.col("output_text"))
     cell = pl.element().str.strip_chars_start(",").str.strip_chars().str.strip_chars('"')
     return (
         frame.select("_fv", lines.alias("l"))
