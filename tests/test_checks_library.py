@@ -243,6 +243,12 @@ CASES = [
          "one two three four five six", "count", "failed", "violated", "6 words"),
     Case("negated-bound-caps-passes", "a report that does not exceed 100 words",
          "a short report", "count", "passed", "satisfied", "3 words"),
+    # a length of one part of the output (the rest is a list) is no length of the output
+    Case("part-length-is-judged", "a summary of at most 2 sentences followed by a bullet list "
+         "of risks", "It works. It is fast.\n- cost\n- latency", "meets_description",
+         "undecided", "satisfied", "“It works."),
+    Case("part-line-is-judged", "a one-line verdict and a list of at most 5 reasons",
+         "Approve\n- fast\n- safe", "count", "passed", "satisfied", "2 list items"),
     Case("negated-field-is-not-required", "a JSON object without the field `debug`",
          '{"a": 1}', "meets_description", "undecided", "satisfied", '“{"a": 1}”'),
     Case("excluded-json-passes", "plain text, not JSON", "hello world", "excluded_format",

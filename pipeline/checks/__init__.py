@@ -21,7 +21,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       the values), and 'a decision: "yes" or "no"' does not (v2 looked for a field
 #       `decision`);
 #     - the columns of a CSV output are its fields (v2 found none: undecided).
-DEFAULT_GRADER_ID = "prose.contract.grader/v3"
+# v4: a length stated of one part of an output of several parts ('a title and a summary of 2
+#     sentences', 'a one-line verdict and a list', 'a report with an executive summary of at
+#     most 100 words') is left to judgment; v3 measured the whole output against it. Judgment
+#     questions keep the closing quote of a quoted phrase that ends the clause (v3 cut it).
+DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 
 def builtin_checks() -> list[Check]:

@@ -14,6 +14,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             characters", "each under 25 words" (scope 'each'), "followed by
                             one paragraph" (scope 'rest'); measure is words | chars |
                             sentences | paragraphs | lines | headings | urls | sources | items
+                            (a length of one part of an output of several parts is not
+                            read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase}]  exact phrases in quotes or backticks, with
                             mode contains | starts | ends | first_line | exact | absent
   alternative    str        "..., or the single line "none"": an output equal to it is enough
@@ -144,6 +146,24 @@ QUANTITY_FORMS = [
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
+# A length stated of one part of an output of several ("a title and a summary of 2 sentences",
+# "a one-line verdict followed by a list", "a report with an executive summary of at most 100
+# words") is no length of the whole output, the only one a count measures: in such a clause
+# every length is hidden like a negation (`_hide`) and left to the judgment question. A
+# clause has several parts when it joins a new noun phrase ("and a", "then a", "followed by
+# an", ", a") or gives a part its own length ("with a summary of 2 sentences", "with a
+# one-line summary"); lists, links and sources are still counted (one part holds them all).
+LENGTH_UNIT = (r"(?:words?|characters?|chars?|letters?|sentences?|paragraphs?|lines?|sections?"
+               r"|headings?|headers?)\b")
+PART_LENGTH = "(?i:" + "|".join(
+    pattern.replace(SCOPE, "").replace(UNIT, LENGTH_UNIT)
+    for _, pattern in QUANTITY_FORMS if pattern.endswith(UNIT)) + ")"
+PARTS_JOINED = (r"(?i)(?:\band|\bthen|\bplus|\bfollowed\s+by|[,;])\s+(?:then\s+)?(?:a|an)\s+"
+                r"(?-i:\p{L})")
+PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of|\s+)?"
+                    + PART_LENGTH)
+# ... but "with a maximum of 100 words" states the length of the whole
+WHOLE_LENGTH_WORDS = r"(?i)\b(?:maximum|minimum|total|length|limit|overall)\b"
 # Phrases that look like counts but are not ("one row per table", "to 2 decimals").
 NOT_COUNTS = (
     r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
@@ -459,10 +479,25 @@ def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
-def _hide(df: pl.DataFrame, pattern: str) -> pl.DataFrame:
+def _hide(df: pl.DataFrame, pattern: str, where: pl.Expr | None = None,
+          more: str = "") -> pl.DataFrame:
     """Take the matches of `pattern` out of the text, each replaced by HIDDEN, so that no
-    reader sees them; `_restore` puts them back."""
-    return _take(df, "_hidden", pattern, keep=HIDDEN)
+    reader sees them; `_restore` puts them back. Where `where` holds, matches of `more` too."""
+    if where is None:
+        return _take(df, "_hidden", pattern, keep=HIDDEN)
+    t, wider = pl.col("t"), pattern + "|" + more
+    return df.with_columns(
+        pl.when(where).then(t.str.extract_all(wider)).otherwise(t.str.extract_all(pattern))
+        .alias("_hidden"),
+        pl.when(where).then(t.str.replace_all(wider, HIDDEN))
+        .otherwise(t.str.replace_all(pattern, HIDDEN)).alias("t"))
+
+
+def _several_parts(text: pl.Expr) -> pl.Expr:
+    """True where the clause describes an output of several parts (see PART_LENGTH)."""
+    with_part = text.str.extract(PART_WITH_LENGTH, 0)
+    return (text.str.contains(PARTS_JOINED)
+            | (with_part.is_not_null() & ~with_part.str.contains(WHOLE_LENGTH_WORDS)))
 
 
 def _hold_opening_colon(df: pl.DataFrame) -> pl.DataFrame:
@@ -483,8 +518,10 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
     for k in range(df["_hidden"].list.len().max() or 0):
         phrase = pl.col("_hidden").list.get(k, null_on_oob=True).str.replace_all(
             ",", COMMA, literal=True)
-        t = t.str.replace(HIDDEN, pl.concat_str(pl.lit(KEPT), phrase).fill_null(HIDDEN),
-                          literal=True)
+        # a mark before the phrase's first word: "(2 sentences" keeps its words whole
+        lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
+        t = t.str.replace(HIDDEN, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
+            lead.str.len_chars())).fill_null(HIDDEN), literal=True)
     return df.with_columns(t.str.replace(COLON, ":", literal=True).alias("t")).drop("_hidden")
 
 
@@ -652,11 +689,13 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
+    df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
     df = _formats(df)
     df = _forbidden(df)
-    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE)
+    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE, pl.col("_parts_joined"), PART_LENGTH).drop(
+        "_parts_joined")
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -691,13 +730,25 @@ def _content_words(text: pl.Expr) -> pl.Expr:
             .list.eval(pl.element().str.replace(r"s$", "")))
 
 
+def _trim_quotes(text: pl.Expr) -> pl.Expr:
+    """`text` without the spaces, dots, dashes and apostrophes at its ends, nor the quote
+    marks there that close or open nothing in it ('"WIP"' keeps both, 'WIP"' loses one)."""
+    text = text.str.strip_chars(" .-'")
+    text = (pl.when(text.str.count_matches('"', literal=True) % 2 == 1)
+            .then(text.str.strip_chars('"')).otherwise(text))
+    text = (pl.when(text.str.count_matches("“", literal=True)
+                    != text.str.count_matches("”", literal=True))
+            .then(text.str.strip_chars("“”")).otherwise(text))
+    return text.str.strip_chars(" .-'")
+
+
 def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
         .str.split("\x1f")
-        .list.eval(pl.element().str.replace_all(r"\s+", " ").str.strip_chars(" .-\"'“”")
+        .list.eval(_trim_quotes(pl.element().str.replace_all(r"\s+", " "))
                    .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
                                 r"\s+)+", "")
                    .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|with|of|in|is|are|"
