@@ -90,6 +90,16 @@ CASES = [
     ("a title followed by two paragraphs", (), {"quantities": [q(2, 2, "paragraphs", "rest")]}),
     ("a single paragraph with at most 3 sentences", (),
      {"quantities": [q(1, 1, "paragraphs"), q(None, 3, "sentences")]}),
+    # a sub-item's length in words or characters is a length of its field; its other counts
+    # are left to the judgment question
+    ("a JSON object with fields:", ("`summary`: at most 50 words", "`title`: under 80 chars"),
+     {"field_lengths": [("summary", None, 50, "words"), ("title", None, 79, "chars")],
+      "quantities": [], "unchecked_text": None}),
+    ("a markdown report with sections:", ("`Summary`: 2-3 sentences",),
+     {"field_lengths": [], "unchecked_text": "markdown report with sections … `Summary`: 2-3 "
+                                             "sentences"}),
+    ("a markdown report", ("at most 500 words",),
+     {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
     # things that look like counts and are not
     ("a JSON array with one object per source", (), {"quantities": []}),
     ("a score from 0-100 for the findings", (), {"quantities": [],
@@ -262,6 +272,8 @@ def _shape(column: str, value):
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
+    if column == "field_lengths":
+        return [(v["field"], v["min"], v["max"], v["measure"]) for v in value]
     if column == "ranges":
         return [(v["field"], v["lo"], v["hi"]) for v in value]
     return value

@@ -25,6 +25,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     sentences', 'a one-line verdict and a list', 'a report with an executive summary of at
 #     most 100 words') is left to judgment; v3 measured the whole output against it. Judgment
 #     questions keep the closing quote of a quoted phrase that ends the clause (v3 cut it).
+#     A sub-item's length in words or characters ('`body`: at most 60 words') is checked on
+#     the field's values by the new `field_length` check, and its other counts join the
+#     judgment question (v3 dropped both: the clause could be satisfied without them).
 DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 

@@ -25,6 +25,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             `a`, `b`", "containing: a, b and c", "each has: x, y"
   ranges         list[struct{field, lo, hi, phrase, key}]  numeric ranges ("a score from
                             0-100") and unitless bounds of a sub-item ("`checked`: at least 3")
+  field_lengths  list[struct{field, key, min, max, measure, phrase}]  a sub-item's length in
+                            words or characters ("`summary`: at most 50 words"); its other
+                            counts ("`Summary`: 2-3 sentences") join unchecked_text
   (`key` is the field name normalised by `normalise_key`, as outputs' keys are)
   judgments      list[str]  quality words that need judgment ("critically evaluated")
   vague_words    list[str]  words that state no property ("a good report")
@@ -820,6 +823,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             (pl.col("_part") > 0).alias("nested"), pl.col("phrase")).alias("field")),
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
+    lengths, open_counts = _sub_item_counts(sub)
     scoped = {}
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
@@ -836,12 +840,24 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .join(scoped["ranges"], on="_row", how="left")
         .join(fields.group_by("_row", maintain_order=True).agg(pl.col("field").alias("fields")),
               on="_row", how="left")
+        .join(lengths, on="_row", how="left")
+        .join(open_counts, on="_row", how="left")
+        # a count no check reads in a sub-item is a question for judgment, never dropped
+        .with_columns(pl.when(pl.col("_open").is_not_null()).then(pl.struct(
+            pl.concat_str(pl.col("unchecked_text"), pl.col("_open").list.join(" … "),
+                          separator=" … ", ignore_nulls=True).alias("unchecked_text"),
+            pl.concat_list(pl.col("unchecked_words"), pl.col("_open").list.join(" ")
+                           .str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
+            .list.unique(maintain_order=True).alias("unchecked_words")))
+            .otherwise(pl.struct("unchecked_text", "unchecked_words")).struct.unnest())
+        .drop("_open")
     )
     out = frame.join(clause, on="_row", how="left").sort("_row")
     empty_like = {c: scoped[c].schema[c] for c in ("enums", "ranges")}
     out = out.with_columns(
         *[pl.col(c).fill_null(pl.lit([], dtype=t)) for c, t in empty_like.items()],
         pl.col("fields").fill_null(pl.lit([], dtype=pl.List(fields.schema["field"]))),
+        pl.col("field_lengths").fill_null(pl.lit([], dtype=lengths.schema["field_lengths"])),
     )
     decidable = (
         (pl.col("formats").list.len() > 0) | (pl.col("excluded_formats").list.len() > 0)
@@ -850,8 +866,30 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             pl.element().struct.field("mode") != "absent").list.any())
         | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
+        | (pl.col("field_lengths").list.len() > 0)
     )
     return out.with_columns(decidable.alias("decidable")).drop("_row")
+
+
+def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(field_lengths, _open) by clause row, from the counts its sub-items state. A length in
+    words or characters of a named field ("`summary`: at most 50 words") is checked on the
+    field's values; any other count ("`Summary`: 2-3 sentences", a sub-item naming no field)
+    is left to the judgment question, as "`field`: phrase"."""
+    counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
+              .drop_nulls("quantities").unnest("quantities"))
+    measurable = (pl.col("_field").is_not_null() & pl.col("measure").is_in(["words", "chars"])
+                  & (pl.col("scope") == "whole"))
+    lengths = (counts.filter(measurable).select("_row", pl.struct(
+        pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
+        "min", "max", "measure", "phrase").alias("field_lengths"))
+        .group_by("_row", maintain_order=True).agg("field_lengths"))
+    open_counts = (counts.filter(~measurable).select(
+        "_row", pl.when(pl.col("_field").is_not_null())
+        .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("phrase")))
+        .otherwise(pl.col("phrase")).alias("_open"))
+        .group_by("_row", maintain_order=True).agg("_open"))
+    return lengths, open_counts
 
 
 def _unique_fields(fields: pl.DataFrame) -> pl.DataFrame:

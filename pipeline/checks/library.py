@@ -2,11 +2,11 @@
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
 (format, excluded_format, count, literal, enum_value, required_field, numeric_range,
-json_shape, alternative_output) settle both ways: `passed` or `failed`, and `undecided`
-only when the output offers nothing to measure. One-sided detectors (forbidden_literal,
-no_secrets) give `failed` or `undecided`, never `passed`. Deferred checks (judgment,
-meets_description, testable) always stay `undecided` and carry their open question into the
-report.
+field_length, json_shape, alternative_output) settle both ways: `passed` or `failed`, and
+`undecided` only when the output offers nothing to measure. One-sided detectors
+(forbidden_literal, no_secrets) give `failed` or `undecided`, never `passed`. Deferred checks
+(judgment, meets_description, testable) always stay `undecided` and carry their open question
+into the report.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import polars as pl
 from .clause_analysis import JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
+from .output_analysis import WORDS
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -690,6 +691,45 @@ def numeric_range() -> Check:
     )
 
 
+@check("field_length")
+def field_length() -> Check:
+    """Every value of a field is as long as its sub-item says ("`summary`: at most 50 words",
+    "`title`: under 80 characters"). Values are those of field_values (JSON scalars, table and
+    CSV cells, `label: value` lines); a nested or empty value (a heading's) tells nothing."""
+    f = pl.col("field_lengths")
+    field, measure = f.struct.field("field"), f.struct.field("measure")
+    let = Lets()
+    values = let("_values", _values_of(f.struct.field("key")).list.eval(
+        pl.element().filter((pl.element().str.strip_chars().str.len_chars() > 0)
+                            & ~pl.element().is_in(["[", "{"]))))
+    sizes = let("_sizes", pl.when(measure == "words")
+                .then(values.list.eval(pl.element().str.count_matches(WORDS)))
+                .otherwise(values.list.eval(pl.element().str.strip_chars().str.len_chars())))
+    low = f.struct.field("min").fill_null(0)
+    high = f.struct.field("max").fill_null(1 << 40)
+    too_long, too_short = sizes.list.max() > high, sizes.list.min() < low
+    outcome = let("_outcome", pl.when(sizes.list.len() == 0).then(UNDECIDED)
+                  .when(too_long | too_short).then(FAILED).otherwise(PASSED))
+    # the value that settles it: the longest, or the shortest when only a minimum fails
+    at = pl.when(too_short & ~too_long).then(sizes.list.arg_min()).otherwise(
+        sizes.list.arg_max())
+    unit = pl.when(measure == "words").then(pl.lit("words")).otherwise(pl.lit("characters"))
+    return Check(
+        applies=NAMED, each="field_lengths", let=let, needs={"fields": pl.lit(True)},
+        outcome=outcome,
+        detail=pl.format("`{}` in {}: {}", field, label(), f.struct.field("phrase")),
+        evidence=pl.when(outcome == UNDECIDED)
+        .then(pl.format("no value of `{}` to measure in {}", field, label()))
+        .otherwise(pl.format("{} value(s) of `{}`; {} has {} {}: {}", values.list.len(), field,
+                             pl.when(outcome == FAILED).then(pl.lit("one"))
+                             .when(too_short).then(pl.lit("the shortest"))
+                             .otherwise(pl.lit("the longest")),
+                             sizes.list.get(at, null_on_oob=True), unit,
+                             quoted(excerpt(values.list.get(at, null_on_oob=True), 160)))),
+        confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
+    )
+
+
 # ---- what text cannot settle --------------------------------------------------------------
 
 @check("judgment")
@@ -761,5 +801,5 @@ def content_checks() -> list[Check]:
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         count(), literal(), forbidden_literal(), no_secrets(), enum_value(), required_field(),
-        numeric_range(), judgment(), meets_description(),
+        numeric_range(), field_length(), judgment(), meets_description(),
     ]
