@@ -33,6 +33,26 @@ CASES = [
     ("a unified diff inside a ```diff fenced code block", (), {"formats": ["code_block"]}),
     ("a markdown brief", (), {"formats": ["markdown"]}),
     ("the decision, naming every table whose status is bad", (), {"formats": []}),
+    # lines, not a markdown list
+    ("a list of URLs, one per line", (), {"formats": []}),
+    ("a newline-separated list of ids", (), {"formats": []}),
+    ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
+    # a clause that is one value of a type
+    ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
+    ("a number between 1 and 10", (), {"value_type": "number", "ranges": [(None, 1.0, 10.0)]}),
+    ("a URL", (), {"value_type": "url"}),
+    ("an ISO 8601 date", (), {"value_type": "iso_date"}),
+    ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date"}),
+    ("a date", (), {"value_type": "date"}),
+    ("a boolean", (), {"value_type": "boolean"}),
+    ("the answer as a single integer", (), {"value_type": "integer", "quantities": []}),
+    ("the word count of the input, as an integer", (),
+     {"value_type": "integer", "unchecked_text": "word count of the input"}),
+    # ... and types of something else
+    ("a number of findings, as a list", (), {"value_type": None}),
+    ("a JSON object with an integer `count`", (), {"value_type": None}),
+    ("a URL per source", (), {"value_type": None}),
+    ("the date the report was written", (), {"value_type": None}),
     # counts and lengths, with their unit
     ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
     ("3+ items", (), {"quantities": [q(3, None, "items")]}),
@@ -100,6 +120,15 @@ CASES = [
                                              "sentences"}),
     ("a markdown report", ("at most 500 words",),
      {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
+    ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
+    # "N units or fewer / or more" (an "exactly" before it is overruled)
+    ("exactly 280 characters or fewer", (), {"quantities": [q(None, 280, "chars")]}),
+    ("a list of 5 items or more", (), {"quantities": [q(5, None, "items")]}),
+    ("a reply of 50 words or less", (), {"quantities": [q(None, 50, "words")]}),
+    # columns of a table are counted as columns, not items
+    ("a two-column markdown table", (), {"quantities": [q(2, 2, "columns")]}),
+    ("a table with 3 columns and at least 4 rows", (),
+     {"quantities": [q(3, 3, "columns"), q(4, None, "items")]}),
     # things that look like counts and are not
     ("a JSON array with one object per source", (), {"quantities": []}),
     ("a score from 0-100 for the findings", (), {"quantities": [],

@@ -8,12 +8,15 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
+  value_type     str        integer | number | boolean | url | date | iso_date, when the
+                            clause is one such value ("an integer", "an ISO 8601 date")
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
                             characters", "each under 25 words" (scope 'each'), "followed by
                             one paragraph" (scope 'rest'); measure is words | chars |
-                            sentences | paragraphs | lines | headings | urls | sources | items
+                            sentences | paragraphs | lines | headings | urls | sources |
+                            columns (of a markdown table) | items
                             (a length of one part of an output of several parts is not
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase}]  exact phrases in quotes or backticks, with
@@ -111,6 +114,7 @@ MEASURES = {
     "section": "headings", "heading": "headings", "header": "headings",
     "url": "urls", "link": "urls", "hyperlink": "urls",
     "source": "sources", "reference": "sources", "citation": "sources",
+    "column": "columns",
 }
 
 # A negation and the verb it may take before a bound ("is not", "never has", "does not").
@@ -130,6 +134,11 @@ QUANTITY_FORMS = [
      r"maximum\s+of|maximum\s+of|max\.?|not\s+exceeding|no\s+longer\s+than|within)\s+" + NUM
      + r"()\s+" + ADJ + UNIT),
     ("max", START + SCOPE + NUM + r"\s+or\s+(?:fewer|less)()\s+" + ADJ + UNIT),
+    # "280 characters or fewer", "5 sources or more" (an "exactly" before it is overruled)
+    ("max", START + SCOPE + r"(?:exactly\s+)?" + NUM + r"()\s+" + ADJ + UNIT
+     + r"\s+or\s+(?:fewer|less)\b"),
+    ("min", START + SCOPE + r"(?:exactly\s+)?" + NUM + r"()\s+" + ADJ + UNIT
+     + r"\s+or\s+more\b"),
     # a negated bound is the other bound: "not longer than 50 words", "never has more than 5
     # items", "does not exceed 100 words" cap; "not shorter than 3 lines" sets a minimum
     ("max", START + SCOPE + NEGATION + r"(?:more\s+than|over|above|longer\s+than|greater\s+than|"
@@ -160,9 +169,9 @@ LENGTH_UNIT = (r"(?:words?|characters?|chars?|letters?|sentences?|paragraphs?|li
                r"|headings?|headers?)\b")
 PART_LENGTH = "(?i:" + "|".join(
     pattern.replace(SCOPE, "").replace(UNIT, LENGTH_UNIT)
-    for _, pattern in QUANTITY_FORMS if pattern.endswith(UNIT)) + ")"
+    for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
 PARTS_JOINED = (r"(?i)(?:\band|\bthen|\bplus|\bfollowed\s+by|[,;])\s+(?:then\s+)?(?:a|an)\s+"
-                r"(?-i:\p{L})")
+                r"(?-i:[\p{L}\p{N}])")
 PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of|\s+)?"
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
@@ -246,6 +255,21 @@ FORMAT_FORMS = [
     ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\b(?:code|markdown)\s+fences?\b"),
     ("markdown", r"(?i)\bmarkdown\b"),
 ]
+# A clause that is one value of a type ("an integer", "a number between 1 and 10", "a URL",
+# "an ISO 8601 date", "the answer as a single integer"): group 1 is what comes before the
+# type's phrase, 2 "ISO 8601", 3 the type.
+VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
+              r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
+              r"(whole\s+number|integer|number|decimal|boolean|url|date)\b")
+# ... unless the type names something inside the output ("a number of findings", "an integer
+# `count` field", "a URL per source") or a format holds it
+VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?"
+                      r"|tables?|objects?|json|yaml|csv|per|each|for\s+every)\b")
+VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
+               "decimal": "number", "boolean": "boolean", "url": "url", "date": "date"}
+ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
+                r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
+                r"|\bline\s+by\s+line\b")
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
@@ -284,7 +308,12 @@ JUDGMENT_WORDS = (
     r"answer(?:s|ing)?\s+the\s+question|address(?:es|ing)?|correct(?:ly)?|consistent|grounded|"
     r"evidence[\s\-]based|plausible|friendly|polite|empathetic|customer[\s\-]facing|neutral|"
     r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
-    r"|useful|helpful)\b"
+    r"|useful|helpful"
+    # the language of a text: "the translated text, in French", "written in plain English"
+    r"|in\s+(?:plain\s+|simple\s+|formal\s+|informal\s+|british\s+|american\s+)?(?:english|"
+    r"french|german|spanish|italian|portuguese|dutch|polish|swedish|danish|norwegian|finnish"
+    r"|greek|czech|ukrainian|russian|turkish|arabic|hebrew|hindi|japanese|chinese|mandarin"
+    r"|korean|vietnamese|thai|indonesian))\b"
 )
 # A requirement stated in the negative that no check reads ('does not start with "Untitled"',
 # 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
@@ -657,6 +686,9 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
     formats = _format_names(pl.col("t"))
+    # "a list of URLs, one per line": a list of lines, not a markdown list
+    formats = (pl.when(pl.col("t").str.contains(ONE_PER_LINE))
+               .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
     return df.with_columns(
@@ -664,6 +696,23 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
         shape.replace({"list": "array", "map": "object", "dict": "object",
                        "dictionary": "object"}).alias("json_shape"),
     )
+
+
+def _value_type(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `value_type` (integer | number | boolean | url | date | iso_date) and take its
+    phrase out of the text; only where no format was read."""
+    t = pl.col("t")
+    word = t.str.extract(VALUE_TYPE, 3).str.to_lowercase().str.replace_all(r"\s+", " ")
+    after = t.str.replace(VALUE_TYPE, "")
+    iso = (t.str.extract(VALUE_TYPE, 2).is_not_null()
+           | t.str.contains(r"(?i)\bISO[\s\-]?8601\b|YYYY-MM-DD"))
+    kind = word.replace_strict(VALUE_TYPES, default=None, return_dtype=pl.String)
+    kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
+                    | after.str.contains(VALUE_IN_SOMETHING)).then(None)
+            .when((kind == "date") & iso).then(pl.lit("iso_date")).otherwise(kind))
+    return df.with_columns(kind.alias("value_type")).with_columns(
+        pl.when(pl.col("value_type").is_not_null())
+        .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
 
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
@@ -696,6 +745,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
     df = _formats(df)
+    df = _value_type(df)
     df = _forbidden(df)
     df = _hide(df, NEGATED + "|" + PHRASE_CHOICE, pl.col("_parts_joined"), PART_LENGTH).drop(
         "_parts_joined")
@@ -866,7 +916,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             pl.element().struct.field("mode") != "absent").list.any())
         | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
-        | (pl.col("field_lengths").list.len() > 0)
+        | (pl.col("field_lengths").list.len() > 0) | pl.col("value_type").is_not_null()
     )
     return out.with_columns(decidable.alias("decidable")).drop("_row")
 

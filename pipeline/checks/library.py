@@ -2,8 +2,8 @@
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
 (format, excluded_format, count, literal, enum_value, required_field, numeric_range,
-field_length, json_shape, alternative_output) settle both ways: `passed` or `failed`, and
-`undecided` only when the output offers nothing to measure. One-sided detectors
+field_length, json_shape, value_type, alternative_output) settle both ways: `passed` or
+`failed`, and `undecided` only when the output offers nothing to measure. One-sided detectors
 (forbidden_literal, no_secrets) give `failed` or `undecided`, never `passed`. Deferred checks
 (judgment, meets_description, testable) always stay `undecided` and carry their open question
 into the report.
@@ -46,6 +46,7 @@ MEASURE_NAMES = {
     "words": "words", "chars": "characters", "sentences": "sentences",
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
+    "columns": "table columns",
 }
 
 
@@ -231,6 +232,45 @@ def json_shape() -> Check:
     )
 
 
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+ISO_DATE = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+VALUE_PATTERNS = {
+    "integer": r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$",
+    "number": r"^[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?$",
+    "boolean": r"(?i)^(?:true|false)$",
+    "url": r"(?i)^https?://[^\s<>\"]+$",
+    "iso_date": "^" + ISO_DATE + "$",
+    "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
+             + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4})$"),
+}
+VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
+               "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
+               "date": "a date"}
+
+
+@check("value_type")
+def value_type() -> Check:
+    """The output is one value of the type the clause is ("an integer", "a URL", "an ISO 8601
+    date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
+    period."""
+    kind = pl.col("value_type")
+    value = (pl.col("output_text").str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars()
+             .str.replace(r"\.$", ""))
+    ok = pl.lit(False)
+    for name, pattern in VALUE_PATTERNS.items():
+        ok = pl.when(kind == name).then(value.str.contains(pattern)).otherwise(ok)
+    named = kind.replace_strict(VALUE_NAMES, default=kind)
+    return Check(
+        applies=NAMED & kind.is_not_null(),
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=pl.format("{} is {}", label(), named),
+        evidence=pl.format("{}{}: {}", label(), pl.when(ok).then(pl.format(" is {}", named))
+                           .otherwise(pl.format(" is not {}", named)),
+                           quoted(excerpt(pl.col("output_text"), 120))),
+        confidence=pl.lit(95),
+    )
+
+
 # ---- counts and lengths -------------------------------------------------------------------
 
 def _item_count() -> tuple[pl.Expr, pl.Expr]:
@@ -285,6 +325,8 @@ def count() -> Check:
         .when(measure == "urls").then(pl.col("n_urls"))
         .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
         .when(measure == "items").then(items)
+        .when(measure == "columns").then(
+            pl.when(pl.col("has_table")).then(pl.col("table_header").list.len()))
     ).cast(pl.Int64)
     what = let("_what", (
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
@@ -346,6 +388,8 @@ def count() -> Check:
     )
     evidence = (
         pl.when(is_each).then(each_evidence)
+        .when(value.is_null() & (measure == "columns")).then(pl.format(
+            "no markdown table in {} whose columns to count", label()))
         .when(value.is_null()).then(pl.format(
             "no list, table or JSON array in {} in which to count {}", label(),
             q.struct.field("unit")))
@@ -365,7 +409,7 @@ def count() -> Check:
         .when(measure == "paragraphs").then(85)
         .when(scope == "rest").then(80)
         .when(measure == "sources").then(pl.when(items.is_not_null()).then(80).otherwise(70))
-        .when(measure.is_in(["items", "headings", "urls"]) | is_each).then(90)
+        .when(measure.is_in(["items", "headings", "urls", "columns"]) | is_each).then(90)
         .otherwise(95)
     )
     items_or_sources = raw_measure.is_in(["items", "sources"])
@@ -380,7 +424,8 @@ def count() -> Check:
                "headings": raw_measure == "headings",
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each,
-               "table": items_or_sources, "json": items_or_sources},
+               "table": items_or_sources | (raw_measure == "columns"),
+               "json": items_or_sources},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
         evidence=evidence,
@@ -800,6 +845,6 @@ def content_checks() -> list[Check]:
     """The content checks in the order the built-in grader runs them."""
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
-        count(), literal(), forbidden_literal(), no_secrets(), enum_value(), required_field(),
-        numeric_range(), field_length(), judgment(), meets_description(),
+        value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
+        required_field(), numeric_range(), field_length(), judgment(), meets_description(),
     ]
