@@ -33,8 +33,10 @@ CASES = [
     ("a unified diff inside a ```diff fenced code block", (), {"formats": ["code_block"]}),
     ("a markdown brief", (), {"formats": ["markdown"]}),
     ("the decision, naming every table whose status is bad", (), {"formats": []}),
-    # lines, not a markdown list
+    # lines, not a markdown list; one line of values, no CSV table
     ("a list of URLs, one per line", (), {"formats": []}),
+    ("a comma-separated list of tags", (), {"formats": []}),
+    ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),
     ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
     # a clause that is one value of a type

@@ -249,6 +249,13 @@ CASES = [
          "undecided", "satisfied", "“It works."),
     Case("part-line-is-judged", "a one-line verdict and a list of at most 5 reasons",
          "Approve\n- fast\n- safe", "count", "passed", "satisfied", "2 list items"),
+    Case("ticked-field-of-values-passes", 'a JSON object with a `status` of "ok" or "error"',
+         '{"status": "ok"}', "enum_value", "passed", "satisfied", "`status` values: ok"),
+    Case("ticked-field-of-values-fails", 'a JSON object with a `status` of "ok" or "error"',
+         '{"status": "bad"}', "enum_value", "failed", "partially_satisfied",
+         "“bad” is not one of “ok”, “error”"),
+    Case("comma-separated-list-is-no-csv", "a comma-separated list of tags", "ai, ml, data",
+         "meets_description", "undecided", "not_evaluable", "“ai, ml, data”"),
     # a clause that is one value of a type
     Case("value-type-integer-passes", "the answer as a single integer", "1,024", "value_type",
          "passed", "satisfied", "`out` is an integer: “1,024”"),

@@ -33,7 +33,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     language of a text ('in French') needs judgment (v3 dropped it). '280 characters or
 #     fewer' and '5 sources or more' are bounds (v3: exactly 280, exactly 5); columns of a
 #     table are counted as columns (v3 counted rows); 'a list of URLs, one per line' requires
-#     no markdown list (v3 failed plain lines).
+#     no markdown list (v3 failed plain lines), nor does 'a comma-separated list of tags'
+#     (v3 required a list and a CSV table); 'with a `status` of "ok" or "error"' names the
+#     field (v3 held the whole output to the values).
 DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 

@@ -192,8 +192,8 @@ WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # (kind, pattern): the kind says where the values start (`_enums`).
 ENUM_FORMS = [
     # "each finding with a severity of "low", "medium" or "high"": the field is named
-    ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + IDENT + r")\s+of\s+(?:(?:exactly\s+)?one\s+of"
-     r"\s+|either\s+)?:?\s*" + QUOTED_OR),
+    ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + TICKED + "|" + IDENT + r")\s+of\s+"
+     r"(?:(?:exactly\s+)?one\s+of\s+|either\s+)?:?\s*" + QUOTED_OR),
     ("one_of", r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*"
      r"\(?\s*" + QUOTED_LIST + r"(?:\s*\))?"),
     ("quoted_or", r"(?i)" + FIELD_PREFIX + QUOTED_OR + r"(?:\s*\))?"),
@@ -270,6 +270,8 @@ VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "numbe
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
                 r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
                 r"|\bline\s+by\s+line\b")
+INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
+               r"(?:list|string|line|set)\b")
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
@@ -686,8 +688,11 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
     formats = _format_names(pl.col("t"))
-    # "a list of URLs, one per line": a list of lines, not a markdown list
-    formats = (pl.when(pl.col("t").str.contains(ONE_PER_LINE))
+    # "a list of URLs, one per line": a list of lines, not a markdown list; "a comma-separated
+    # list of tags": one line of values, neither a markdown list nor a CSV table
+    formats = (pl.when(pl.col("t").str.contains(INLINE_LIST))
+               .then(formats.list.set_difference(pl.lit(["list", "csv"])))
+               .when(pl.col("t").str.contains(ONE_PER_LINE))
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
