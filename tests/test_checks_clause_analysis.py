@@ -241,6 +241,8 @@ CASES = [
       "enums": [("status", ["a", "b"])]}),
     # numeric ranges and unitless bounds of a sub-item
     ("a score from 0-100", (), {"ranges": [(None, 0.0, 100.0)]}),
+    ("a JSON array of objects with `name` and `score` (0-100)", (),
+     {"ranges": [("score", 0.0, 100.0)], "fields": [("name", False), ("score", False)]}),
     ("a JSON object with fields:", ("`sentiment`: a score from -1.0 to 1.0",),
      {"ranges": [("sentiment", -1.0, 1.0)]}),
     ("a JSON object with fields:", ("`sla_hours`: an integer from 1-72",),

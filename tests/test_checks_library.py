@@ -256,6 +256,12 @@ CASES = [
          "“bad” is not one of “ok”, “error”"),
     Case("comma-separated-list-is-no-csv", "a comma-separated list of tags", "ai, ml, data",
          "meets_description", "undecided", "not_evaluable", "“ai, ml, data”"),
+    Case("field-range-in-parentheses-fails", "a JSON array of objects with `name` and `score` "
+         "(0-100)", '[{"name": "a", "score": 190}]', "numeric_range", "failed",
+         "partially_satisfied", "`score` values: 190"),
+    Case("field-range-in-parentheses-passes", "a table with columns `claim` and `confidence` "
+         "(0 to 1)", "| claim | confidence |\n|---|---|\n| x | 0.4 |", "numeric_range", "passed",
+         "satisfied", "`confidence` values: 0.4"),
     # a clause that is one value of a type
     Case("value-type-integer-passes", "the answer as a single integer", "1,024", "value_type",
          "passed", "satisfied", "`out` is an integer: “1,024”"),

@@ -35,7 +35,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     table are counted as columns (v3 counted rows); 'a list of URLs, one per line' requires
 #     no markdown list (v3 failed plain lines), nor does 'a comma-separated list of tags'
 #     (v3 required a list and a CSV table); 'with a `status` of "ok" or "error"' names the
-#     field (v3 held the whole output to the values).
+#     field (v3 held the whole output to the values); 'with `name` and `score` (0-100)'
+#     bounds the field `score` (v3 read no range).
 DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 

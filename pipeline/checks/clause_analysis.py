@@ -288,6 +288,10 @@ FIELD_FORMS = [
     r"\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
     r"(?:\s*,?\s*(?:and|&)\s+" + NAME_PHRASE + ")?",
 ]
+# A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
+# read before the field lists take the name, which stays in the text for them.
+FIELD_RANGE = (r"(" + TICKED + r")\s*\(\s*(?:from\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*"
+               r"(-?\d+(?:\.\d+)?)\s*\)")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -648,11 +652,17 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
             (pl.lit(None, pl.Float64) if lo is None else lo).alias("lo"),
             (pl.lit(None, pl.Float64) if hi is None else hi).alias("hi"),
             e.str.strip_chars().alias("phrase"))))
+    e = pl.element()
+    parts.append(pl.col("_field_ranges").list.eval(pl.struct(
+        e.str.extract(FIELD_RANGE, 1).str.strip_chars("`").alias("field"),
+        e.str.extract(FIELD_RANGE, 2).cast(pl.Float64, strict=False).alias("lo"),
+        e.str.extract(FIELD_RANGE, 3).cast(pl.Float64, strict=False).alias("hi"),
+        e.str.strip_chars().alias("phrase"))))
     valid = (pl.element().struct.field("lo").fill_null(-1e300)
              <= pl.element().struct.field("hi").fill_null(1e300))
     return df.with_columns(
         pl.concat_list(parts).list.eval(pl.element().filter(valid)).alias("ranges")
-    ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))])
+    ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))], "_field_ranges")
 
 
 def _format_names(text: pl.Expr) -> pl.Expr:
@@ -754,6 +764,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _forbidden(df)
     df = _hide(df, NEGATED + "|" + PHRASE_CHOICE, pl.col("_parts_joined"), PART_LENGTH).drop(
         "_parts_joined")
+    df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
+                         pl.col("t").str.replace_all(FIELD_RANGE, "${1}"))
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
