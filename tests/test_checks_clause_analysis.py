@@ -35,6 +35,7 @@ CASES = [
     ("the decision, naming every table whose status is bad", (), {"formats": []}),
     # lines, not a markdown list; one line of values, no CSV table
     ("a list of URLs, one per line", (), {"formats": []}),
+    ("a markdown list of the pages fetched, one per line", (), {"formats": ["list"]}),
     ("a comma-separated list of tags", (), {"formats": []}),
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),

@@ -698,11 +698,13 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
     formats = _format_names(pl.col("t"))
-    # "a list of URLs, one per line": a list of lines, not a markdown list; "a comma-separated
-    # list of tags": one line of values, neither a markdown list nor a CSV table
+    # "a list of URLs, one per line": a list of lines, not a markdown list (unless it says
+    # so); "a comma-separated list of tags": one line of values, neither a markdown list nor
+    # a CSV table
     formats = (pl.when(pl.col("t").str.contains(INLINE_LIST))
                .then(formats.list.set_difference(pl.lit(["list", "csv"])))
-               .when(pl.col("t").str.contains(ONE_PER_LINE))
+               .when(pl.col("t").str.contains(ONE_PER_LINE)
+                     & ~pl.col("t").str.contains(r"(?i)\bmarkdown\s+list\b"))
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
