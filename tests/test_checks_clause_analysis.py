@@ -121,6 +121,11 @@ CASES = [
     ("a markdown report with sections:", ("`Summary`: 2-3 sentences",),
      {"field_lengths": [], "unchecked_text": "markdown report with sections … `Summary`: 2-3 "
                                              "sentences"}),
+    ("a JSON object with fields:", ("`sla_hours`: an integer from 1-72",
+                                    "`retrieved`: the date it was read, as YYYY-MM-DD",
+                                    "`line`: the line number in the new file"),
+     {"field_types": [("sla_hours", "integer"), ("retrieved", "iso_date")],
+      "ranges": [("sla_hours", 1.0, 72.0)], "value_type": None}),
     ("a markdown report", ("at most 500 words",),
      {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
@@ -306,6 +311,8 @@ def _shape(column: str, value):
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
+    if column == "field_types":
+        return [(v["field"], v["type"]) for v in value]
     if column == "field_lengths":
         return [(v["field"], v["min"], v["max"], v["measure"]) for v in value]
     if column == "ranges":

@@ -287,6 +287,18 @@ CASES = [
          "not_evaluable", "https://a.example"),
     Case("language-is-judged", "the translated text, in French", "Bonjour le monde",
          "judgment", "undecided", "not_evaluable", "“Bonjour le monde”"),
+    # a sub-item's value type is checked on every value of the field
+    Case("field-type-fails", "a JSON array of sources, each with fields:",
+         '[{"url": "http://a", "retrieved": "2026-11-30"}, {"url": "http://b", '
+         '"retrieved": "yesterday"}]', "field_type", "failed", "partially_satisfied",
+         "“yesterday” is not an ISO 8601 date (YYYY-MM-DD) (`retrieved`, value 2 of 2)",
+         details=("`url`: the address", "`retrieved`: the date it was read, as YYYY-MM-DD")),
+    Case("field-type-passes", "a JSON object with fields:", '{"sla_hours": 24}', "field_type",
+         "passed", "satisfied", "each an integer; first: “24”",
+         details=("`sla_hours`: an integer from 1-72",)),
+    Case("field-type-integer-is-no-decimal", "a JSON object with fields:",
+         '{"sla_hours": 7.5}', "field_type", "failed", "partially_satisfied",
+         "“7.5” is not an integer", details=("`sla_hours`: an integer from 1-72",)),
     # a sub-item's length is checked on the field's values, never dropped
     Case("field-length-passes", "a JSON object with fields:", '{"summary": "one two three"}',
          "field_length", "passed", "satisfied", "the longest has 3 words: “one two three”",

@@ -21,22 +21,25 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       the values), and 'a decision: "yes" or "no"' does not (v2 looked for a field
 #       `decision`);
 #     - the columns of a CSV output are its fields (v2 found none: undecided).
-# v4: a length stated of one part of an output of several parts ('a title and a summary of 2
-#     sentences', 'a one-line verdict and a list', 'a report with an executive summary of at
-#     most 100 words') is left to judgment; v3 measured the whole output against it. Judgment
-#     questions keep the closing quote of a quoted phrase that ends the clause (v3 cut it).
-#     A sub-item's length in words or characters ('`body`: at most 60 words') is checked on
-#     the field's values by the new `field_length` check, and its other counts join the
-#     judgment question (v3 dropped both: the clause could be satisfied without them).
-#     A clause that is one value of a type ('an integer', 'a URL', 'an ISO 8601 date') is
-#     checked by the new `value_type` check (v3 read nothing: any output satisfied it). The
-#     language of a text ('in French') needs judgment (v3 dropped it). '280 characters or
-#     fewer' and '5 sources or more' are bounds (v3: exactly 280, exactly 5); columns of a
-#     table are counted as columns (v3 counted rows); 'a list of URLs, one per line' requires
-#     no markdown list (v3 failed plain lines), nor does 'a comma-separated list of tags'
-#     (v3 required a list and a CSV table); 'with a `status` of "ok" or "error"' names the
-#     field (v3 held the whole output to the values); 'with `name` and `score` (0-100)'
-#     bounds the field `score` (v3 read no range).
+# v4: v3 failed outputs that met their clause and satisfied outputs that did not:
+#     - a length stated of one part of an output of several parts ('a title and a summary of
+#       2 sentences', 'a one-line verdict and a list', 'a report with an executive summary of
+#       at most 100 words') is left to judgment (v3 measured the whole output against it);
+#     - a sub-item's length in words or characters ('`body`: at most 60 words') is checked on
+#       the field's values by the new `field_length` check, and its other counts join the
+#       judgment question (v3 dropped both: the clause could be satisfied without them);
+#     - a clause that is one value of a type ('an integer', 'a URL', 'an ISO 8601 date') is
+#       checked by the new `value_type` check (v3 read nothing: any output satisfied it), a
+#       sub-item's type ('`sla_hours`: an integer', '`retrieved`: as YYYY-MM-DD') by the new
+#       `field_type` check on every value of the field;
+#     - the language of a text ('in French') needs judgment (v3 dropped it);
+#     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
+#     - columns of a table are counted as columns (v3 counted rows);
+#     - 'a list of URLs, one per line' requires no markdown list (v3 failed plain lines), nor
+#       does 'a comma-separated list of tags' (v3 required a list and a CSV table);
+#     - 'with a `status` of "ok" or "error"' names the field (v3 held the whole output to the
+#       values); 'with `name` and `score` (0-100)' bounds the field `score` (v3 read none);
+#     - judgment questions keep the closing quote of a quoted phrase that ends the clause.
 DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 

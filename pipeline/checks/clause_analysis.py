@@ -31,6 +31,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   field_lengths  list[struct{field, key, min, max, measure, phrase}]  a sub-item's length in
                             words or characters ("`summary`: at most 50 words"); its other
                             counts ("`Summary`: 2-3 sentences") join unchecked_text
+  field_types    list[struct{field, key, type}]  a sub-item's value type, as value_type
+                            ("`sla_hours`: an integer from 1-72", "`retrieved`: as YYYY-MM-DD")
   (`key` is the field name normalised by `normalise_key`, as outputs' keys are)
   judgments      list[str]  quality words that need judgment ("critically evaluated")
   vague_words    list[str]  words that state no property ("a good report")
@@ -727,6 +729,9 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
                     | after.str.contains(VALUE_IN_SOMETHING)).then(None)
             .when((kind == "date") & iso).then(pl.lit("iso_date")).otherwise(kind))
+    # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
+    kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
+        r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
     return df.with_columns(kind.alias("value_type")).with_columns(
         pl.when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
@@ -893,6 +898,11 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
     lengths, open_counts = _sub_item_counts(sub)
+    types = (sub.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
+             .select("_row", pl.struct(
+                 pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
+                 pl.col("value_type").alias("type")).alias("field_types"))
+             .group_by("_row", maintain_order=True).agg("field_types"))
     scoped = {}
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
@@ -910,6 +920,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .join(fields.group_by("_row", maintain_order=True).agg(pl.col("field").alias("fields")),
               on="_row", how="left")
         .join(lengths, on="_row", how="left")
+        .join(types, on="_row", how="left")
         .join(open_counts, on="_row", how="left")
         # a count no check reads in a sub-item is a question for judgment, never dropped
         .with_columns(pl.when(pl.col("_open").is_not_null()).then(pl.struct(
@@ -927,6 +938,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         *[pl.col(c).fill_null(pl.lit([], dtype=t)) for c, t in empty_like.items()],
         pl.col("fields").fill_null(pl.lit([], dtype=pl.List(fields.schema["field"]))),
         pl.col("field_lengths").fill_null(pl.lit([], dtype=lengths.schema["field_lengths"])),
+        pl.col("field_types").fill_null(pl.lit([], dtype=types.schema["field_types"])),
     )
     decidable = (
         (pl.col("formats").list.len() > 0) | (pl.col("excluded_formats").list.len() > 0)
@@ -935,7 +947,8 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             pl.element().struct.field("mode") != "absent").list.any())
         | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
-        | (pl.col("field_lengths").list.len() > 0) | pl.col("value_type").is_not_null()
+        | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
+        | pl.col("value_type").is_not_null()
     )
     return out.with_columns(decidable.alias("decidable")).drop("_row")
 

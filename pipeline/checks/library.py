@@ -2,11 +2,11 @@
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
 (format, excluded_format, count, literal, enum_value, required_field, numeric_range,
-field_length, json_shape, value_type, alternative_output) settle both ways: `passed` or
-`failed`, and `undecided` only when the output offers nothing to measure. One-sided detectors
-(forbidden_literal, no_secrets) give `failed` or `undecided`, never `passed`. Deferred checks
-(judgment, meets_description, testable) always stay `undecided` and carry their open question
-into the report.
+field_length, field_type, json_shape, value_type, alternative_output) settle both ways:
+`passed` or `failed`, and `undecided` only when the output offers nothing to measure.
+One-sided detectors (forbidden_literal, no_secrets) give `failed` or `undecided`, never
+`passed`. Deferred checks (judgment, meets_description, testable) always stay `undecided` and
+carry their open question into the report.
 """
 
 from __future__ import annotations
@@ -248,14 +248,19 @@ VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a bool
                "date": "a date"}
 
 
+def _trimmed_value(text: pl.Expr) -> pl.Expr:
+    """A value without surrounding whitespace, quotes, backticks, emphasis or a final period."""
+    return text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
+        r"\.$", "")
+
+
 @check("value_type")
 def value_type() -> Check:
     """The output is one value of the type the clause is ("an integer", "a URL", "an ISO 8601
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
     period."""
     kind = pl.col("value_type")
-    value = (pl.col("output_text").str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars()
-             .str.replace(r"\.$", ""))
+    value = _trimmed_value(pl.col("output_text"))
     ok = pl.lit(False)
     for name, pattern in VALUE_PATTERNS.items():
         ok = pl.when(kind == name).then(value.str.contains(pattern)).otherwise(ok)
@@ -736,6 +741,45 @@ def numeric_range() -> Check:
     )
 
 
+def _scalar_values_of(key: pl.Expr) -> pl.Expr:
+    """The values of a field that can be measured: not empty (a heading's), not nested."""
+    return _values_of(key).list.eval(pl.element().filter(
+        (pl.element().str.strip_chars().str.len_chars() > 0) & ~pl.element().is_in(["[", "{"])))
+
+
+@check("field_type")
+def field_type() -> Check:
+    """Every value of a field is of the type its sub-item names ("`sla_hours`: an integer from
+    1-72", "`retrieved`: the date it was read, as YYYY-MM-DD"); see value_type."""
+    f = pl.col("field_types")
+    field, kind = f.struct.field("field"), f.struct.field("type")
+    let = Lets()
+    values = let("_values", _scalar_values_of(f.struct.field("key")))
+    fits = pl.lit(None, pl.List(pl.Boolean))
+    for name, pattern in VALUE_PATTERNS.items():
+        fits = pl.when(kind == name).then(values.list.eval(
+            _trimmed_value(pl.element()).str.contains(pattern))).otherwise(fits)
+    fits = let("_fits", fits)
+    bad = let("_bad", fits.list.eval(pl.element().not_()).list.arg_max())
+    outcome = let("_outcome", pl.when(values.list.len() == 0).then(UNDECIDED)
+                  .when(fits.list.all()).then(PASSED).otherwise(FAILED))
+    named = kind.replace_strict(VALUE_NAMES, default=kind)
+    return Check(
+        applies=NAMED, each="field_types", let=let, needs={"fields": pl.lit(True)},
+        outcome=outcome,
+        detail=pl.format("every `{}` in {} is {}", field, label(), named),
+        evidence=pl.when(outcome == UNDECIDED)
+        .then(pl.format("no value of `{}` to read in {}", field, label()))
+        .when(outcome == PASSED).then(pl.format(
+            "{} value(s) of `{}`, each {}; first: {}", values.list.len(), field, named,
+            quoted(excerpt(values.list.first(), 80))))
+        .otherwise(pl.format("{} is not {} (`{}`, value {} of {})",
+                             quoted(excerpt(values.list.get(bad, null_on_oob=True), 120)),
+                             named, field, bad + 1, values.list.len())),
+        confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
+    )
+
+
 @check("field_length")
 def field_length() -> Check:
     """Every value of a field is as long as its sub-item says ("`summary`: at most 50 words",
@@ -744,9 +788,7 @@ def field_length() -> Check:
     f = pl.col("field_lengths")
     field, measure = f.struct.field("field"), f.struct.field("measure")
     let = Lets()
-    values = let("_values", _values_of(f.struct.field("key")).list.eval(
-        pl.element().filter((pl.element().str.strip_chars().str.len_chars() > 0)
-                            & ~pl.element().is_in(["[", "{"]))))
+    values = let("_values", _scalar_values_of(f.struct.field("key")))
     sizes = let("_sizes", pl.when(measure == "words")
                 .then(values.list.eval(pl.element().str.count_matches(WORDS)))
                 .otherwise(values.list.eval(pl.element().str.strip_chars().str.len_chars())))
@@ -846,5 +888,6 @@ def content_checks() -> list[Check]:
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
-        required_field(), numeric_range(), field_length(), judgment(), meets_description(),
+        required_field(), numeric_range(), field_length(), field_type(), judgment(),
+        meets_description(),
     ]
