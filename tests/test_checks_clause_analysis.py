@@ -37,6 +37,7 @@ CASES = [
     ("a list of URLs, one per line", (), {"formats": []}),
     ("a markdown list of the pages fetched, one per line", (), {"formats": ["list"]}),
     ("a comma-separated list of tags", (), {"formats": []}),
+    ("up to 5 keywords, comma-separated", (), {"formats": []}),
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),
     ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
@@ -129,6 +130,9 @@ CASES = [
     ("a markdown report", ("at most 500 words",),
      {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
+    ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
+    # a count beside one that is no count (v3 crashed reading this clause)
+    ("a haiku: three lines of 5, 7 and 5 syllables", (), {"quantities": [q(3, 3, "lines")]}),
     # "N units or fewer / or more" (an "exactly" before it is overruled)
     ("exactly 280 characters or fewer", (), {"quantities": [q(None, 280, "chars")]}),
     ("a list of 5 items or more", (), {"quantities": [q(5, None, "items")]}),

@@ -36,10 +36,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
 #     - columns of a table are counted as columns (v3 counted rows);
 #     - 'a list of URLs, one per line' requires no markdown list (v3 failed plain lines), nor
-#       does 'a comma-separated list of tags' (v3 required a list and a CSV table);
+#       does 'a comma-separated list of tags' (v3 required a list and a CSV table), and a
+#       bare 'comma-separated' is no CSV;
 #     - 'with a `status` of "ok" or "error"' names the field (v3 held the whole output to the
 #       values); 'with `name` and `score` (0-100)' bounds the field `score` (v3 read none);
-#     - judgment questions keep the closing quote of a quoted phrase that ends the clause.
+#     - judgment questions keep the closing quote of a quoted phrase that ends the clause;
+#     - a clause with a count beside a number that counts nothing ('three lines of 5, 7 and 5
+#       syllables') is read; v3 raised, and its runs were refused as internal-error.
 DEFAULT_GRADER_ID = "prose.contract.grader/v4"
 
 

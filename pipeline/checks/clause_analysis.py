@@ -164,16 +164,16 @@ QUANTITY_FORMS = [
 # "a one-line verdict followed by a list", "a report with an executive summary of at most 100
 # words") is no length of the whole output, the only one a count measures: in such a clause
 # every length is hidden like a negation (`_hide`) and left to the judgment question. A
-# clause has several parts when it joins a new noun phrase ("and a", "then a", "followed by
-# an", ", a") or gives a part its own length ("with a summary of 2 sentences", "with a
+# clause has several parts when it joins a new noun phrase ("and a", "then the", "followed
+# by an", ", a") or gives a part its own length ("with a summary of 2 sentences", "with a
 # one-line summary"); lists, links and sources are still counted (one part holds them all).
 LENGTH_UNIT = (r"(?:words?|characters?|chars?|letters?|sentences?|paragraphs?|lines?|sections?"
                r"|headings?|headers?)\b")
 PART_LENGTH = "(?i:" + "|".join(
     pattern.replace(SCOPE, "").replace(UNIT, LENGTH_UNIT)
     for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
-PARTS_JOINED = (r"(?i)(?:\band|\bthen|\bplus|\bfollowed\s+by|[,;])\s+(?:then\s+)?(?:a|an)\s+"
-                r"(?-i:[\p{L}\p{N}])")
+PARTS_JOINED = (r"(?i)(?:(?:\band|\bplus|[,;])\s+(?:a|an)|(?:\bthen|\bfollowed\s+by)\s+"
+                r"(?:a|an|the))\s+(?-i:[\p{L}\p{N}])")
 PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of|\s+)?"
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
@@ -247,7 +247,7 @@ LITERAL_FORMS = [
 FORMAT_FORMS = [
     ("json", r"(?i)\bjson\b"),
     ("yaml", r"(?i)\bya?ml\b"),
-    ("csv", r"(?i)\bcsv\b|comma[\s\-]separated"),
+    ("csv", r"(?i)\bcsv\b|comma[\s\-]separated\s+values?\b"),
     ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+table\b(?:\s+(?:of\s+contents|names?|"
      r"of\s+names))?"),
     ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
@@ -504,7 +504,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     )
     return df.with_columns(
         pl.concat_list(parts).list.eval(
-            pl.element().filter(valid).struct.with_fields(measure.alias("measure")))
+            pl.element().struct.with_fields(measure.alias("measure")).filter(valid))
         .alias("quantities"),
         pl.col("t").str.replace_all(SHIELD, "", literal=True),
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
