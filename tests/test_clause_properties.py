@@ -1,0 +1,100 @@
+"""Property tests: reading and grading clauses never raise, whatever the clause says.
+
+Clauses are built from the phrases the readers look for (counts, units, joiners, quotes,
+negations, formats, value types, field names) in any order, with sub-items, many clauses to a
+batch as in a real one: one clause the readers or checks trip on would refuse every run
+holding it. Outputs mix the shapes the checks measure (JSON, tables, lists, numbers, dates).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import polars as pl
+from check_runs import grade_folder, run_id, write_service_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.checks.clause_analysis import clause_requirements
+from pipeline.tables import VERDICTS
+
+# Each example reads a frame of clauses (about 0.2 s): few examples, many clauses each.
+FAST = settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 12)), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+PHRASES = [
+    "a", "an", "the", "one", "two", "three", "a single", "5", "12", "2,000", "0", "-1", "1.5",
+    "5, 7 and 5", "2-3", "2 to 4", "between 2 and 4", "3+", "at most", "at least", "under",
+    "over", "more than", "fewer than", "no more than", "up to", "exactly", "top", "or more",
+    "or fewer", "or less", "does not exceed", "never more than", "not shorter than",
+    "words", "word", "lines", "one-line", "200-word", "sentences", "paragraphs", "syllables",
+    "items", "columns", "two-column", "sources", "URLs", "characters", "days", "decimals",
+    "each", "each with a source URL", "per", "one per line", "for each", "and a", "and",
+    "then", "then the", "followed by", "followed by an", "with a", "with an", "plus", "or",
+    "summary", "title", "table", "list", "bullet points", "numbered list", "JSON", "JSON array",
+    "a JSON object with fields:", "CSV", "comma-separated", "YAML", "markdown", "fenced code",
+    "not", "never", "without", "no", "rather than", "not JSON", "must not be", "starts with",
+    "begins with either", "ends with", "one of", "containing", "stating", "never mentions",
+    '"none"', '"low", "medium" or "high"', "“Draft”", "`status`", "`score` (0-100)",
+    "'quoted'", "an integer", "a number", "a URL", "a date", "an ISO 8601 date", "YYYY-MM-DD",
+    "a boolean", "in French", "concise", "well-sourced", "a good report", ",", ";", ":", "(",
+    ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
+]
+FIELDS = ["`summary`", "`score`", "`status`", "`retrieved`", "`items`", "name", "Summary", ""]
+
+
+def _text(parts: list[str]) -> str:
+    return " ".join(parts).strip()
+
+
+clause_texts = st.lists(st.sampled_from(PHRASES), min_size=1, max_size=14).map(_text)
+sub_items = st.lists(
+    st.tuples(st.sampled_from(FIELDS), st.lists(st.sampled_from(PHRASES), max_size=8)).map(
+        lambda fp: (f"{fp[0]}: " if fp[0] else "") + _text(fp[1])),
+    max_size=3)
+clauses = st.lists(st.tuples(clause_texts, sub_items), min_size=1, max_size=60)
+
+
+@FAST
+@given(clauses)
+def test_reading_clauses_never_raises(rows):
+    frame = pl.DataFrame({"description": [d for d, _ in rows], "details": [s for _, s in rows]},
+                         schema={"description": pl.String, "details": pl.List(pl.String)})
+    out = clause_requirements(frame)
+    assert out.height == frame.height
+    assert out["description"].to_list() == frame["description"].to_list()
+    for column in ("quantities", "literals", "enums", "fields", "ranges", "field_lengths",
+                   "field_types", "formats", "excluded_formats"):
+        assert out[column].null_count() == 0, column
+    bounds = out.select(pl.col("quantities").explode().struct.unnest()).drop_nulls("measure")
+    assert bounds.filter(pl.col("min") > pl.col("max")).is_empty()
+
+
+OUTPUT_PARTS = [
+    "", "hello there", "42", "7.5", "1,024", "true", "2026-11-30", "30 Nov 2026",
+    "https://a.example/x", "- one\n- two\n- three", "1. first\n2. second",
+    "| a | b |\n|---|---|\n| 1 | 2 |", '{"summary": "one two three", "score": 190}',
+    '[{"status": "ok", "retrieved": "yesterday"}]', "```json\n{\"a\": 1}\n```", "a,b,c\n1,2,3",
+    "# Summary\n\nOne. Two.", "none", "Draft", "TL;DR: fine.", "api_key=sk-123456789012345678",
+]
+outputs = st.lists(st.sampled_from(OUTPUT_PARTS), min_size=1, max_size=3).map("\n\n".join)
+
+
+@FAST
+@given(st.lists(st.tuples(clause_texts, sub_items, outputs), min_size=1, max_size=30))
+def test_grading_any_clause_gives_one_verdict(cases):
+    root = Path(tempfile.mkdtemp(prefix="clause-props-"))
+    for n, (clause, subs, output) in enumerate(cases):
+        lines = "".join(f"\n  - {sub}" for sub in subs)
+        clause = clause.replace("\n", " ")
+        write_service_run(root, run_id(n), ensures=f"- `out`: {clause}{lines}",
+                          outputs={"out.md": output})
+    tables, _ = grade_folder(root)
+    assert tables["refusals"].is_empty(), tables["refusals"].rows()
+    verdicts = tables["clause_verdicts"]
+    primary = verdicts.filter(pl.col("clause_id").is_in(
+        tables["clauses"].filter(pl.col("kind") == "ensures")["clause_id"].implode()))
+    assert primary.group_by("run_id").len()["len"].to_list() == [1] * len(cases)
+    assert set(verdicts["verdict"]) <= set(VERDICTS)
