@@ -41,6 +41,15 @@ CASES = [
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),
     ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
+    # the named fields and no other
+    ("a JSON object with exactly the keys `a` and `b`", (),
+     {"only_fields": True, "fields": [("a", False), ("b", False)], "unchecked_text": None}),
+    ("a table with columns `claim`, `severity` and no other columns", (),
+     {"only_fields": True, "unchecked_text": None}),
+    ("a JSON object with fields `a` and `b`", (), {"only_fields": False}),
+    # a precision no check reads is asked, never dropped
+    ("a number, rounded to 2 decimals", (),
+     {"value_type": "number", "unchecked_text": "rounded to 2 decimals"}),
     # a clause that is one value of a type
     ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
     ("a number between 1 and 10", (), {"value_type": "number", "ranges": [(None, 1.0, 10.0)]}),

@@ -262,6 +262,21 @@ CASES = [
     Case("field-range-in-parentheses-passes", "a table with columns `claim` and `confidence` "
          "(0 to 1)", "| claim | confidence |\n|---|---|\n| x | 0.4 |", "numeric_range", "passed",
          "satisfied", "`confidence` values: 0.4"),
+    # the named fields and no other
+    Case("no-extra-fields-fails", "a JSON object with exactly the keys `a` and `b`",
+         '{"a": 1, "b": 2, "c": 3}', "no_extra_fields", "failed", "partially_satisfied",
+         "top-level keys beside the named ones: c (all: a, b, c)"),
+    Case("no-extra-fields-passes", "a JSON object with exactly the keys `a` and `b`",
+         '{"a": 1, "b": 2}', "no_extra_fields", "passed", "satisfied", "top-level keys: a, b"),
+    Case("no-extra-fields-in-array-elements", "a JSON array of objects with only the fields "
+         "`name` and `url`", '[{"name": "x", "url": "u"}, {"name": "y", "url": "v", "extra": 1}]',
+         "no_extra_fields", "failed", "partially_satisfied", "keys of its elements beside the "
+         "named ones: extra"),
+    Case("no-extra-columns-undecided-without-table", "a table with columns `claim`, `severity` "
+         "and no other columns", "claim: x", "no_extra_fields", "undecided", "partially_satisfied",
+         "no JSON object, array or table"),
+    Case("row-literal", "a markdown table with a `Total` row", "| item | cost |\n|---|---|\n"
+         "| a | 1 |", "literal", "failed", "partially_satisfied", "“Total”"),
     # a clause that is one value of a type
     Case("value-type-integer-passes", "the answer as a single integer", "1,024", "value_type",
          "passed", "satisfied", "`out` is an integer: “1,024”"),

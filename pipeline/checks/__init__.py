@@ -40,6 +40,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       bare 'comma-separated' is no CSV;
 #     - 'with a `status` of "ok" or "error"' names the field (v3 held the whole output to the
 #       values); 'with `name` and `score` (0-100)' bounds the field `score` (v3 read none);
+#     - 'exactly the keys `a` and `b`', 'only these fields:', 'no other columns' are checked
+#       by the new `no_extra_fields` check (v3 read only the required fields); 'a `Total` row'
+#       is a phrase the output contains; 'rounded to 2 decimals' is asked (v3 dropped it);
 #     - judgment questions keep the closing quote of a quoted phrase that ends the clause;
 #     - a clause with a count beside a number that counts nothing ('three lines of 5, 7 and 5
 #       syllables') is read; v3 raised, and its runs were refused as internal-error.

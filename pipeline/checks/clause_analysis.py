@@ -37,6 +37,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   judgments      list[str]  quality words that need judgment ("critically evaluated")
   vague_words    list[str]  words that state no property ("a good report")
   forbids_secrets bool      the clause forbids secrets, keys, passwords or tokens
+  only_fields    bool       the output has the named fields and no other ("exactly the keys
+                            `a` and `b`", "only these fields:", "no other columns")
   unchecked_text str        what is left of the clause once every recognised requirement is
                             taken out, when it still says something (judged by a deferred check)
   unchecked_words list[str] its content words (lowercase, plural 's' dropped)
@@ -240,7 +242,7 @@ LITERAL_FORMS = [
      r"mark|marks|marked|label|labelled|labeled|flag|flags|flagged|titled|headed|tagged|"
      r"quote|quotes|quoting)(?:\s+as)?\s+" + LIT_FILLER + QUOTED),
     ("contains", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:section|heading|header|line|label|"
-     r"marker|tag|footer|banner|sign-off|signature|title)"),
+     r"marker|tag|footer|banner|sign-off|signature|title|row|entry)"),
     ("contains", r"(?i)(?:the\s+)?exact\s+(?:phrase|text|words?|string|sentence)\s+(?:\"|“)?"
      r"[^\s\"“‘`'][^,;.\n\"”]*"),
 ]
@@ -272,6 +274,12 @@ VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "numbe
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
                 r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
                 r"|\bline\s+by\s+line\b")
+# "exactly the keys `a` and `b`", "only these fields:", "no other columns": the named fields
+# and nothing else
+ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields?|keys?|columns?"
+               r"|properties)\b|\bno\s+other\s+(?:fields?|keys?|columns?|properties)\b")
+# A precision no check reads ("rounded to 2 decimals"): left to judgment, never dropped.
+DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b")
 # A name and up to two more words ("evidence url").
@@ -636,8 +644,12 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                      .str.split(","))
         parts.append(pl.col(f"_f{i}").list.eval(
             pl.struct(names.alias("names"), e.str.strip_chars().alias("phrase"))))
+    lists = pl.concat_list(parts)
     return df.with_columns(
-        pl.concat_list(parts).alias("_field_lists")
+        lists.alias("_field_lists"),
+        # "no other columns" is read (only_fields) where the part names its fields
+        pl.when(pl.col("only_fields") & (lists.list.len() > 0))
+        .then(pl.col("t").str.replace_all(ONLY_FIELDS, GAP)).otherwise(pl.col("t")),
     ).drop([f"_f{i}" for i in range(len(FIELD_FORMS))])
 
 
@@ -760,6 +772,7 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
 def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = parts.with_columns(
         pl.col("t").str.contains(SECRETS).alias("forbids_secrets"),
+        pl.col("t").str.contains(ONLY_FIELDS).alias("only_fields"),
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
@@ -769,7 +782,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
-    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE, pl.col("_parts_joined"), PART_LENGTH).drop(
+    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE + "|" + DECIMALS, pl.col("_parts_joined"),
+               PART_LENGTH).drop(
         "_parts_joined")
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}"))
@@ -948,6 +962,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | pl.col("alternative").is_not_null() | (pl.col("enums").list.len() > 0)
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
         | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
+        | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
         | pl.col("value_type").is_not_null()
     )
     return out.with_columns(decidable.alias("decidable")).drop("_row")

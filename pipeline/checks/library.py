@@ -2,11 +2,11 @@
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
 (format, excluded_format, count, literal, enum_value, required_field, numeric_range,
-field_length, field_type, json_shape, value_type, alternative_output) settle both ways:
-`passed` or `failed`, and `undecided` only when the output offers nothing to measure.
-One-sided detectors (forbidden_literal, no_secrets) give `failed` or `undecided`, never
-`passed`. Deferred checks (judgment, meets_description, testable) always stay `undecided` and
-carry their open question into the report.
+no_extra_fields, field_length, field_type, json_shape, value_type, alternative_output)
+settle both ways: `passed` or `failed`, and `undecided` only when the output offers nothing
+to measure. One-sided detectors (forbidden_literal, no_secrets) give `failed` or `undecided`,
+never `passed`. Deferred checks (judgment, meets_description, testable) always stay
+`undecided` and carry their open question into the report.
 """
 
 from __future__ import annotations
@@ -688,6 +688,41 @@ def required_field() -> Check:
     )
 
 
+@check("no_extra_fields")
+def no_extra_fields() -> Check:
+    """The output has no field beside the ones the clause names, when it says so ("exactly the
+    keys `a` and `b`", "only these fields:"): the top-level keys of a JSON object, the keys of
+    every element of a JSON array, or the columns of a table."""
+    named = pl.col("fields").list.eval(
+        pl.element().filter(~pl.element().struct.field("nested")).struct.field("key"))
+    kind = pl.col("json_kind")
+    element_keys = (pl.col("json_element_keys").fill_null("").str.extract_all(r"[^|\n]+")
+                    .list.unique(maintain_order=True))
+    let = Lets()
+    found = let("_found", pl.when(kind == "object").then(pl.col("json_keys"))
+                .when(kind == "array").then(element_keys)
+                .when(pl.col("has_table").fill_null(False)).then(pl.col("table_header")))
+    extra = let("_extra", found.list.set_difference(named))
+    what = (pl.when(kind == "object").then(pl.lit("top-level keys"))
+            .when(kind == "array").then(pl.lit("keys of its elements"))
+            .otherwise(pl.lit("table columns")))
+    outcome = let("_outcome", pl.when(found.is_null()).then(UNDECIDED)
+                  .when(extra.list.len() == 0).then(PASSED).otherwise(FAILED))
+    return Check(
+        applies=NAMED & pl.col("only_fields") & (named.list.len() > 0), let=let,
+        needs={"json": pl.lit(True), "table": pl.lit(True)},
+        outcome=outcome,
+        detail=pl.format("{} has no field but {}", label(),
+                         named.list.eval(pl.format("`{}`", pl.element())).list.join(", ")),
+        evidence=pl.when(outcome == UNDECIDED)
+        .then(pl.format("no JSON object, array or table in {} whose fields to list", label()))
+        .when(outcome == PASSED).then(pl.format("{}: {}", what, found.list.join(", ")))
+        .otherwise(pl.format("{} beside the named ones: {} (all: {})", what,
+                             extra.list.join(", "), found.list.join(", "))),
+        confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
+    )
+
+
 @check("numeric_range")
 def numeric_range() -> Check:
     """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72") is in range."""
@@ -888,6 +923,7 @@ def content_checks() -> list[Check]:
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
-        required_field(), numeric_range(), field_length(), field_type(), judgment(),
+        required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
+        judgment(),
         meets_description(),
     ]
