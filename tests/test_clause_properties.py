@@ -39,7 +39,9 @@ PHRASES = [
     "begins with either", "ends with", "one of", "containing", "stating", "never mentions",
     '"none"', '"low", "medium" or "high"', "“Draft”", "`status`", "`score` (0-100)",
     "'quoted'", "an integer", "a number", "a URL", "a date", "an ISO 8601 date", "YYYY-MM-DD",
-    "a boolean", "in French", "concise", "well-sourced", "a good report", ",", ";", ":", "(",
+    "a boolean", "in French", "concise", "well-sourced", "a good report", "exactly the keys",
+    "no other columns", "only these fields:", "a `Total` row", "rounded to 2 decimals", ",",
+    ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]
 FIELDS = ["`summary`", "`score`", "`status`", "`retrieved`", "`items`", "name", "Summary", ""]
