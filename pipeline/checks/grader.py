@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from ..tables import COLUMNS, conform
+from ..tables import COLUMNS, conform, empty
 from .output_analysis import FACT_FAMILY, FAMILY, TEXT_ID, families_of, output_facts, with_text_ids
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
@@ -212,6 +212,19 @@ def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
     return output_facts(frame, every).drop("_mrow", TEXT_ID)
 
 
+def _live(checks: Sequence[Check], frame: pl.DataFrame) -> set[int]:
+    """The positions of the checks that judge at least one row of `frame`, found in one pass:
+    a check with nothing to judge (no clause states a value type, say) is not planned at all,
+    which spares its fixed cost in every shard. A check with `each` is live where a clause has
+    an element of its column (its `applies` reads the element, so it is not tried here)."""
+    if frame.is_empty():
+        return set()
+    found = frame.select([
+        (pl.col(c.each).list.len() > 0 if c.each is not None else c.applies).any().alias(str(i))
+        for i, c in enumerate(checks)]).row(0)
+    return {i for i, hit in enumerate(found) if hit}
+
+
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     """Apply every check to the clause frame; one output row per (clause, applicable check).
 
@@ -219,7 +232,11 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     measures the checks read are computed here when it has none.
     """
     keys = ["run_id", "run_uri", "service", "clause_id"]
-    lazy = measure(grader.checks, frame).lazy()
+    measured = measure(grader.checks, frame)
+    live = _live(grader.checks, measured)
+    if not live:
+        return empty("checks")
+    lazy = measured.lazy()
     parts = [
         _judged(lazy, c).select(
             *keys,
@@ -235,7 +252,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
             pl.lit(order).alias("check_order"),
             (pl.col(EACH_ROW) if c.each is not None else pl.lit(0, pl.UInt32)).alias(EACH_ROW),
         )
-        for order, c in enumerate(grader.checks)
+        for order, c in enumerate(grader.checks) if order in live
     ]
     out = pl.concat(parts, how="vertical_relaxed").collect()
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
