@@ -20,6 +20,7 @@ from pipeline.checks import (
     builtin_checks,
     check,
     default_grader,
+    run_checks,
 )
 from pipeline.cli import app
 from pipeline.exit_codes import USAGE
@@ -175,3 +176,16 @@ def test_each_judges_one_row_per_element_and_precondition_sets_the_role(tmp_path
     assert tables["clause_verdicts"]["verdict"].item() == "partially_satisfied"
     assert default_grader().preconditions == ("output_published", "degraded_output_provided",
                                               "error_declared")
+
+
+def test_checks_with_nothing_to_judge_add_no_rows(tmp_path):
+    """A check no clause of the batch calls for is skipped whole; the others are unchanged."""
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: a markdown list of at least 2 items",
+                      outputs={"out.md": "- a\n- b"})
+    tables, clauses = grade_folder(tmp_path)
+    checks = tables["checks"]
+    assert set(checks["check"]) == {"output_published", "format", "count"}
+    assert checks.filter(pl.col("check") == "count")["outcome"].to_list() == ["passed"]
+    # a frame with no clause at all gives an empty checks table of the stored shape
+    none = run_checks(default_grader(), clauses.clear())
+    assert none.is_empty() and none.columns == checks.columns
