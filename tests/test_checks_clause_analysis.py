@@ -66,6 +66,10 @@ CASES = [
     ("a JSON object with an integer `count`", (), {"value_type": None}),
     ("a URL per source", (), {"value_type": None}),
     ("the date the report was written", (), {"value_type": None}),
+    ("a date and time", (), {"value_type": None}),
+    ("a URL or a file path", (), {"value_type": None}),
+    ('an integer, or "none" if nothing was found', (),
+     {"value_type": "integer", "alternative": "none"}),
     # counts and lengths, with their unit
     ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
     ("3+ items", (), {"quantities": [q(3, None, "items")]}),

@@ -266,9 +266,11 @@ VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+
               r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
               r"(whole\s+number|integer|number|decimal|boolean|url|date)\b")
 # ... unless the type names something inside the output ("a number of findings", "an integer
-# `count` field", "a URL per source") or a format holds it
-VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?"
-                      r"|tables?|objects?|json|yaml|csv|per|each|for\s+every)\b")
+# `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
+# time"; an alternative output such as 'or "none"' is read apart) or a format holds it
+VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|^\s*(?:and|&|/|-)"
+                      r"\s*times?\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?|tables?|objects?"
+                      r"|json|yaml|csv|per|each|for\s+every)\b")
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date"}
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
@@ -783,8 +785,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _value_type(df)
     df = _forbidden(df)
     df = _hide(df, NEGATED + "|" + PHRASE_CHOICE + "|" + DECIMALS, pl.col("_parts_joined"),
-               PART_LENGTH).drop(
-        "_parts_joined")
+               PART_LENGTH).drop("_parts_joined")
+    # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}"))
     df = _enums(df)
