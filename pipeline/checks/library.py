@@ -924,6 +924,5 @@ def content_checks() -> list[Check]:
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
         required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
-        judgment(),
-        meets_description(),
+        judgment(), meets_description(),
     ]
