@@ -41,6 +41,8 @@ CASES = [
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),
     ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
+    ('release notes with sections "Features", "Fixes" and "Known issues"', (),
+     {"fields": [("Features", False), ("Fixes", False), ("Known issues", False)]}),
     # the named fields and no other
     ("a JSON object with exactly the keys `a` and `b`", (),
      {"only_fields": True, "fields": [("a", False), ("b", False)], "unchecked_text": None}),
@@ -154,7 +156,12 @@ CASES = [
     ("a two-column markdown table", (), {"quantities": [q(2, 2, "columns")]}),
     ("a table with 3 columns and at least 4 rows", (),
      {"quantities": [q(3, 3, "columns"), q(4, None, "items")]}),
+    # headings of one level are not counted (the count check counts every level)
+    ("a markdown document with an H1 title and at least 2 H2 sections", (),
+     {"quantities": [], "unchecked_text": "markdown document with an H1 title and at least 2 "
+                                          "H2 sections"}),
     # things that look like counts and are not
+    ("the SQL migration as a single fenced code block", (), {"quantities": []}),
     ("a JSON array with one object per source", (), {"quantities": []}),
     ("a score from 0-100 for the findings", (), {"quantities": [],
                                                  "ranges": [(None, 0.0, 100.0)]}),

@@ -262,6 +262,16 @@ CASES = [
     Case("field-range-in-parentheses-passes", "a table with columns `claim` and `confidence` "
          "(0 to 1)", "| claim | confidence |\n|---|---|\n| x | 0.4 |", "numeric_range", "passed",
          "satisfied", "`confidence` values: 0.4"),
+    # a report's sections are its headings but a lone # title
+    Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
+         "passed", "satisfied", "3 sections (headings below its # title)"),
+    Case("sections-below-a-title-too-many", "a report with at most 2 sections",
+         "# R\n## a\n## b\n## c", "count", "failed", "violated",
+         "3 sections (headings below its # title)"),
+    Case("quoted-section-names-required", 'release notes with sections "Features", "Fixes" '
+         'and "Known issues"', "## Features\n- a\n## Fixes\n- b", "required_field", "failed",
+         "partially_satisfied", "no `Known issues` field, label or heading",
+         select="`Known issues`"),
     # the named fields and no other
     Case("no-extra-fields-fails", "a JSON object with exactly the keys `a` and `b`",
          '{"a": 1, "b": 2, "c": 3}', "no_extra_fields", "failed", "partially_satisfied",

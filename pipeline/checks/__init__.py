@@ -34,7 +34,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       `field_type` check on every value of the field;
 #     - the language of a text ('in French') needs judgment (v3 dropped it);
 #     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
-#     - columns of a table are counted as columns (v3 counted rows);
+#     - columns of a table are counted as columns (v3 counted rows), and a report's sections
+#       are its headings but a lone # title above them (v3 counted the title); 'at least 2
+#       H2 sections' is asked (v3 read "at least 2" as a bound on the output's first number);
+#     - 'sections "Features", "Fixes" and "Known issues"' requires those headings (v3 read
+#       nothing);
 #     - 'a list of URLs, one per line' requires no markdown list (v3 failed plain lines), nor
 #       does 'a comma-separated list of tags' (v3 required a list and a CSV table), and a
 #       bare 'comma-separated' is no CSV;

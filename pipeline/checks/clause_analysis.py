@@ -99,8 +99,9 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
        r"|markdown|json|top-level|non-empty|additional|new|valid|actionable|total|consecutive"
        r"|plain|prose|more|cited|named|source)\s+)?")
 # A unit, and a container noun after it that the phrase keeps ("3 comment objects").
-UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?:\s+(?:objects?|items?|entries|entry|elements?|rows?|records?"
-        r"|lines?|bullets?|points?))?")
+# The unit ends a word: "2 H2 sections" counts no "H".
+UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?"
+        r"|records?|lines?|bullets?|points?))?")
 SCOPE = r"(each\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS + r"\s+)??)?"
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
@@ -111,6 +112,7 @@ NOT_UNITS = [
     "years", "score", "scores", "rating", "ratings", "version", "versions", "is", "are", "was",
     "be", "that", "which", "with", "for", "by", "from", "on", "at", "as", "if", "it", "its",
     "ms", "kb", "mb", "gb", "am", "pm", "scale", "stars", "star", "out", "decimal-places",
+    "fenced", "code",
 ]
 MEASURES = {
     "word": "words", "character": "chars", "char": "chars", "letter": "chars",
@@ -280,8 +282,13 @@ ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|
 # and nothing else
 ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields?|keys?|columns?"
                r"|properties)\b|\bno\s+other\s+(?:fields?|keys?|columns?|properties)\b")
-# A precision no check reads ("rounded to 2 decimals"): left to judgment, never dropped.
+# A precision no check reads ("rounded to 2 decimals") and a count of headings of one level
+# ("at least 2 H2 sections"; the count check counts headings of every level): left to
+# judgment, never dropped or miscounted.
 DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
+LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
+                    r"|between)\s+)?\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
+                    r"(?:\s*(?:-|to|and)\s*\d+)?\s+H[1-6]\s+(?:sections?|headings?|headers?)\b")
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b")
 # A name and up to two more words ("evidence url").
@@ -292,6 +299,9 @@ FIELD_LIST = (r"\b(?:fields?|keys?|columns?|properties|attributes|headers?|secti
               + ")*")
 FIELD_FORMS = [
     r"(?i)" + FIELD_LIST,
+    # 'sections "Features", "Fixes" and "Known issues"': quoted names of sections or headings
+    r"(?i)\b(?:sections?|headings?|headers?)\s*(?::|named|called|titled)?\s*" + QUOTED
+    + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + ")*",
     # "each with `claim`, `status` and `evidence_url`"
     r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*" + TICKED
     + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED,
@@ -639,7 +649,9 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
     for i, pattern in enumerate(FIELD_FORMS):
         df = _take(df, f"_f{i}", pattern)
         e = pl.element()
-        if i < 2:
+        if i == 1:  # quoted names
+            names = e.str.extract_all(QUOTED_ONLY).list.eval(_unquote(pl.element()))
+        elif i < 3:
             names = e.str.extract_all(TICKED)
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
@@ -784,8 +796,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
-    df = _hide(df, NEGATED + "|" + PHRASE_CHOICE + "|" + DECIMALS, pl.col("_parts_joined"),
-               PART_LENGTH).drop("_parts_joined")
+    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS, LEVELED_HEADINGS]),
+               pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}"))

@@ -322,10 +322,17 @@ def count() -> Check:
             .when(measure == "paragraphs").then(pl.col(f"{prefix}paragraphs"))
         )
 
+    # a report's sections are its headings but a lone level-1 title above them
+    sections = q.struct.field("unit").str.starts_with("section")
+    headings = pl.col("headings")
+    titled = ((headings.list.first().str.starts_with("# "))
+              & (headings.list.eval(pl.element().str.starts_with("# ")).list.sum() == 1)
+              & (pl.col("n_headings") > 1))
     whole = (
         pl.when(measure.is_in(["words", "sentences", "paragraphs"])).then(pick("n_"))
         .when(measure == "chars").then(pl.col("n_chars"))
         .when(measure == "lines").then(pl.col("n_lines"))
+        .when((measure == "headings") & sections & titled).then(pl.col("n_headings") - 1)
         .when(measure == "headings").then(pl.col("n_headings"))
         .when(measure == "urls").then(pl.col("n_urls"))
         .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
@@ -337,6 +344,8 @@ def count() -> Check:
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
+        .when((measure == "headings") & sections & titled)
+        .then(pl.lit("sections (headings below its # title)"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
