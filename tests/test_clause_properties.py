@@ -40,7 +40,8 @@ PHRASES = [
     '"none"', '"low", "medium" or "high"', "“Draft”", "`status`", "`score` (0-100)",
     "'quoted'", "an integer", "a number", "a URL", "a date", "an ISO 8601 date", "YYYY-MM-DD",
     "a boolean", "in French", "concise", "well-sourced", "a good report", "exactly the keys",
-    "no other columns", "only these fields:", "a `Total` row", "rounded to 2 decimals", ",",
+    "no other columns", "only these fields:", "a `Total` row", "rounded to 2 decimals",
+    "H2 sections", 'sections "Features", "Fixes" and "Known issues"', "a single fenced", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]
