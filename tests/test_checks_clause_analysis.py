@@ -41,6 +41,12 @@ CASES = [
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
     ("a newline-separated list of ids", (), {"formats": []}),
     ("a bulleted list, one item per line", (), {"formats": ["bulleted_list"]}),
+    ("a markdown table with the columns Name, Role and Email", (),
+     {"fields": [("Name", False), ("Role", False), ("Email", False)]}),
+    ("a CSV with columns date and amount", (), {"fields": [("date", False), ("amount", False)]}),
+    ("a table with two columns and a total row", (), {"fields": []}),
+    ("a table with columns for each metric and its value", (), {"fields": []}),
+    ("a JSON object with `score` between 0 and 1", (), {"ranges": [("score", 0.0, 1.0)]}),
     ('release notes with sections "Features", "Fixes" and "Known issues"', (),
      {"fields": [("Features", False), ("Fixes", False), ("Known issues", False)]}),
     # the named fields and no other
@@ -146,6 +152,8 @@ CASES = [
      {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
     ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
+    ("the recommendation in one sentence, then up to 3 bullet points of evidence", (),
+     {"quantities": [q(None, 3, "items")]}),
     # a count beside one that is no count (v3 crashed reading this clause)
     ("a haiku: three lines of 5, 7 and 5 syllables", (), {"quantities": [q(3, 3, "lines")]}),
     # "N units or fewer / or more" (an "exactly" before it is overruled)

@@ -262,6 +262,13 @@ CASES = [
     Case("field-range-in-parentheses-passes", "a table with columns `claim` and `confidence` "
          "(0 to 1)", "| claim | confidence |\n|---|---|\n| x | 0.4 |", "numeric_range", "passed",
          "satisfied", "`confidence` values: 0.4"),
+    Case("field-between-bounds-the-field", "a JSON object with `score` between 0 and 1",
+         '{"id": 7, "score": 0.5}', "numeric_range", "passed", "satisfied", "`score` values: 0.5"),
+    Case("bare-column-names-required", "a markdown table with the columns Name, Role and Email",
+         "| Name | Role |\n|---|---|\n| a | b |", "required_field", "failed",
+         "partially_satisfied", "table columns: name, role", select="`Email`"),
+    Case("then-counted-part", "the recommendation in one sentence, then up to 3 bullet points "
+         "of evidence", "Do it.\n- a\n- b", "count", "passed", "satisfied", "2 bulleted items"),
     # a report's sections are its headings but a lone # title
     Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
          "passed", "satisfied", "3 sections (headings below its # title)"),

@@ -43,7 +43,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       does 'a comma-separated list of tags' (v3 required a list and a CSV table), and a
 #       bare 'comma-separated' is no CSV;
 #     - 'with a `status` of "ok" or "error"' names the field (v3 held the whole output to the
-#       values); 'with `name` and `score` (0-100)' bounds the field `score` (v3 read none);
+#       values); 'with `name` and `score` (0-100)' and '`score` between 0 and 1' bound the
+#       field `score` (v3: none, or the output's first number); 'the columns Name, Role and
+#       Email' requires those columns (v3 read nothing);
 #     - 'exactly the keys `a` and `b`', 'only these fields:', 'no other columns' are checked
 #       by the new `no_extra_fields` check (v3 read only the required fields); 'a `Total` row'
 #       is a phrase the output contains; 'rounded to 2 decimals' is asked (v3 dropped it);

@@ -177,7 +177,8 @@ PART_LENGTH = "(?i:" + "|".join(
     pattern.replace(SCOPE, "").replace(UNIT, LENGTH_UNIT)
     for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
 PARTS_JOINED = (r"(?i)(?:(?:\band|\bplus|[,;])\s+(?:a|an)|(?:\bthen|\bfollowed\s+by)\s+"
-                r"(?:a|an|the))\s+(?-i:[\p{L}\p{N}])")
+                r"(?:a|an|the)|\bthen\s+(?:up\s+to|at\s+(?:least|most)|no\s+more\s+than|exactly"
+                r"|\d+))\s+(?-i:[\p{L}\p{N}])")
 PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of|\s+)?"
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
@@ -305,6 +306,9 @@ FIELD_FORMS = [
     # "each with `claim`, `status` and `evidence_url`"
     r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*" + TICKED
     + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED,
+    # "the columns Name, Role and Email", "with columns date and amount"
+    r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT + r"(?:\s*,\s*" + IDENT
+    + r")*\s*,?\s*(?:and|&)\s+" + IDENT + r"\b",
     # "containing: a, b and c", "each has: x, y"
     r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields|columns|keys)"
     r"\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
@@ -312,8 +316,9 @@ FIELD_FORMS = [
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
-FIELD_RANGE = (r"(" + TICKED + r")\s*\(\s*(?:from\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*"
-               r"(-?\d+(?:\.\d+)?)\s*\)")
+FIELD_RANGE = (r"(?i)(" + TICKED + r")\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be|of)\s+)?"
+               r"(?:between|from)\s+)(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"
+               r"(?:\s*\))?")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -653,6 +658,9 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
             names = e.str.extract_all(QUOTED_ONLY).list.eval(_unquote(pl.element()))
         elif i < 3:
             names = e.str.extract_all(TICKED)
+        elif i == 3:  # bare names after "columns"
+            names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?",
+                                   "").str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
                      .str.split(","))
