@@ -41,7 +41,8 @@ PHRASES = [
     "'quoted'", "an integer", "a number", "a URL", "a date", "an ISO 8601 date", "YYYY-MM-DD",
     "a boolean", "in French", "concise", "well-sourced", "a good report", "exactly the keys",
     "no other columns", "only these fields:", "a `Total` row", "rounded to 2 decimals",
-    "H2 sections", 'sections "Features", "Fixes" and "Known issues"', "a single fenced", ",",
+    "H2 sections", 'sections "Features", "Fixes" and "Known issues"', "a single fenced",
+    "the columns Name, Role and Email", "`score` between 0 and 1", "then up to 3", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]
