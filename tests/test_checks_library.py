@@ -307,6 +307,10 @@ CASES = [
          "value_type", "failed", "violated", "is not an ISO 8601 date (YYYY-MM-DD)"),
     Case("value-type-date-passes", "a date", "30 Nov 2026", "value_type", "passed",
          "satisfied", "is a date"),
+    Case("value-type-uuid-passes", "a UUID", "123e4567-e89b-12d3-a456-426614174000",
+         "value_type", "passed", "satisfied", "is a UUID"),
+    Case("value-type-email-fails", "an email address", "ann at example dot com", "value_type",
+         "failed", "violated", "is not an email address"),
     # counts read after their unit, and columns
     Case("or-fewer-after-unit", "exactly 280 characters or fewer", "Short tweet.", "count",
          "passed", "satisfied", "12 characters"),

@@ -28,10 +28,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a sub-item's length in words or characters ('`body`: at most 60 words') is checked on
 #       the field's values by the new `field_length` check, and its other counts join the
 #       judgment question (v3 dropped both: the clause could be satisfied without them);
-#     - a clause that is one value of a type ('an integer', 'a URL', 'an ISO 8601 date') is
-#       checked by the new `value_type` check (v3 read nothing: any output satisfied it), a
-#       sub-item's type ('`sla_hours`: an integer', '`retrieved`: as YYYY-MM-DD') by the new
-#       `field_type` check on every value of the field;
+#     - a clause that is one value of a type ('an integer', 'a URL', 'an ISO 8601 date', 'a
+#       UUID', 'an email address') is checked by the new `value_type` check (v3 read
+#       nothing: any output satisfied it), a sub-item's type ('`sla_hours`: an integer',
+#       '`retrieved`: as YYYY-MM-DD') by the new `field_type` check on every value of the
+#       field;
 #     - the language of a text ('in French') needs judgment (v3 dropped it);
 #     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
 #     - columns of a table are counted as columns (v3 counted rows), and a report's sections

@@ -8,8 +8,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
-  value_type     str        integer | number | boolean | url | date | iso_date, when the
-                            clause is one such value ("an integer", "an ISO 8601 date")
+  value_type     str        integer | number | boolean | url | date | iso_date | uuid |
+                            email, when the clause is one such value ("an integer", "an ISO
+                            8601 date", "an email address")
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
@@ -267,7 +268,7 @@ FORMAT_FORMS = [
 # type's phrase, 2 "ISO 8601", 3 the type.
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
-              r"(whole\s+number|integer|number|decimal|boolean|url|date)\b")
+              r"(whole\s+number|integer|number|decimal|boolean|url|date|uuid|e-?mail\s+address)\b")
 # ... unless the type names something inside the output ("a number of findings", "an integer
 # `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
 # time"; an alternative output such as 'or "none"' is read apart) or a format holds it
@@ -275,7 +276,8 @@ VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|
                       r"\s*times?\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?|tables?|objects?"
                       r"|json|yaml|csv|per|each|for\s+every)\b")
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
-               "decimal": "number", "boolean": "boolean", "url": "url", "date": "date"}
+               "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
+               "uuid": "uuid", "email address": "email", "e-mail address": "email"}
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
                 r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
                 r"|\bline\s+by\s+line\b")
@@ -752,8 +754,8 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `value_type` (integer | number | boolean | url | date | iso_date) and take its
-    phrase out of the text; only where no format was read."""
+    """Read `value_type` (integer | number | boolean | url | date | iso_date | uuid | email)
+    and take its phrase out of the text; only where no format was read."""
     t = pl.col("t")
     word = t.str.extract(VALUE_TYPE, 3).str.to_lowercase().str.replace_all(r"\s+", " ")
     after = t.str.replace(VALUE_TYPE, "")

@@ -240,12 +240,14 @@ VALUE_PATTERNS = {
     "boolean": r"(?i)^(?:true|false)$",
     "url": r"(?i)^https?://[^\s<>\"]+$",
     "iso_date": "^" + ISO_DATE + "$",
+    "uuid": r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    "email": r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+$",
     "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
              + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4})$"),
 }
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
-               "date": "a date"}
+               "date": "a date", "uuid": "a UUID", "email": "an email address"}
 
 
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
