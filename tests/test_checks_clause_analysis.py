@@ -115,6 +115,16 @@ CASES = [
     ("exactly 3 bullet points, each under 25 words", (),
      {"quantities": [q(None, 24, "words", "each"), q(3, 3, "items")]}),
     ("a list, each with a source URL", (), {"quantities": [q(1, None, "urls", "each")]}),
+    # a bound after its unit and "each" is a bound of each item
+    ("a bulleted list of findings, under 5 words each", (),
+     {"quantities": [q(None, 4, "words", "each")]}),
+    ("a bulleted list of the changes, one line each", (),
+     {"quantities": [q(1, 1, "lines", "each")]}),
+    # an output that goes on after its value is not one of the values: asked
+    ('a verdict of "approve" or "reject", followed by one sentence of reasoning', (),
+     {"enums": [], "unchecked_text": '"approve" or "reject"'}),
+    ('each finding with a severity of "low" or "high", followed by a fix', (),
+     {"enums": [("severity", ["low", "high"])]}),
     ("a score, followed by exactly one paragraph", (),
      {"quantities": [q(1, 1, "paragraphs", "rest")]}),
     # a length of one part of an output of several parts measures no part: judged

@@ -269,6 +269,12 @@ CASES = [
          "partially_satisfied", "table columns: name, role", select="`Email`"),
     Case("then-counted-part", "the recommendation in one sentence, then up to 3 bullet points "
          "of evidence", "Do it.\n- a\n- b", "count", "passed", "satisfied", "2 bulleted items"),
+    Case("each-after-unit", "a bulleted list of findings, under 5 words each",
+         "- one two\n- three four five six seven eight", "count", "failed",
+         "partially_satisfied", "item 2 of 2 has 6 words"),
+    Case("value-then-more-is-asked", 'a verdict of "approve" or "reject", followed by one '
+         "sentence of reasoning", "approve. It is fine.", "meets_description", "undecided",
+         "satisfied", "“approve. It is fine.”", select='"approve" or "reject"'),
     # a report's sections are its headings but a lone # title
     Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
          "passed", "satisfied", "3 sections (headings below its # title)"),

@@ -42,7 +42,8 @@ PHRASES = [
     "a boolean", "in French", "concise", "well-sourced", "a good report", "exactly the keys",
     "no other columns", "only these fields:", "a `Total` row", "rounded to 2 decimals",
     "H2 sections", 'sections "Features", "Fixes" and "Known issues"', "a single fenced",
-    "the columns Name, Role and Email", "`score` between 0 and 1", "then up to 3", ",",
+    "the columns Name, Role and Email", "`score` between 0 and 1", "then up to 3",
+    "under 5 words each", "one line each", "a UUID", "an email address", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]

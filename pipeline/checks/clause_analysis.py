@@ -184,6 +184,11 @@ PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
 WHOLE_LENGTH_WORDS = r"(?i)\b(?:maximum|minimum|total|length|limit|overall)\b"
+# "one line each", "under 20 words each": read as "each one line", "each under 20 words".
+EACH_AFTER = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under|over|exactly)"
+              r"\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a\s+single|single)"
+              r"[\s\-]+(?:words?|lines?|sentences?|characters?|chars?|paragraphs?))(?:\s+long)?"
+              r"\s+each\b")
 # Phrases that look like counts but are not ("one row per table", "to 2 decimals").
 NOT_COUNTS = (
     r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
@@ -292,6 +297,9 @@ DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
 LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
                     r"|between)\s+)?\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
                     r"(?:\s*(?:-|to|and)\s*\d+)?\s+H[1-6]\s+(?:sections?|headings?|headers?)\b")
+# The output goes on after what the clause opens with ("…, followed by one sentence", ", then
+# the answer").
+CONTINUES = r"(?i)\bfollowed\s+by\b|,\s*then\b"
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b")
 # A name and up to two more words ("evidence url").
@@ -484,8 +492,8 @@ NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
 
 
 def _quantities(df: pl.DataFrame) -> pl.DataFrame:
-    df = df.with_columns(pl.col("t").str.replace_all(NOT_UNIT_AFTER_NUMBER,
-                                                     "${1}${2}" + SHIELD + "${3}"))
+    df = df.with_columns(pl.col("t").str.replace_all(EACH_AFTER, "each ${1}")
+                         .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}"))
     parts = []
     for i, (kind, pattern) in enumerate(QUANTITY_FORMS):
         pattern = "(?i)" + pattern
@@ -623,6 +631,9 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _enums(df: pl.DataFrame) -> pl.DataFrame:
+    # 'a verdict of "approve" or "reject", followed by one sentence of reasoning': the output
+    # goes on after the value, so it is not one of the values; the clause's values are asked
+    continues = (pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
         df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
@@ -646,9 +657,15 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
     unquote_all = pl.element().struct.with_fields(
         pl.field("values").list.eval(normalise_value(_unquote(pl.element()))).list.unique(
             maintain_order=True))
+    enums = pl.concat_list(parts).list.eval(unquote_all)
+    whole = pl.element().struct.field("field").is_null()
     return df.with_columns(
-        pl.concat_list(parts).list.eval(unquote_all).alias("enums")
-    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))])
+        pl.when(continues).then(enums.list.eval(pl.element().filter(~whole)))
+        .otherwise(enums).alias("enums"),
+        pl.when(continues).then(enums.list.eval(pl.element().filter(whole).struct.field("phrase")))
+        .alias("_asked"),
+        continues.alias("_continues"),
+    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))], "_continues")
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:
@@ -960,15 +977,18 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .join(lengths, on="_row", how="left")
         .join(types, on="_row", how="left")
         .join(open_counts, on="_row", how="left")
-        # a count no check reads in a sub-item is a question for judgment, never dropped
-        .with_columns(pl.when(pl.col("_open").is_not_null()).then(pl.struct(
+        # a count no check reads in a sub-item, and the values of an output that goes on
+        # after them, are questions for judgment, never dropped
+        .with_columns(pl.concat_list(pl.col("_asked").fill_null(NO_TEXTS),
+                                     pl.col("_open").fill_null(NO_TEXTS)).alias("_open"))
+        .with_columns(pl.when(pl.col("_open").list.len() > 0).then(pl.struct(
             pl.concat_str(pl.col("unchecked_text"), pl.col("_open").list.join(" … "),
                           separator=" … ", ignore_nulls=True).alias("unchecked_text"),
             pl.concat_list(pl.col("unchecked_words"), pl.col("_open").list.join(" ")
                            .str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
             .list.unique(maintain_order=True).alias("unchecked_words")))
             .otherwise(pl.struct("unchecked_text", "unchecked_words")).struct.unnest())
-        .drop("_open")
+        .drop("_open", "_asked")
     )
     out = frame.join(clause, on="_row", how="left").sort("_row")
     empty_like = {c: scoped[c].schema[c] for c in ("enums", "ranges")}
@@ -990,6 +1010,9 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | pl.col("value_type").is_not_null()
     )
     return out.with_columns(decidable.alias("decidable")).drop("_row")
+
+
+NO_TEXTS = pl.lit([], dtype=pl.List(pl.String))
 
 
 def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
