@@ -47,6 +47,12 @@ CASES = [
     ("a table with two columns and a total row", (), {"fields": []}),
     ("a table with columns for each metric and its value", (), {"fields": []}),
     ("a JSON object with `score` between 0 and 1", (), {"ranges": [("score", 0.0, 1.0)]}),
+    ("a JSON object with a `findings` array of objects, each with `id` and `title`", (),
+     {"fields": [("id", True), ("title", True)]}),
+    ("a JSON array of objects, each with `id` and `title`", (),
+     {"fields": [("id", False), ("title", False)]}),
+    ('a markdown heading "## Summary" followed by a paragraph', (),
+     {"fields": [("Summary", False)]}),
     ('release notes with sections "Features", "Fixes" and "Known issues"', (),
      {"fields": [("Features", False), ("Fixes", False), ("Known issues", False)]}),
     # the named fields and no other

@@ -275,6 +275,13 @@ CASES = [
     Case("value-then-more-is-asked", 'a verdict of "approve" or "reject", followed by one '
          "sentence of reasoning", "approve. It is fine.", "meets_description", "undecided",
          "satisfied", "“approve. It is fine.”", select='"approve" or "reject"'),
+    Case("each-inside-an-object-passes", "a JSON object with a `findings` array of objects, "
+         "each with `id` and `title`", '{"findings": [{"id": 1, "title": "x"}]}',
+         "required_field", "passed", "satisfied", '“{"findings": [{"id": 1, "title": "x"}]}”',
+         select="`title`"),
+    Case("each-inside-an-object-fails", "a JSON object with a `findings` array of objects, "
+         "each with `id` and `title`", '{"findings": [{"id": 1}]}', "required_field", "failed",
+         "partially_satisfied", "no key `title` anywhere", select="`title`"),
     # a report's sections are its headings but a lone # title
     Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
          "passed", "satisfied", "3 sections (headings below its # title)"),

@@ -43,6 +43,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       H2 sections' is asked (v3 read "at least 2" as a bound on the output's first number);
 #     - 'sections "Features", "Fixes" and "Known issues"' requires those headings (v3 read
 #       nothing);
+#     - 'a JSON object with a `findings` array of objects, each with `id` and `title`' looks
+#       for `id` and `title` inside the object (v3 required them as its top-level keys);
 #     - 'a list of URLs, one per line' requires no markdown list (v3 failed plain lines), nor
 #       does 'a comma-separated list of tags' (v3 required a list and a CSV table), and a
 #       bare 'comma-separated' is no CSV;

@@ -297,6 +297,7 @@ DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
 LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
                     r"|between)\s+)?\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
                     r"(?:\s*(?:-|to|and)\s*\d+)?\s+H[1-6]\s+(?:sections?|headings?|headers?)\b")
+EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\s+of\s+objects\b"
 # The output goes on after what the clause opens with ("…, followed by one sentence", ", then
 # the answer").
 CONTINUES = r"(?i)\bfollowed\s+by\b|,\s*then\b"
@@ -669,12 +670,18 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:
+    # "a JSON object with a `findings` array of objects, each with `id` and `title`": the
+    # fields of "each" are inside the object's array, not its own keys
+    df = df.with_columns(((pl.col("_part") == 0) & (pl.col("json_shape") == "object")
+                          & pl.col("t").str.contains(EACH_INSIDE)).fill_null(False)
+                         .alias("_each_nested"))
     parts = []
     for i, pattern in enumerate(FIELD_FORMS):
         df = _take(df, f"_f{i}", pattern)
         e = pl.element()
-        if i == 1:  # quoted names
-            names = e.str.extract_all(QUOTED_ONLY).list.eval(_unquote(pl.element()))
+        if i == 1:  # quoted names ("## Summary" names the heading "Summary")
+            names = e.str.extract_all(QUOTED_ONLY).list.eval(
+                _unquote(pl.element()).str.replace(r"^#+\s*", ""))
         elif i < 3:
             names = e.str.extract_all(TICKED)
         elif i == 3:  # bare names after "columns"
@@ -933,7 +940,7 @@ def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     parts = _analyse_parts(_parts(frame))
-    clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t")
+    clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t", "_each_nested")
     sub = parts.filter(pl.col("_part") > 0)
     fields = pl.concat([
         # a sub-item names a field of the output
@@ -941,7 +948,8 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             pl.col("_field").alias("name"), normalise_key(pl.col("_field")).alias("key"),
             pl.lit(False).alias("nested"),
             pl.lit("sub-item").alias("phrase")).alias("field")),
-        parts.select("_row", "_part", "_field_lists", pl.col("_field").alias("_parent"))
+        parts.select("_row", "_part", "_field_lists", "_each_nested",
+                     pl.col("_field").alias("_parent"))
         .explode("_field_lists").drop_nulls("_field_lists")
         .with_columns(pl.col("_field_lists").struct.field("names"),
                       pl.col("_field_lists").struct.field("phrase"))
@@ -949,7 +957,8 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .select("_row", "_part", pl.struct(
             pl.col("names").str.strip_chars("` ").alias("name"),
             normalise_key(pl.col("names")).alias("key"),
-            (pl.col("_part") > 0).alias("nested"), pl.col("phrase")).alias("field")),
+            ((pl.col("_part") > 0) | pl.col("_each_nested")).alias("nested"),
+            pl.col("phrase")).alias("field")),
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
     lengths, open_counts = _sub_item_counts(sub)
