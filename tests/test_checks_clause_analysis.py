@@ -129,6 +129,9 @@ CASES = [
     # an output that goes on after its value is not one of the values: asked
     ('a verdict of "approve" or "reject", followed by one sentence of reasoning', (),
      {"enums": [], "unchecked_text": '"approve" or "reject"'}),
+    ('a JSON object whose `status` is "ok"', (), {"enums": [("status", ["ok"])]}),
+    ('at least one of "low", "medium" or "high"', (),
+     {"enums": [], "unchecked_text": 'at least one of "low", "medium" or "high"'}),
     ('each finding with a severity of "low" or "high", followed by a fix', (),
      {"enums": [("severity", ["low", "high"])]}),
     ("a score, followed by exactly one paragraph", (),

@@ -282,6 +282,12 @@ CASES = [
     Case("each-inside-an-object-fails", "a JSON object with a `findings` array of objects, "
          "each with `id` and `title`", '{"findings": [{"id": 1}]}', "required_field", "failed",
          "partially_satisfied", "no key `title` anywhere", select="`title`"),
+    Case("one-value-of-a-field-fails", 'a JSON object whose `status` is "ok"',
+         '{"status": "failed"}', "enum_value", "failed", "partially_satisfied",
+         "“failed” is not one of “ok”"),
+    Case("at-least-one-of-is-no-enumeration", 'at least one of "low", "medium" or "high"',
+         "The risk is medium.", "meets_description", "undecided", "not_evaluable",
+         "“The risk is medium.”"),
     # a report's sections are its headings but a lone # title
     Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
          "passed", "satisfied", "3 sections (headings below its # title)"),

@@ -44,7 +44,8 @@ PHRASES = [
     "H2 sections", 'sections "Features", "Fixes" and "Known issues"', "a single fenced",
     "the columns Name, Role and Email", "`score` between 0 and 1", "then up to 3",
     "under 5 words each", "one line each", "a UUID", "an email address",
-    "a JSON object with a `findings` array of objects", '"## Summary"', ",",
+    "a JSON object with a `findings` array of objects", '"## Summary"',
+    'whose `status` is "ok"', "at least one of", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]

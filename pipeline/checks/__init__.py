@@ -36,8 +36,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - the language of a text ('in French') needs judgment (v3 dropped it);
 #     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
 #       'under 20 words each' bounds each item (v3: the whole output);
-#     - 'a verdict of "approve" or "reject", followed by one sentence' asks about the values
-#       (v3 held the whole output, sentence included, to them);
+#     - 'a verdict of "approve" or "reject", followed by one sentence' and 'at least one of
+#       "low", "medium" or "high"' ask about the values (v3 held the whole output to them);
+#       'whose `status` is "ok"' holds the field to the value (v3 read nothing);
 #     - columns of a table are counted as columns (v3 counted rows), and a report's sections
 #       are its headings but a lone # title above them (v3 counted the title); 'at least 2
 #       H2 sections' is asked (v3 read "at least 2" as a bound on the output's first number);

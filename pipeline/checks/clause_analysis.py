@@ -210,6 +210,9 @@ ENUM_FORMS = [
     ("one_of", r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*"
      r"\(?\s*" + QUOTED_LIST + r"(?:\s*\))?"),
     ("quoted_or", r"(?i)" + FIELD_PREFIX + QUOTED_OR + r"(?:\s*\))?"),
+    # "whose `status` is "ok"": one value for a named field
+    ("one_value", r"(?i)\b(?:whose|where|with)\s+(" + TICKED + r")\s+(?:is|equals|=|must\s+be|"
+     r"set\s+to)\s+" + QUOTED),
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
     ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
      + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
@@ -294,6 +297,8 @@ ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields
 # ("at least 2 H2 sections"; the count check counts headings of every level): left to
 # judgment, never dropped or miscounted.
 DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
+# "mentions at least one of "low", "medium" or "high"": a mention, no value of the output
+AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
 LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
                     r"|between)\s+)?\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
                     r"(?:\s*(?:-|to|and)\s*\d+)?\s+H[1-6]\s+(?:sections?|headings?|headers?)\b")
@@ -648,6 +653,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
                 QUOTED_ONLY)
         elif kind == "quoted_or":
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
+        elif kind == "one_value":
+            values = e.str.replace(r"^[^`]*`[^`]*`", "").str.extract_all(QUOTED_ONLY)
         else:  # unquoted: "one of approve, reject or escalate"
             values = (e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(WORD)
                       .list.eval(pl.element().filter(
@@ -830,7 +837,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
-    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS, LEVELED_HEADINGS]),
+    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS, LEVELED_HEADINGS,
+                             AT_LEAST_ONE_OF]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
