@@ -190,6 +190,10 @@ CASES = [
     ("a markdown document with an H1 title and at least 2 H2 sections", (),
      {"quantities": [], "unchecked_text": "markdown document with an H1 title and at least 2 "
                                           "H2 sections"}),
+    # a bare bound closing a list's clause counts its items; elsewhere it bounds a number
+    ("a plan with numbered steps, at most 7", (),
+     {"quantities": [q(None, 7, "items")], "ranges": []}),
+    ("a score, at most 7", (), {"quantities": [], "ranges": [(None, None, 7.0)]}),
     # things that look like counts and are not
     ("the SQL migration as a single fenced code block", (), {"quantities": []}),
     ("a JSON array with one object per source", (), {"quantities": []}),

@@ -288,6 +288,8 @@ CASES = [
     Case("at-least-one-of-is-no-enumeration", 'at least one of "low", "medium" or "high"',
          "The risk is medium.", "meets_description", "undecided", "not_evaluable",
          "“The risk is medium.”"),
+    Case("bare-bound-after-a-list", "a plan with numbered steps, at most 2",
+         "1. a\n2. b\n3. c", "count", "failed", "partially_satisfied", "3 numbered items"),
     # a report's sections are its headings but a lone # title
     Case("sections-below-a-title", "a report with 3 sections", "# R\n## a\n## b\n## c", "count",
          "passed", "satisfied", "3 sections (headings below its # title)"),

@@ -35,7 +35,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       field;
 #     - the language of a text ('in French') needs judgment (v3 dropped it);
 #     - '280 characters or fewer' and '5 sources or more' are bounds (v3: exactly 280, 5);
-#       'under 20 words each' bounds each item (v3: the whole output);
+#       'under 20 words each' bounds each item (v3: the whole output); 'numbered steps, at
+#       most 7' counts the steps (v3 bounded the output's first number);
 #     - 'a verdict of "approve" or "reject", followed by one sentence' and 'at least one of
 #       "low", "medium" or "high"' ask about the values (v3 held the whole output to them);
 #       'whose `status` is "ok"' holds the field to the value (v3 read nothing);

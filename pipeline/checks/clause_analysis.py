@@ -184,6 +184,8 @@ PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
 WHOLE_LENGTH_WORDS = r"(?i)\b(?:maximum|minimum|total|length|limit|overall)\b"
+LIST_BOUND = (r"(?i),\s*((?:at\s+most|at\s+least|no\s+more\s+than|no\s+fewer\s+than|up\s+to)"
+              r"\s+\d+)\s*([.;]|$)")
 # "one line each", "under 20 words each": read as "each one line", "each under 20 words".
 EACH_AFTER = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under|over|exactly)"
               r"\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a\s+single|single)"
@@ -848,6 +850,11 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
+    # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
+    # items (read as a bound on the output's first number, it passed or failed by chance)
+    df = df.with_columns(pl.when(pl.col("formats").list.set_intersection(
+        pl.lit(["list", "numbered_list", "bulleted_list", "table"])).list.len() > 0)
+        .then(pl.col("t").str.replace(LIST_BOUND, ", ${1} items${2}")).otherwise(pl.col("t")))
     df = _quantities(df)
     df = _ranges(df)
     df = _restore(df)
