@@ -674,8 +674,7 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(enums).alias("enums"),
         pl.when(continues).then(enums.list.eval(pl.element().filter(whole).struct.field("phrase")))
         .alias("_asked"),
-        continues.alias("_continues"),
-    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))], "_continues")
+    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))])
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:

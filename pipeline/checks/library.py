@@ -262,10 +262,9 @@ def value_type() -> Check:
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
     period."""
     kind = pl.col("value_type")
-    value = _trimmed_value(pl.col("output_text"))
-    ok = pl.lit(False)
-    for name, pattern in VALUE_PATTERNS.items():
-        ok = pl.when(kind == name).then(value.str.contains(pattern)).otherwise(ok)
+    # one search per row, with the pattern of its type
+    ok = _trimmed_value(pl.col("output_text")).str.contains(
+        kind.replace_strict(VALUE_PATTERNS, default=None, return_dtype=pl.String)).fill_null(False)
     named = kind.replace_strict(VALUE_NAMES, default=kind)
     return Check(
         applies=NAMED & kind.is_not_null(),
@@ -802,6 +801,7 @@ def field_type() -> Check:
     let = Lets()
     values = let("_values", _scalar_values_of(f.struct.field("key")))
     fits = pl.lit(None, pl.List(pl.Boolean))
+    # a pattern per type: list.eval cannot read a pattern from the row
     for name, pattern in VALUE_PATTERNS.items():
         fits = pl.when(kind == name).then(values.list.eval(
             _trimmed_value(pl.element()).str.contains(pattern))).otherwise(fits)
