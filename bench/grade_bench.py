@@ -3,7 +3,9 @@
 One run of this script reports, for a synthetic corpus of --runs runs (about 19 files each):
   - plain read: wall time of one process walking the corpus and reading every file
   - rungrade grade: wall time of the command, its ratio to the plain read, runs/s, MB/s
-  - no-change rerun: wall time of the same command again, and its share of the full run
+  - no-change rerun: wall time of the same command again, its share of the full run, and its
+    ratio to one process checking every file and folder with one `lstat` each (the least an
+    exact change check does: a binding rewritten in place moves no folder's mtime)
   - peak memory: a third grade into fresh results, sampled every 50 ms (RSS of the largest
     process, and PSS summed over the process tree); the timed runs are not sampled
   - dask engine: wall time of `rungrade grade --engine dask --workers N` (a LocalCluster of N
@@ -12,6 +14,14 @@ One run of this script reports, for a synthetic corpus of --runs runs (about 19 
 and, with --big-runs N (0 skips it), the peak RSS of grading N runs.
 
 Both timings run with a warm page cache (the plain read runs once before anything is timed).
+Every grade writes into a results folder of its own, and results are deleted only after the
+last timing (leftovers of an earlier bench too): a nightly grade writes into results that
+nobody has just wiped. On a file system without a journal (ext4 on these machines), a file
+created where thousands were deleted in the last minutes costs the inode allocator a scan
+past every one of them (it skips recently freed inodes). Grading into a folder emptied the
+moment before took 18.2–22.7 CPU-seconds, into a fresh one 17.8–18.9 (eight runs of each,
+taking turns): a cost of the bench's own cleanup, not of grading, and one that made single
+timings vary by a fifth.
 Every timing is repeated --repeat times (default 3), the plain read and the full grade taking
 turns, and the fastest of each is reported with the spread: on a shared machine a run can lose
 a tenth of its speed to a neighbour, and the fastest run is the one least disturbed.
@@ -63,6 +73,22 @@ def plain_read(root: Path) -> tuple[float, int, int]:
                 size += len(handle.read())
             files += 1
     return time.perf_counter() - started, files, size
+
+
+def every_path(root: Path) -> list[str]:
+    """Every file and folder under `root` (not timed: a rerun has them from its listings)."""
+    paths = []
+    for folder, names, files in os.walk(root):
+        paths += [os.path.join(folder, name) for name in (*names, *files)]
+    return paths
+
+
+def plain_stat(paths: list[str]) -> float:
+    """Seconds one process takes to `lstat` every path."""
+    started = time.perf_counter()
+    for path in paths:
+        os.lstat(path)
+    return time.perf_counter() - started
 
 
 def _memory(proc: psutil.Process) -> tuple[int, int] | None:
@@ -164,7 +190,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
     parser.add_argument("--dir", type=Path, default=None,
                         help="folder for corpora and results (default: a temporary one)")
-    parser.add_argument("--keep", action="store_true", help="keep corpora and results")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the corpora and the latest results of each kind")
     parser.add_argument("--repeat", type=int, default=3,
                         help="times each timing is taken; the fastest is reported")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -172,16 +199,24 @@ def main(argv: list[str] | None = None) -> dict:
 
     folder = args.dir or Path(tempfile.mkdtemp(prefix="rungrade-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
+    made: dict[str, Path] = {}  # kind of results -> its latest folder
+
+    def fresh(kind: str) -> Path:
+        """A results folder nothing was ever written to (see the module docstring)."""
+        path = Path(tempfile.mkdtemp(prefix=f"{kind}.", dir=folder))
+        made[kind] = path
+        return path
     figures: dict = {"runs": args.runs, "cores": os.cpu_count(), "workers": args.workers}
     try:
         runs = corpus(folder, args.runs, args.seed, args.workers)
         plain_read(runs)  # warm the page cache, so both timings read from memory
-        results = folder / f"results-{args.runs}"
-        reads, fulls, reruns = [], [], []
+        paths = every_path(runs)
+        reads, stats, fulls, reruns = [], [], [], []
         for _ in range(max(1, args.repeat)):  # taking turns: a slow spell hits both
             read_s, files, size = plain_read(runs)
             reads.append(read_s)
-            shutil.rmtree(results, ignore_errors=True)
+            stats.append(plain_stat(paths))
+            results = fresh(f"results-{args.runs}")
             fulls.append(grade(runs, results, args.workers, args.batch_size))
             reruns.append(grade(runs, results, args.workers, args.batch_size))
             assert reruns[-1]["summary"]["skipped"] == fulls[-1]["summary"]["found"], \
@@ -189,8 +224,8 @@ def main(argv: list[str] | None = None) -> dict:
         read_s = min(reads)
         full = min(fulls, key=lambda r: r["wall"])
         rerun = min(reruns, key=lambda r: r["wall"])
-        shutil.rmtree(results, ignore_errors=True)
-        memory = grade(runs, results, args.workers, args.batch_size, sample=True)
+        memory = grade(runs, fresh(f"results-{args.runs}"), args.workers, args.batch_size,
+                       sample=True)
         figures.update({
             "files": files, "bytes": size, "plain_read_s": round(read_s, 3),
             "plain_read_all_s": [round(r, 3) for r in reads],
@@ -204,16 +239,16 @@ def main(argv: list[str] | None = None) -> dict:
             "rerun_s": round(rerun["wall"], 3),
             "rerun_all_s": [round(r["wall"], 3) for r in reruns],
             "rerun_share_of_full": round(rerun["wall"] / full["wall"], 4),
+            "paths": len(paths), "plain_stat_s": round(min(stats), 3),
+            "plain_stat_all_s": [round(t, 3) for t in stats],
+            "rerun_over_stat": round(rerun["wall"] / min(stats), 2),
             "graded": full["summary"]["graded"], "refused": full["summary"]["refused"],
         })
         if not args.no_dask:
-            dask_results = folder / f"results-dask-{args.runs}"
-            shutil.rmtree(dask_results, ignore_errors=True)
             dasks = []
             for _ in range(max(1, args.repeat)):
-                shutil.rmtree(dask_results, ignore_errors=True)
-                dasks.append(grade(runs, dask_results, args.dask_workers, args.batch_size,
-                                   "dask"))
+                dasks.append(grade(runs, fresh(f"results-dask-{args.runs}"), args.dask_workers,
+                                   args.batch_size, "dask"))
             dask = min(dasks, key=lambda r: r["wall"])
             same = ("found", "graded", "refused", "refusals", "verdicts", "mean_overall_score")
             assert all(dask["summary"][k] == full["summary"][k] for k in same), dask["summary"]
@@ -224,9 +259,8 @@ def main(argv: list[str] | None = None) -> dict:
             })
         if args.big_runs:
             big = corpus(folder, args.big_runs, args.seed, args.workers)
-            big_results = folder / f"results-{args.big_runs}"
-            shutil.rmtree(big_results, ignore_errors=True)
-            graded = grade(big, big_results, args.workers, args.batch_size, sample=True)
+            graded = grade(big, fresh(f"results-{args.big_runs}"), args.workers,
+                           args.batch_size, sample=True)
             figures.update({
                 "big_runs": args.big_runs, "big_grade_s": round(graded["wall"], 1),
                 "big_runs_per_s": round(args.big_runs / graded["wall"], 1),
@@ -236,6 +270,11 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(folder, ignore_errors=True)
+        else:  # the last results of each kind stay with --keep; earlier ones go
+            kept = set(made.values()) if args.keep else set()
+            for old in sorted(folder.glob("results-*")):
+                if old not in kept:
+                    shutil.rmtree(old, ignore_errors=True)
     report(figures, as_json=args.json)
     return figures
 
@@ -263,6 +302,9 @@ def report(f: dict, as_json: bool = False) -> None:
         ("no-change rerun", f"{f['rerun_s']:.2f} s{_spread(f['rerun_all_s'])}  = "
                             f"{100 * f['rerun_share_of_full']:.1f}% of the full run  "
                             f"(target ≤ 5%)"),
+        ("lstat every path (1 process)",
+         f"{f['plain_stat_s']:.2f} s for {f['paths']} files and folders"
+         f"{_spread(f['plain_stat_all_s'])}; the rerun is {f['rerun_over_stat']:.2f}× this"),
     ]
     if "dask_grade_s" in f:
         rows.append((f"dask engine ({f['dask_workers']} workers)",

@@ -17,8 +17,12 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     for figure in ("plain read", "rungrade grade", "throughput", "peak memory",
-                   "no-change rerun", "dask engine (2 workers)", "45 runs"):
+                   "no-change rerun", "lstat every path", "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout
+    # every grade wrote results of its own; none outlive the bench without --keep
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "corpus-30-seed7", "corpus-30-seed7.complete", "corpus-45-seed7",
+        "corpus-45-seed7.complete"]
 
 
 def test_pattern_bench_script_runs_end_to_end():
