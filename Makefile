@@ -37,6 +37,7 @@ lint: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test bytecode
 	$(BIN)/python bench/grade_bench.py $(BENCH_ARGS)
 	$(BIN)/python bench/pattern_bench.py
+	$(BIN)/python bench/s3_bench.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache .ruff_cache

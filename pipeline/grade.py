@@ -47,7 +47,7 @@ from .scoring import run_models
 from .sources.bucket import Bucket, Listing, RunRef
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
-from .sources.prose import DEFAULT_BINDING_CAP, RunRows, read_run, refuse
+from .sources.prose import DEFAULT_BINDING_CAP, RunRows, files_read, read_run, refuse
 from .store import ListingIndex, ResultStore, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
@@ -212,13 +212,45 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
     runs_uri, endpoint, refs, cap, ledger_graders = args
     bucket = Bucket(runs_uri, endpoint)
     rows = RunRows()
-    for ref in refs:
-        bucket.list_run(ref)
-        if not ref.files:
-            continue  # an empty folder is not a run yet (object stores have no empty folders)
-        rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
-                    else read_run(bucket, ref, cap))
+    for window in _prefetch_windows(bucket, refs, cap):
+        for ref in window:
+            bucket.list_run(ref)
+            if not ref.files:
+                continue  # an empty folder is not a run yet (object stores have no empty folders)
+            rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
+                        else read_run(bucket, ref, cap))
+    bucket.prefetch(())  # drop what no reader took
     return rows
+
+
+PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
+PREFETCH_BYTES = 32 << 20  # and at most this many bytes of them (by their listed sizes)
+
+
+def _prefetch_windows(bucket: Bucket, refs: list[RunRef], cap: int) -> Iterator[list[RunRef]]:
+    """The runs in windows, the files each window's OpenProse runs will read fetched ahead
+    (remote stores only: one round trip per window instead of one per file). Ledgers are
+    read whole, up to 256 MiB each, so they are not fetched ahead."""
+    if bucket.local:
+        yield refs
+        return
+    window: list[RunRef] = []
+    wanted: list[tuple[str, int]] = []
+    size = 0
+    for ref in refs:
+        if ref.source != "ledger":
+            files = files_read(ref, cap)
+            more = sum(min(ref.files[rel].size, limit) for rel, limit in files)
+            if window and (len(window) >= PREFETCH_RUNS or size + more > PREFETCH_BYTES):
+                bucket.prefetch(wanted)
+                yield window
+                window, wanted, size = [], [], 0
+            wanted += [(f"{ref.path}/{rel}", limit) for rel, limit in files]
+            size += more
+        window.append(ref)
+    if window:
+        bucket.prefetch(wanted)
+        yield window
 
 
 def read_runs(runs_uri: str, refs: list[RunRef], *, endpoint_url: str | None = None,

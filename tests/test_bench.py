@@ -8,6 +8,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
 PATTERN_BENCH = BENCH.with_name("pattern_bench.py")
+S3_BENCH = BENCH.with_name("s3_bench.py")
 
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
@@ -32,3 +33,13 @@ def test_pattern_bench_script_runs_end_to_end():
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     assert "40 distinct names" in done.stdout and "many / few" in done.stdout
+
+
+def test_s3_bench_script_runs_end_to_end():
+    done = subprocess.run([sys.executable, str(S3_BENCH), "--runs", "6", "--latency-ms", "5",
+                           "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    for figure in ("S3 corpus", "plain read", "rungrade grade from S3", "object reads per run",
+                   "requests in flight", "from local disk"):
+        assert figure in done.stdout

@@ -167,6 +167,37 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
 
+def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tuple[str, int]]:
+    """(relative path, cap) of the files `read_run` reads from a listed run, for a remote
+    store to fetch them all at once (`Bucket.prefetch`): the entry copy, wiring and log of the
+    run's era, its service snapshots, error files and graded bindings; never the caller's
+    bindings, workspace notes or symlinks. A snapshot a manifest places elsewhere is fetched
+    when it is read."""
+    layout = detect_layout(ref.files)
+    named = {layout.program, *layout.manifests, layout.log}
+    snapshots = tuple({pattern.split("/", 1)[0] + "/" for pattern in layout.snapshots})
+    wanted = []
+    for rel, info in ref.files.items():
+        if info.link_target is not None:
+            continue
+        if _graded_binding(rel):
+            wanted.append((rel, binding_cap))
+        elif rel in named or rel.startswith(snapshots) or (
+                rel.startswith("workspace/") and rel.endswith(f"/{ERROR_FILE}")
+                and rel.count("/") == 2):
+            wanted.append((rel, CONTRACT_CAP))
+    return wanted
+
+
+ERROR_FILE = "__error.md"  # workspace/{service}/__error.md: the service's error report
+
+
+def _graded_binding(rel: str) -> bool:
+    """A service's output (`bindings/{service}/...`); the caller's inputs are not graded."""
+    return (rel.startswith("bindings/") and rel.count("/") >= 2
+            and not rel.startswith("bindings/caller/"))
+
+
 def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     files = ref.files
     for rel, info in files.items():
@@ -208,10 +239,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("incomplete-run", f"{layout.log} does not end with a '---end' line")
 
     binding_files = sorted(
-        rel for rel in files
-        if rel.startswith("bindings/") and rel.count("/") >= 2
-        and not rel.startswith("bindings/caller/") and files[rel].link_target is None
-    )
+        rel for rel in files if _graded_binding(rel) and files[rel].link_target is None)
     if not binding_files:
         raise Refusal("no-outputs", "no bindings/{service}/ files in the run")
 
@@ -242,7 +270,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                                          program)
         declared = [*(comp_error_names(comp) if comp else []), *wiring.errors]
         declared = list(dict.fromkeys(declared))
-        err_rel = f"workspace/{wiring.name}/__error.md"
+        err_rel = f"workspace/{wiring.name}/{ERROR_FILE}"
         error_name = error_detail = None
         if err_rel in files:
             err = parse_error_file(text_of(err_rel))

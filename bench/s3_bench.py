@@ -1,0 +1,178 @@
+"""Benchmark `rungrade grade` over S3, against simply reading the same keys (`make bench`).
+
+A real S3 server (moto, on loopback) answers every request after a fixed delay, as a bucket
+across a network does (--latency-ms, 30 by default; moto alone answers in a few ms, which
+hides the round trips a grade waits on). One run of this script reports, for a synthetic
+corpus of --runs runs:
+  - plain read: one process listing the corpus and reading every key in one concurrent
+    request batch (s3fs `cat`), on as many connections as rungrade's client keeps
+  - rungrade grade: wall time of the command from the bucket into local results, its ratio to
+    the plain read, the object reads it made per run and the most requests the server had in
+    hand at once
+  - the same corpus graded from the local disk, and how many times that the S3 grade takes
+The server runs in this process, the plain read and the grade in processes of their own. The
+figures are printed, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+BUCKET = "rungrade-bench"
+# One listing, then every key in one concurrent `cat` on as many connections as rungrade uses.
+PLAIN_READ = """
+import sys, s3fs
+from pipeline.sources.bucket import POOL_CONNECTIONS
+fs = s3fs.S3FileSystem(endpoint_url=sys.argv[1], use_listings_cache=False,
+                       config_kwargs={"max_pool_connections": POOL_CONNECTIONS})
+keys = fs.find(sys.argv[2])
+print(sum(len(data) for data in fs.cat(keys).values()))
+"""
+
+
+def slow_s3_server(latency: float):
+    """A moto S3 server on a free loopback port that answers each request after `latency`
+    seconds; `server.reads` counts the object reads it served, `server.peak` the most
+    requests it had in hand at once."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    class SlowS3Server(ThreadedMotoServer):
+        reads = in_flight = peak = 0
+        lock = threading.Lock()
+
+        def _server_entry(self) -> None:
+            app = DomainDispatcherApplication(create_backend_app)
+
+            def delayed(environ, start_response):
+                read = (environ["REQUEST_METHOD"] == "GET"
+                        and "/runs/" in environ.get("PATH_INFO", ""))
+                with self.lock:
+                    self.reads += read
+                    self.in_flight += 1
+                    self.peak = max(self.peak, self.in_flight)
+                try:
+                    time.sleep(latency)
+                    return app(environ, start_response)
+                finally:
+                    with self.lock:
+                        self.in_flight -= 1
+
+            self._server = make_server(self._ip_address, self._port, delayed, threaded=True,
+                                       request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    server = SlowS3Server("127.0.0.1", port, verbose=False)
+    server.start()
+    server.endpoint = f"http://127.0.0.1:{port}"
+    return server
+
+
+def upload(local: Path) -> int:
+    """Put every file under `local` into the bucket under `runs/`, through moto's own store
+    (the grade reads over HTTP; thousands of uploads over HTTP would only slow the bench)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    backend.create_bucket(BUCKET, "us-east-1")
+    count = 0
+    for path in sorted(local.rglob("*")):
+        if path.is_file():
+            backend.put_object(BUCKET, f"runs/{path.relative_to(local)}", path.read_bytes())
+            count += 1
+    return count
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300, help="runs in the corpus")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--latency-ms", type=float, default=30.0,
+                        help="delay before the server answers each request")
+    parser.add_argument("--workers", type=int, default=None, help="rungrade --workers")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+
+    from pipeline.synth import synthesize
+
+    os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+                       "AWS_DEFAULT_REGION": "us-east-1"})
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    server = slow_s3_server(args.latency_ms / 1000)
+    with tempfile.TemporaryDirectory(prefix="rungrade-s3-bench-") as folder:
+        local = Path(folder) / "runs"
+        synthesize(str(local), args.runs, seed=args.seed, workers=args.workers)
+        files = upload(local)
+
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", PLAIN_READ, server.endpoint, f"{BUCKET}/runs"],
+                       check=True, capture_output=True)
+        read_s = time.perf_counter() - started
+
+        extra = ["--json", *(["--workers", str(args.workers)] if args.workers else [])]
+        cmd = [RUNGRADE, "grade", f"s3://{BUCKET}/runs", "--out", str(Path(folder) / "results"),
+               "--endpoint-url", server.endpoint, *extra]
+        local_cmd = [RUNGRADE, "grade", str(local), "--out", str(Path(folder) / "local-results"),
+                     *extra]
+        server.reads = server.peak = 0
+        started = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        grade_s = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"rungrade grade failed ({done.returncode}):\n{done.stderr}")
+        summary = json.loads(done.stdout)
+        started = time.perf_counter()
+        subprocess.run(local_cmd, check=True, capture_output=True)
+        local_s = time.perf_counter() - started
+    server.stop()
+    figures = {
+        "runs": args.runs, "files": files, "latency_ms": args.latency_ms,
+        "plain_read_s": round(read_s, 2), "grade_s": round(grade_s, 2),
+        "grade_over_read": round(grade_s / read_s, 3),
+        "reads_per_run": round(server.reads / args.runs, 1), "peak_in_flight": server.peak,
+        "local_grade_s": round(local_s, 2), "s3_over_local": round(grade_s / local_s, 2),
+        "graded": summary["graded"], "refused": summary["refused"],
+    }
+    if args.json:
+        print(json.dumps(figures, indent=1))
+    else:
+        rows = [
+            ("S3 corpus", f"{args.runs} runs, {files} keys; {args.latency_ms:.0f} ms per request"),
+            ("plain read (1 process, every key at once)", f"{read_s:.1f} s"),
+            ("rungrade grade from S3", f"{grade_s:.1f} s = {grade_s / read_s:.2f}× plain read; "
+                                       f"{figures['reads_per_run']} object reads per run, "
+                                       f"at most {server.peak} requests in flight"),
+            ("the same corpus from local disk", f"{local_s:.1f} s; S3 takes "
+                                                f"{grade_s / local_s:.1f}× this"),
+        ]
+        width = max(len(name) for name, _ in rows)
+        for name, value in rows:
+            print(f"{name:<{width}}  {value}")
+    return figures
+
+
+if __name__ == "__main__":
+    main()
