@@ -6,7 +6,8 @@ hides the round trips a grade waits on). One run of this script reports, for a s
 corpus of --runs runs:
   - plain read: one process listing the corpus and reading every key in one concurrent
     request batch (s3fs `cat`), on as many connections as rungrade's client keeps
-  - rungrade grade: wall time of the command from the bucket into local results, its ratio to
+  - rungrade grade: wall time of the command from the bucket into results in the same bucket
+    (runs and results both on S3, as a nightly job keeps them), its ratio to
     the plain read, the object reads it made per run and the most requests the server had in
     hand at once
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
         read_s = time.perf_counter() - started
 
         extra = ["--json", *(["--workers", str(args.workers)] if args.workers else [])]
-        cmd = [RUNGRADE, "grade", f"s3://{BUCKET}/runs", "--out", str(Path(folder) / "results"),
+        cmd = [RUNGRADE, "grade", f"s3://{BUCKET}/runs", "--out", f"s3://{BUCKET}/results",
                "--endpoint-url", server.endpoint, *extra]
         local_cmd = [RUNGRADE, "grade", str(local), "--out", str(Path(folder) / "local-results"),
                      *extra]
