@@ -10,6 +10,7 @@ corpus of --runs runs:
     (runs and results both on S3, as a nightly job keeps them), its ratio to
     the plain read, the object reads it made per run and the most requests the server had in
     hand at once
+  - the no-change rerun of the same command, and its share of the grade
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
 The server runs in this process, the plain read and the grade in processes of their own. The
 figures are printed, not asserted.
@@ -146,6 +147,11 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"rungrade grade failed ({done.returncode}):\n{done.stderr}")
         summary = json.loads(done.stdout)
         started = time.perf_counter()
+        again = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                          text=True).stdout)
+        rerun_s = time.perf_counter() - started
+        assert again["skipped"] == summary["found"], again
+        started = time.perf_counter()
         subprocess.run(local_cmd, check=True, capture_output=True)
         local_s = time.perf_counter() - started
     server.stop()
@@ -155,6 +161,7 @@ def main(argv: list[str] | None = None) -> dict:
         "grade_over_read": round(grade_s / read_s, 3),
         "reads_per_run": round(server.reads / args.runs, 1), "peak_in_flight": server.peak,
         "local_grade_s": round(local_s, 2), "s3_over_local": round(grade_s / local_s, 2),
+        "rerun_s": round(rerun_s, 2), "rerun_share": round(rerun_s / grade_s, 3),
         "graded": summary["graded"], "refused": summary["refused"],
     }
     if args.json:
@@ -166,6 +173,8 @@ def main(argv: list[str] | None = None) -> dict:
             ("rungrade grade from S3", f"{grade_s:.1f} s = {grade_s / read_s:.2f}× plain read; "
                                        f"{figures['reads_per_run']} object reads per run, "
                                        f"at most {server.peak} requests in flight"),
+            ("no-change rerun from S3", f"{rerun_s:.1f} s = {100 * rerun_s / grade_s:.0f}% of "
+                                        "the grade"),
             ("the same corpus from local disk", f"{local_s:.1f} s; S3 takes "
                                                 f"{grade_s / local_s:.1f}× this"),
         ]

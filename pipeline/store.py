@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import io
 import json
 import os
@@ -29,6 +30,7 @@ import socket
 import threading
 from array import array
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -115,17 +117,27 @@ class ResultStore:
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
-        for table in TABLES:
-            base = self.path(table)
-            if not self.fs.exists(base):
-                continue
-            for grader_dir in self.fs.ls(base, detail=False):
-                for batch_dir in self.fs.ls(grader_dir, detail=False):
-                    batch = batch_dir.rsplit("batch=", 1)[-1]
-                    if batch not in commits:
-                        self.fs.rm(batch_dir, recursive=True)
-                        removed.append(batch)
+        with ThreadPoolExecutor(len(TABLES)) as pool:  # on S3 the listings overlap
+            listed = list(pool.map(self._batch_dirs, TABLES))
+        for batch_dir in (d for dirs in listed for d in dirs):
+            batch = batch_dir.rsplit("batch=", 1)[-1]
+            if batch not in commits:
+                self.fs.rm(batch_dir, recursive=True)
+                removed.append(batch)
         return sorted(set(removed))
+
+    def _batch_dirs(self, table: str, parts: bool = False) -> list[str]:
+        """Every batch folder of a table (`{table}/grader=*/batch=*`), committed or not, sorted;
+        with `parts`, the Parquet files in them instead. On S3 from one flat listing of the
+        table (a glob lists each grader and each batch folder in turn, a round trip each);
+        object stores keep no empty folders."""
+        base = self.path(table)
+        if self.local:
+            pattern = ("grader=*", "batch=*", *(("*.parquet",) if parts else ()))
+            return sorted(glob.glob(os.path.join(base, *pattern)))
+        files = [p for p in self.fs.find(base) if p.endswith(".parquet")
+                 and p[len(base) + 1:].count("/") == 2 and "/batch=" in p]
+        return sorted(files if parts else {p.rsplit("/", 1)[0] for p in files})
 
     def discard(self, batch_id: str) -> None:
         """Drop the staged parts of a batch that will not be published (a stop, a failure)."""
@@ -248,18 +260,27 @@ class ResultStore:
         A run stored in several batches keeps the fingerprint of its latest batch, the one the
         catalog shows. Reads two columns of the committed `runs` parts, nothing else.
         """
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         batches = {c["batch_id"] for c in self.commits() if c["grader_id"] in grader_ids}
         slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
         parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
         known: dict[str, str] = {}
-        for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1]):
-            with self.fs.open(url if self.local else url.split("://", 1)[1], "rb") as handle:
-                cols = pq.ParquetFile(handle).read(columns=["run_uri", "fingerprint"])
-            known.update(zip(cols["run_uri"].to_pylist(), cols["fingerprint"].to_pylist(),
-                             strict=True))
+        paths = [url if self.local else url.split("://", 1)[1]
+                 for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1])]
+        for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
+            some = paths[chunk:chunk + self.FETCHED_TOGETHER]
+            # a part is a few tens of KB: on S3 fetch them whole, concurrently, not one by one
+            blobs = {} if self.local else self.fs.cat(some)
+            for path in some:
+                source = path if self.local else pa.BufferReader(blobs[path])
+                cols = pq.ParquetFile(source).read(columns=["run_uri", "fingerprint"])
+                known.update(zip(cols["run_uri"].to_pylist(), cols["fingerprint"].to_pylist(),
+                                 strict=True))
         return known
+
+    FETCHED_TOGETHER = 256  # committed `runs` parts read at once by `fingerprints`
 
     # -- listings: what a rerun needs to check a local run without listing its folders ----
     LISTINGS = "_listings"
@@ -473,8 +494,7 @@ class ResultStore:
     def table_files(self, table: str, batches: set[str] | None = None) -> list[str]:
         """Committed part files of a table (all grader ids), as URLs readers can open."""
         batches = self.committed_batches() if batches is None else batches
-        pattern = self.path(table, "grader=*", "batch=*", "*.parquet")
-        return [self.url(p) for p in sorted(self.fs.glob(pattern))
+        return [self.url(p) for p in self._batch_dirs(table, parts=True)
                 if p.split("batch=", 1)[-1].split("/", 1)[0] in batches]
 
 

@@ -116,3 +116,27 @@ def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: 
         still_locked()
     assert not boto3.client("s3", endpoint_url=s3_server).list_objects_v2(
         Bucket=s3_bucket, Prefix="results/_lock").get("Contents")
+
+
+def test_s3_results_leftovers_of_an_uncommitted_batch_are_found_and_dropped(
+        runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
+    results = f"s3://{s3_bucket}/results"
+    done = CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
+                                    s3_server, "--batch-size", "5", "--json"])
+    assert done.exit_code == 0, done.output
+    store = ResultStore(results, s3_server)
+    committed = store.table_files("runs")
+    known = store.fingerprints({json.loads(done.output)["grader_id"]})
+    assert len(committed) >= 2 and len(known) == RUNS
+    # a publish killed half way: parts of a batch that has no commit marker
+    ghost = "20991231-235959-ghost"
+    for table in ("runs", "checks"):
+        source = next(p for p in s3fs_client.find(f"{s3_bucket}/results/{table}")
+                      if p.endswith(".parquet"))
+        grader_dir = source.split("/batch=", 1)[0]
+        s3fs_client.copy(source, f"{grader_dir}/batch={ghost}/part-0.parquet")
+    assert store.table_files("runs") == committed  # readers never see it
+    assert store.fingerprints({json.loads(done.output)["grader_id"]}) == known
+    assert store.discard_uncommitted() == [ghost]
+    assert not [p for p in s3fs_client.find(f"{s3_bucket}/results") if ghost in p]
+    assert store.table_files("runs") == committed and store.discard_uncommitted() == []
