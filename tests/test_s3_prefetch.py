@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from run_folders import write_run
+from test_mixed_sources import write_prose_run
 from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
 
 from pipeline.grade import PREFETCH_RUNS, read_runs
@@ -60,6 +62,20 @@ def test_files_read_names_every_file_the_reader_reads_and_nothing_it_skips(tmp_p
     read_run(bucket, full)
     assert set(dict(files_read(full))) - {p[len(full.path) + 1:] for p in bucket.read_paths} == {
         "services/extra.md"}
+
+
+@pytest.mark.parametrize("forme", [False, True])
+def test_files_read_covers_the_era_b_layout(tmp_path: Path, forme: bool):
+    root = tmp_path / "runs"
+    write_prose_run(root, "20261115-091200-b", era="B", forme=forme)
+    bucket = RecordingBucket(str(root))
+    (ref,) = bucket.discover()
+    bucket.list_run(ref)
+    read_run(bucket, ref)
+    read = {p[len(ref.path) + 1:] for p in bucket.read_paths}
+    assert read == set(dict(files_read(ref)))
+    assert {"root.prose.md", "vm.log.md", "sources/tagger.prose.md",
+            "forme.manifest.json" if forme else "manifest.run.md"} <= read
 
 
 def test_prefetched_files_are_read_from_memory_once(s3, tmp_path: Path):  # noqa: F811
