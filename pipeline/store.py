@@ -164,7 +164,14 @@ class ResultStore:
         later moves them all into place at once.
         """
         staging = self.path("_staging", batch_id)
-        files: dict[str, bytes] = {}
+        files: dict[str, bytes] = {}  # remote: sent at the end, in one concurrent batch of PUTs
+
+        def put(path: str, data: bytes) -> None:
+            if self.local:
+                self._put(path, data, fresh=True)  # written as made: no shard held twice
+            else:
+                files[path] = data
+
         for table in TABLES:
             df = conform(table, tables[table]) if table in tables else None
             if df is None:
@@ -173,13 +180,10 @@ class ResultStore:
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
             df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True)
-            files[f"{staging}/{table}/part-{part}.parquet"] = buf.getvalue()
+            put(f"{staging}/{table}/part-{part}.parquet", buf.getvalue())
         for name, text in reports.items():
-            files[f"{staging}/reports/{name}"] = text.encode()
-        if self.local:
-            for path, data in files.items():
-                self._put(path, data, fresh=True)
-        elif files:  # one concurrent batch of PUTs, not one round trip per report
+            put(f"{staging}/reports/{name}", text.encode())
+        if files:  # not one round trip per report
             self.fs.pipe(files)
 
     def drop_part(self, batch_id: str, part: int) -> None:
