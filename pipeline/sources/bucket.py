@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -190,11 +191,10 @@ class Bucket:
         else:
             # Ledger folders are told by a marker file that may sort after their other keys:
             # one pass collects them (folder names only), the second groups as it streams.
-            root = self.root.rstrip("/")
-            ledgers = {path.rsplit("/", 1)[0][len(root) + 1:]
-                       for path, _ in self._iter_s3_files()
-                       if path.rsplit("/", 1)[-1] in LEDGER_MARKERS}
-            yield from iter_runs(self, self._iter_s3_files(), ledgers)
+            # The first runs ahead in a thread; the second takes a key once the first has
+            # listed past every place a marker of the key's folders could sort.
+            ahead = _LedgerPass(self)
+            yield from iter_runs(self, ahead.gated(self._iter_s3_files()), ahead.ledgers)
 
     def list_run(self, ref: RunRef) -> RunRef:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
@@ -241,20 +241,85 @@ class Bucket:
             return False
         return True
 
-    def _iter_s3_files(self) -> Iterator[tuple[str, FileInfo]]:
+    def _iter_s3_files(self, pages: bool = False) -> Iterator:
         # One flat listing, page by page (1,000 keys each); S3 returns keys in byte order.
         bucket, _, key = self.root.partition("/")
         prefix = f"{key.rstrip('/')}/" if key else ""
         kwargs = {"Bucket": bucket, "Prefix": prefix}
         while True:
             page = self.fs.call_s3("list_objects_v2", **kwargs)
-            for item in page.get("Contents", []):
-                mtime = item.get("LastModified")
-                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
-                yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
+            if pages:  # the keys of each page, nothing else
+                yield [f"{bucket}/{item['Key']}" for item in page.get("Contents", [])]
+            else:
+                for item in page.get("Contents", []):
+                    mtime = item.get("LastModified")
+                    mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
+                    yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
             if not page.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+
+class _LedgerPass:
+    """The ledger folders of an S3 runs root (relative to it), found by a listing of its own in
+    a thread, ahead of the listing that groups keys into runs (`gated`).
+
+    A folder `F` is a ledger when `F/completion.json` or `F/records.ndjson` exists, and both
+    sort at or before `F/records.ndjson`. So once this pass has listed past that key for every
+    folder above a key, the ledger set is complete for that key. Its folders' markers usually
+    sort after their runs (`prog/records.ndjson` after `prog/.prose/...`), so the grouping
+    listing trails this one by about a top-level folder, and the two listings overlap instead
+    of running one after the other.
+    """
+
+    LAST_MARKER = "/" + max(LEDGER_MARKERS)
+
+    def __init__(self, bucket: Bucket):
+        self.root = bucket.root.rstrip("/")
+        self.ledgers: set[str] = set()
+        self._listed = ""  # every key up to this one has been seen
+        self._done = False
+        self._error: BaseException | None = None
+        self._changed = threading.Condition()
+        self._pages = bucket._iter_s3_files(pages=True)
+        threading.Thread(target=self._run, name="rungrade-ledger-pass", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            for keys in self._pages:
+                found = {key.rsplit("/", 1)[0][len(self.root) + 1:] for key in keys
+                         if key.rsplit("/", 1)[-1] in LEDGER_MARKERS}
+                with self._changed:
+                    self.ledgers |= found
+                    self._listed = keys[-1] if keys else self._listed
+                    self._changed.notify_all()
+        except BaseException as exc:  # handed to the grouping listing, which raises it
+            self._error = exc
+        finally:
+            with self._changed:
+                self._done = True
+                self._changed.notify_all()
+
+    def _needed(self, folder: str) -> str:
+        """The key this pass must have listed before a key in `folder` (absolute) is grouped:
+        the latest place a marker of `folder` or of a folder above it (below the root) sorts."""
+        parts = folder[len(self.root) + 1:].split("/") if folder != self.root else []
+        return max(("/".join([self.root, *parts[:i]]) + self.LAST_MARKER
+                    for i in range(1, len(parts) + 1)), default="")
+
+    def gated(self, files: Iterable[tuple[str, FileInfo]]) -> Iterator[tuple[str, FileInfo]]:
+        folder, needed = None, ""
+        for path, info in files:
+            parent = path.rsplit("/", 1)[0]
+            if parent != folder:
+                folder, needed = parent, self._needed(parent)
+            if needed > self._listed and not self._done:
+                with self._changed:
+                    self._changed.wait_for(
+                        lambda needed=needed: self._done or self._listed >= needed)
+            if self._error is not None:
+                raise self._error
+            yield path, info
 
 
 # A file is opened without following a final symlink: one put in place after the run was
@@ -372,7 +437,7 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     so only the runs of the current page are held. A symlink named like a run folder is itself
     a run (so it can be refused, not lost).
     """
-    ledger_dirs = ledger_dirs or set()
+    ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
     root = bucket.root.rstrip("/")
     for path, info in files:
