@@ -126,18 +126,22 @@ class ResultStore:
                 removed.append(batch)
         return sorted(set(removed))
 
-    def _batch_dirs(self, table: str, parts: bool = False) -> list[str]:
-        """Every batch folder of a table (`{table}/grader=*/batch=*`), committed or not, sorted;
-        with `parts`, the Parquet files in them instead. On S3 from one flat listing of the
-        table (a glob lists each grader and each batch folder in turn, a round trip each);
-        object stores keep no empty folders."""
+    def _parts(self, table: str) -> list[str]:
+        """Every Parquet part of a table (`{table}/grader=*/batch=*/*.parquet`), committed or
+        not, sorted. On S3 from one flat listing of the table (a glob lists each grader and
+        each batch folder in turn, a round trip each)."""
         base = self.path(table)
         if self.local:
-            pattern = ("grader=*", "batch=*", *(("*.parquet",) if parts else ()))
-            return sorted(glob.glob(os.path.join(base, *pattern)))
-        files = [p for p in self.fs.find(base) if p.endswith(".parquet")
-                 and p[len(base) + 1:].count("/") == 2 and "/batch=" in p]
-        return sorted(files if parts else {p.rsplit("/", 1)[0] for p in files})
+            return sorted(glob.glob(os.path.join(base, "grader=*", "batch=*", "*.parquet")))
+        return sorted(p for p in self.fs.find(base) if p.endswith(".parquet")
+                      and p[len(base) + 1:].count("/") == 2 and "/batch=" in p)
+
+    def _batch_dirs(self, table: str) -> list[str]:
+        """Every batch folder of a table, committed or not, sorted (object stores keep no
+        empty folders, so on S3 those of its parts)."""
+        if self.local:
+            return sorted(glob.glob(os.path.join(self.path(table), "grader=*", "batch=*")))
+        return sorted({p.rsplit("/", 1)[0] for p in self._parts(table)})
 
     def discard(self, batch_id: str) -> None:
         """Drop the staged parts of a batch that will not be published (a stop, a failure)."""
@@ -498,7 +502,7 @@ class ResultStore:
     def table_files(self, table: str, batches: set[str] | None = None) -> list[str]:
         """Committed part files of a table (all grader ids), as URLs readers can open."""
         batches = self.committed_batches() if batches is None else batches
-        return [self.url(p) for p in self._batch_dirs(table, parts=True)
+        return [self.url(p) for p in self._parts(table)
                 if p.split("batch=", 1)[-1].split("/", 1)[0] in batches]
 
 

@@ -316,21 +316,22 @@ NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 FIELD_LIST = (r"\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
               r"(?::|named|called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED
               + ")*")
+# (kind, pattern): how the names are taken out of the match (see `_fields`)
 FIELD_FORMS = [
-    r"(?i)" + FIELD_LIST,
+    ("ticked", r"(?i)" + FIELD_LIST),
     # 'sections "Features", "Fixes" and "Known issues"': quoted names of sections or headings
-    r"(?i)\b(?:sections?|headings?|headers?)\s*(?::|named|called|titled)?\s*" + QUOTED
-    + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + ")*",
+    ("quoted", r"(?i)\b(?:sections?|headings?|headers?)\s*(?::|named|called|titled)?\s*"
+     + QUOTED + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + ")*"),
     # "each with `claim`, `status` and `evidence_url`"
-    r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*" + TICKED
-    + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED,
+    ("ticked", r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*"
+     + TICKED + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED),
     # "the columns Name, Role and Email", "with columns date and amount"
-    r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT + r"(?:\s*,\s*" + IDENT
-    + r")*\s*,?\s*(?:and|&)\s+" + IDENT + r"\b",
+    ("bare", r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT
+     + r"(?:\s*,\s*" + IDENT + r")*\s*,?\s*(?:and|&)\s+" + IDENT + r"\b"),
     # "containing: a, b and c", "each has: x, y"
-    r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields|columns|keys)"
-    r"\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
-    r"(?:\s*,?\s*(?:and|&)\s+" + NAME_PHRASE + ")?",
+    ("after_colon", r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields"
+     r"|columns|keys)\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
+     r"(?:\s*,?\s*(?:and|&)\s+" + NAME_PHRASE + ")?"),
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
@@ -684,15 +685,15 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                           & pl.col("t").str.contains(EACH_INSIDE)).fill_null(False)
                          .alias("_each_nested"))
     parts = []
-    for i, pattern in enumerate(FIELD_FORMS):
+    for i, (kind, pattern) in enumerate(FIELD_FORMS):
         df = _take(df, f"_f{i}", pattern)
         e = pl.element()
-        if i == 1:  # quoted names ("## Summary" names the heading "Summary")
+        if kind == "quoted":  # "## Summary" names the heading "Summary"
             names = e.str.extract_all(QUOTED_ONLY).list.eval(
                 _unquote(pl.element()).str.replace(r"^#+\s*", ""))
-        elif i < 3:
+        elif kind == "ticked":
             names = e.str.extract_all(TICKED)
-        elif i == 3:  # bare names after "columns"
+        elif kind == "bare":  # names after "columns"
             names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?",
                                    "").str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:

@@ -329,11 +329,12 @@ def count() -> Check:
     titled = ((headings.list.first().str.starts_with("# "))
               & (headings.list.eval(pl.element().str.starts_with("# ")).list.sum() == 1)
               & (pl.col("n_headings") > 1))
+    below_title = (measure == "headings") & sections & titled
     whole = (
         pl.when(measure.is_in(["words", "sentences", "paragraphs"])).then(pick("n_"))
         .when(measure == "chars").then(pl.col("n_chars"))
         .when(measure == "lines").then(pl.col("n_lines"))
-        .when((measure == "headings") & sections & titled).then(pl.col("n_headings") - 1)
+        .when(below_title).then(pl.col("n_headings") - 1)
         .when(measure == "headings").then(pl.col("n_headings"))
         .when(measure == "urls").then(pl.col("n_urls"))
         .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
@@ -345,8 +346,7 @@ def count() -> Check:
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
-        .when((measure == "headings") & sections & titled)
-        .then(pl.lit("sections (headings below its # title)"))
+        .when(below_title).then(pl.lit("sections (headings below its # title)"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])

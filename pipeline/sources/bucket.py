@@ -241,23 +241,25 @@ class Bucket:
             return False
         return True
 
-    def _iter_s3_files(self, pages: bool = False) -> Iterator:
-        # One flat listing, page by page (1,000 keys each); S3 returns keys in byte order.
+    def _s3_pages(self) -> Iterator[tuple[str, list[dict]]]:
+        """(bucket, objects) of each page of one flat listing of the root (1,000 keys a page);
+        S3 returns keys in byte order."""
         bucket, _, key = self.root.partition("/")
         prefix = f"{key.rstrip('/')}/" if key else ""
         kwargs = {"Bucket": bucket, "Prefix": prefix}
         while True:
             page = self.fs.call_s3("list_objects_v2", **kwargs)
-            if pages:  # the keys of each page, nothing else
-                yield [f"{bucket}/{item['Key']}" for item in page.get("Contents", [])]
-            else:
-                for item in page.get("Contents", []):
-                    mtime = item.get("LastModified")
-                    mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
-                    yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
+            yield bucket, page.get("Contents", [])
             if not page.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+    def _iter_s3_files(self) -> Iterator[tuple[str, FileInfo]]:
+        for bucket, objects in self._s3_pages():
+            for item in objects:
+                mtime = item.get("LastModified")
+                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
+                yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
 
 
 class _LedgerPass:
@@ -281,12 +283,13 @@ class _LedgerPass:
         self._done = False
         self._error: BaseException | None = None
         self._changed = threading.Condition()
-        self._pages = bucket._iter_s3_files(pages=True)
+        self._pages = bucket._s3_pages()
         threading.Thread(target=self._run, name="rungrade-ledger-pass", daemon=True).start()
 
     def _run(self) -> None:
         try:
-            for keys in self._pages:
+            for bucket, objects in self._pages:
+                keys = [f"{bucket}/{item['Key']}" for item in objects]
                 found = {key.rsplit("/", 1)[0][len(self.root) + 1:] for key in keys
                          if key.rsplit("/", 1)[-1] in LEDGER_MARKERS}
                 with self._changed:
