@@ -11,6 +11,8 @@ corpus of --runs runs:
     the plain read, the object reads it made per run and the most requests the server had in
     hand at once
   - the no-change rerun of the same command, and its share of the grade
+  - rungrade's discovery of the runs alone (what a rerun lists) against one flat listing of
+    the same keys
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
 The server runs in this process, the plain read and the grade in processes of their own. The
 figures are printed, not asserted.
@@ -40,6 +42,19 @@ fs = s3fs.S3FileSystem(endpoint_url=sys.argv[1], use_listings_cache=False,
                        config_kwargs={"max_pool_connections": POOL_CONNECTIONS})
 keys = fs.find(sys.argv[2])
 print(sum(len(data) for data in fs.cat(keys).values()))
+"""
+# Listing only, timed inside the process (imports excluded): one flat listing of every key,
+# then rungrade's discovery of the runs under the same prefix.
+LISTINGS = """
+import sys, time, s3fs
+from pipeline.sources.bucket import Bucket
+fs = s3fs.S3FileSystem(endpoint_url=sys.argv[1], use_listings_cache=False)
+started = time.perf_counter()
+keys = len(fs.find(sys.argv[2]))
+flat = time.perf_counter() - started
+started = time.perf_counter()
+runs = sum(1 for _ in Bucket("s3://" + sys.argv[2], sys.argv[1]).discover())
+print(flat, time.perf_counter() - started, keys, runs)
 """
 
 
@@ -151,6 +166,9 @@ def main(argv: list[str] | None = None) -> dict:
                                           text=True).stdout)
         rerun_s = time.perf_counter() - started
         assert again["skipped"] == summary["found"], again
+        listed = subprocess.run([sys.executable, "-c", LISTINGS, server.endpoint,
+                                 f"{BUCKET}/runs"], check=True, capture_output=True, text=True)
+        flat_s, discover_s = (float(x) for x in listed.stdout.split()[:2])
         started = time.perf_counter()
         subprocess.run(local_cmd, check=True, capture_output=True)
         local_s = time.perf_counter() - started
@@ -162,6 +180,8 @@ def main(argv: list[str] | None = None) -> dict:
         "reads_per_run": round(server.reads / args.runs, 1), "peak_in_flight": server.peak,
         "local_grade_s": round(local_s, 2), "s3_over_local": round(grade_s / local_s, 2),
         "rerun_s": round(rerun_s, 2), "rerun_share": round(rerun_s / grade_s, 3),
+        "flat_listing_s": round(flat_s, 2), "discover_s": round(discover_s, 2),
+        "discover_over_listing": round(discover_s / flat_s, 2),
         "graded": summary["graded"], "refused": summary["refused"],
     }
     if args.json:
@@ -175,6 +195,9 @@ def main(argv: list[str] | None = None) -> dict:
                                        f"at most {server.peak} requests in flight"),
             ("no-change rerun from S3", f"{rerun_s:.1f} s = {100 * rerun_s / grade_s:.0f}% of "
                                         "the grade"),
+            ("discovery of the runs from S3", f"{discover_s:.1f} s = "
+                                              f"{discover_s / flat_s:.2f}× one flat listing of "
+                                              f"the same keys ({flat_s:.1f} s)"),
             ("the same corpus from local disk", f"{local_s:.1f} s; S3 takes "
                                                 f"{grade_s / local_s:.1f}× this"),
         ]
