@@ -1,19 +1,23 @@
-"""Discovering runs on S3: the ledger pass runs ahead of the grouping listing, never behind it.
+"""Discovering runs on S3 in one listing.
 
 A ledger folder is told by a marker (`completion.json`, `records.ndjson`) that may sort after
-its other keys, pages later. The grouping listing must not place a key before the ledger pass
-has listed past every marker that could claim it; the result must be what grouping the
-complete listing gives.
+its other keys, pages later. A key must not be placed before the folders above it are known to
+be ledgers or not: the listing decides a folder once it has passed its markers' place, and a
+folder with more keys than the grader holds back before that place is asked about directly
+(HEAD). Whatever the layout, the result must be what grouping the complete listing gives, from
+one listing of the keys.
 """
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import pytest
 from run_folders import write_run
 from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
 
-from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.sources.bucket import Bucket, _Ledgers, group_runs, iter_runs
 
 
 def described(refs) -> list[tuple[str, str, list[str]]]:
@@ -41,3 +45,75 @@ def test_a_marker_pages_after_its_folder_still_makes_the_folder_a_ledger(s3, tmp
     (eval_ref,) = [r for r in found if r.source == "ledger"]
     assert "20261112-000000-inside/program.md" in eval_ref.files
     assert len(eval_ref.files) == 1100 + 3 + len(found[0].files)
+
+
+def requests(server, method: str, query: str = "") -> list[str]:
+    return [r for r in server.requests if r.startswith(f"{method} ") and query in r]
+
+
+def test_runs_are_found_in_one_listing_and_big_folders_are_asked_about_once(
+        s3, tmp_path: Path, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(_Ledgers, "HELD_KEYS", 40)  # a program's runs hold more keys than this
+    local = tmp_path / "local"
+    for program in ("alpha", "beta"):
+        for i in range(12):
+            write_run(local / program / ".prose" / "runs", f"20261112-{i:06d}-{program}")
+    evals = local / "evals"
+    for i in range(8):  # ledgers under a folder that is not one, each small
+        for name in ("completion.json", "records.ndjson", "notes.md"):
+            (evals / f"scenario-{i}").mkdir(parents=True, exist_ok=True)
+            (evals / f"scenario-{i}" / name).write_text("{}\n")
+    big = local / "zeta-ledger"  # a ledger whose 60 other keys come before its markers
+    for i in range(60):
+        (big / "artifacts").mkdir(parents=True, exist_ok=True)
+        (big / "artifacts" / f"{i:03d}.txt").write_text("turn\n")
+    write_run(big, "20261112-000099-inside")
+    (big / "records.ndjson").write_text("{}\n")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    listing = bucket.walk()
+    s3.requests.clear()
+
+    ledgers = _Ledgers(bucket)
+    found = list(iter_runs(bucket, ledgers.decided(bucket._iter_s3_files()), ledgers.found))
+
+    assert described(found) == described(group_runs(bucket, listing))
+    assert [r.path for r in found] == sorted(r.path for r in found)
+    assert len(found) == 2 * 12 + 8 + 1 and {r.source for r in found} == {"prose", "ledger"}
+    assert len(requests(s3, "GET", "list-type=2")) == 1  # 400-odd keys: one page, listed once
+    # asked about: only folders above runs whose markers' place lies beyond the held keys
+    assert set(ledgers.asked) <= {"alpha", "alpha/.prose", "alpha/.prose/runs", "beta",
+                                  "beta/.prose", "beta/.prose/runs", "zeta-ledger"}
+    assert ledgers.asked["zeta-ledger"] is True and ledgers.asked["alpha"] is False
+    assert len(requests(s3, "HEAD")) == ledgers.probes <= 2 * len(ledgers.asked)
+
+
+LAYOUT_NAMES = ["20261112-000001-a", "20261112-000002-b", "prog", ".prose", "runs", "evals",
+                "x-1", "zz"]
+
+
+def random_layout(root: Path, rng: random.Random) -> None:
+    """Folders up to four deep, named like runs or not, with markers, other files, and files
+    named like runs, at random."""
+    for _ in range(rng.randint(5, 40)):
+        depth = rng.randint(1, 4)
+        parts = [rng.choice(LAYOUT_NAMES) for _ in range(depth)]
+        last = rng.choice(["records.ndjson", "completion.json", "program.md", "a.txt",
+                           "20261112-000003-f", "manifest.json"])
+        path = root.joinpath(*parts, last)
+        if any(p.is_file() for p in [*path.parents, path] if p != path or p.is_dir()) or \
+                path.is_dir():
+            continue  # a name already taken by a file (or a folder)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x\n")
+
+
+@pytest.mark.parametrize("held", [1, 4000])
+def test_random_layouts_are_grouped_as_the_complete_listing_groups_them(
+        s3, tmp_path: Path, monkeypatch, held):  # noqa: F811
+    monkeypatch.setattr(_Ledgers, "HELD_KEYS", held)
+    for seed_value in range(12):
+        local = tmp_path / f"local-{held}-{seed_value}"
+        random_layout(local, random.Random(seed_value))
+        bucket = Bucket(seed(s3, local), s3.endpoint)
+        expected = described(group_runs(bucket, bucket.walk()))
+        assert described(sorted(bucket.discover(), key=lambda r: r.uri)) == expected, seed_value

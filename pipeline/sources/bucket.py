@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 import stat
-import threading
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -189,12 +189,10 @@ class Bucket:
         if self.local:
             yield from _discover_local(self, self.root, top=True)
         else:
-            # Ledger folders are told by a marker file that may sort after their other keys:
-            # one pass collects them (folder names only), the second groups as it streams.
-            # The first runs ahead in a thread; the second takes a key once the first has
-            # listed past every place a marker of the key's folders could sort.
-            ahead = _LedgerPass(self)
-            yield from iter_runs(self, ahead.gated(self._iter_s3_files()), ahead.ledgers)
+            # One listing: a key is grouped once the folders above it are known to be
+            # ledgers or not (their markers may sort after it: see `_Ledgers`).
+            ledgers = _Ledgers(self)
+            yield from iter_runs(self, ledgers.decided(self._iter_s3_files()), ledgers.found)
 
     def list_run(self, ref: RunRef) -> RunRef:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
@@ -262,67 +260,86 @@ class Bucket:
                 yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
 
 
-class _LedgerPass:
-    """The ledger folders of an S3 runs root (relative to it), found by a listing of its own in
-    a thread, ahead of the listing that groups keys into runs (`gated`).
+class _Ledgers:
+    """Which folders of an S3 runs root are ledger folders, decided while the one listing that
+    groups keys into runs goes by (`decided`).
 
-    A folder `F` is a ledger when `F/completion.json` or `F/records.ndjson` exists, and both
-    sort at or before `F/records.ndjson`. So once this pass has listed past that key for every
-    folder above a key, the ledger set is complete for that key. Its folders' markers usually
-    sort after their runs (`prog/records.ndjson` after `prog/.prose/...`), so the grouping
-    listing trails this one by about a top-level folder, and the two listings overlap instead
-    of running one after the other.
+    A folder `F` is a ledger when the key `F/completion.json` or `F/records.ndjson` exists.
+    Grouping a key needs that answer for each folder above it down to the first one named like
+    a run (a folder named like a run is a run whatever it holds; whether it is a ledger run is
+    read from its own files when it closes, see `iter_runs`). Both markers sort at or before
+    `F/records.ndjson`, so once the listing has passed that key the answer is known. Keys wait
+    for it in order, in a queue: a ledger's own files and small folders are decided by the
+    listing itself. A folder holding more than `HELD_KEYS` keys before its markers' place (a
+    program's runs, sorted under `.prose/` before `records.ndjson`) is asked about directly:
+    one HEAD per marker, once per folder. Memory stays bounded by the queue.
     """
 
+    HELD_KEYS = 4000  # keys held back at most while the listing decides their folders
     LAST_MARKER = "/" + max(LEDGER_MARKERS)
 
     def __init__(self, bucket: Bucket):
+        self.fs = bucket.fs
         self.root = bucket.root.rstrip("/")
-        self.ledgers: set[str] = set()
-        self._listed = ""  # every key up to this one has been seen
+        self.found: set[str] = set()  # ledger folders, relative to the root (iter_runs' set)
+        self.asked: dict[str, bool] = {}  # folders asked about directly: ledger or not
+        self.probes = 0  # HEAD requests made
+        self._listed = ""  # the listing has passed every key up to this one
         self._done = False
-        self._error: BaseException | None = None
-        self._changed = threading.Condition()
-        self._pages = bucket._s3_pages()
-        threading.Thread(target=self._run, name="rungrade-ledger-pass", daemon=True).start()
 
-    def _run(self) -> None:
-        try:
-            for bucket, objects in self._pages:
-                keys = [f"{bucket}/{item['Key']}" for item in objects]
-                found = {key.rsplit("/", 1)[0][len(self.root) + 1:] for key in keys
-                         if key.rsplit("/", 1)[-1] in LEDGER_MARKERS}
-                with self._changed:
-                    self.ledgers |= found
-                    self._listed = keys[-1] if keys else self._listed
-                    self._changed.notify_all()
-        except BaseException as exc:  # handed to the grouping listing, which raises it
-            self._error = exc
-        finally:
-            with self._changed:
-                self._done = True
-                self._changed.notify_all()
-
-    def _needed(self, folder: str) -> str:
-        """The key this pass must have listed before a key in `folder` (absolute) is grouped:
-        the latest place a marker of `folder` or of a folder above it (below the root) sorts."""
-        parts = folder[len(self.root) + 1:].split("/") if folder != self.root else []
-        return max(("/".join([self.root, *parts[:i]]) + self.LAST_MARKER
-                    for i in range(1, len(parts) + 1)), default="")
-
-    def gated(self, files: Iterable[tuple[str, FileInfo]]) -> Iterator[tuple[str, FileInfo]]:
-        folder, needed = None, ""
+    def decided(self, files: Iterable[tuple[str, FileInfo]]) -> Iterator[tuple[str, FileInfo]]:
+        """`files` (the listing, sorted) in the same order, each key once the ledger status of
+        the folders it needs is in `found`."""
+        held: deque[tuple[str, FileInfo]] = deque()
+        ready_folder = None  # keys of one folder come together, and a decision never changes
         for path, info in files:
-            parent = path.rsplit("/", 1)[0]
-            if parent != folder:
-                folder, needed = parent, self._needed(parent)
-            if needed > self._listed and not self._done:
-                with self._changed:
-                    self._changed.wait_for(
-                        lambda needed=needed: self._done or self._listed >= needed)
-            if self._error is not None:
-                raise self._error
-            yield path, info
+            folder, _, name = path.rpartition("/")
+            if name in LEDGER_MARKERS and len(folder) > len(self.root):
+                self.found.add(folder[len(self.root) + 1:])
+            self._listed = path
+            held.append((path, info))
+            while held:
+                head = held[0][0].rpartition("/")[0]
+                if head != ready_folder:
+                    if not self._ready(head, ask=len(held) > self.HELD_KEYS):
+                        break
+                    ready_folder = head
+                yield held.popleft()
+        self._done = True
+        yield from held
+
+    def _ready(self, folder: str, ask: bool) -> bool:
+        """True when the status of every folder `folder`'s keys need is known; with `ask`,
+        the store is asked about the ones the listing has not decided."""
+        rel = folder[len(self.root) + 1:] if len(folder) > len(self.root) else ""
+        parts = rel.split("/") if rel else []
+        for i, part in enumerate(parts):
+            if RUN_DIR.match(part):
+                return True  # the outermost run is here, or above if a folder above is a ledger
+            above = "/".join(parts[:i + 1])
+            if above in self.found:
+                return True
+            if above in self.asked or self._done or \
+                    self._listed >= f"{self.root}/{above}{self.LAST_MARKER}":
+                continue
+            if not ask:
+                return False
+            self.asked[above] = self._has_marker(f"{self.root}/{above}")
+            if self.asked[above]:
+                self.found.add(above)
+                return True
+        return True
+
+    def _has_marker(self, folder: str) -> bool:
+        bucket, _, prefix = folder.partition("/")
+        for name in sorted(LEDGER_MARKERS):
+            self.probes += 1
+            try:
+                self.fs.call_s3("head_object", Bucket=bucket, Key=f"{prefix}/{name}")
+            except FileNotFoundError:
+                continue
+            return True
+        return False
 
 
 # A file is opened without following a final symlink: one put in place after the run was
@@ -436,9 +453,11 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     A run folder is named like a run (`{YYYYMMDD}-{HHMMSS}-{suffix}`); a ledger folder, whatever
     its name, directly holds `records.ndjson` or `completion.json` (`ledger_dirs`, relative to
     the root; the other ledger files are then checked by the ledger reader). At one level a
-    ledger folder wins over the name. Yields each run as soon as the listing has moved past it,
-    so only the runs of the current page are held. A symlink named like a run folder is itself
-    a run (so it can be refused, not lost).
+    ledger folder wins over the name: a folder named like a run that holds a marker is a ledger
+    run whether or not `ledger_dirs` names it yet (its marker is among its own files, which it
+    holds when it closes). Yields each run as soon as the listing has moved past it, so only
+    the runs of the current page are held. A symlink named like a run folder is itself a run
+    (so it can be refused, not lost).
     """
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
@@ -447,7 +466,7 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
         if open_runs:
             done = [p for p in open_runs if path > p + "/" and not path.startswith(p + "/")]
             for p in done:
-                yield open_runs.pop(p)
+                yield _closed(open_runs.pop(p))
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
         parts = rel.split("/")
         for i, part in enumerate(parts):
@@ -464,7 +483,13 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             inner = "/".join(parts[i + 1:]) or "."
             ref.files[inner] = info
             break
-    yield from sorted(open_runs.values(), key=lambda r: r.path)
+    yield from (_closed(ref) for ref in sorted(open_runs.values(), key=lambda r: r.path))
+
+
+def _closed(ref: RunRef) -> RunRef:
+    if ref.source == "prose" and not LEDGER_MARKERS.isdisjoint(ref.files):
+        ref.source = "ledger"  # a folder named like a run that holds a marker (see list_run)
+    return ref
 
 
 def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef]:
