@@ -11,6 +11,8 @@ one listing of the keys.
 from __future__ import annotations
 
 import random
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,7 @@ def test_a_marker_pages_after_its_folder_still_makes_the_folder_a_ledger(s3, tmp
     write_run(local, "20261112-000002-top")
     bucket = Bucket(seed(s3, local), s3.endpoint)
 
-    found = list(bucket.discover())
+    found = by_uri(bucket.discover())
     assert described(found) == described(group_runs(bucket, bucket.walk()))
     assert [(r.uri.rsplit("/", 1)[-1], r.source) for r in found] == [
         ("20261112-000002-top", "prose"), ("aaa-eval", "ledger"),
@@ -45,6 +47,10 @@ def test_a_marker_pages_after_its_folder_still_makes_the_folder_a_ledger(s3, tmp
     (eval_ref,) = [r for r in found if r.source == "ledger"]
     assert "20261112-000000-inside/program.md" in eval_ref.files
     assert len(eval_ref.files) == 1100 + 3 + len(found[0].files)
+
+
+def by_uri(refs) -> list:
+    return sorted(refs, key=lambda r: r.uri)
 
 
 def requests(server, method: str, query: str = "") -> list[str]:
@@ -86,6 +92,20 @@ def test_runs_are_found_in_one_listing_and_big_folders_are_asked_about_once(
     assert ledgers.asked["zeta-ledger"] is True and ledgers.asked["alpha"] is False
     assert len(requests(s3, "HEAD")) == ledgers.probes <= 2 * len(ledgers.asked)
 
+    # discover() lists each top-level folder on its own (several at once), after one listing
+    # of the root's own entries: every key is still listed once
+    s3.requests.clear()
+    runs = list(bucket.discover())
+    assert described(by_uri(runs)) == described(found)
+    lists = requests(s3, "GET", "list-type=2")
+    assert len(lists) == 1 + 4 and sum("delimiter=%2F" in r for r in lists) == 1
+    assert sorted(r.split("prefix=runs%2F", 1)[1].split("&")[0] for r in lists
+                  if "delimiter" not in r) == ["alpha%2F", "beta%2F", "evals%2F",
+                                               "zeta-ledger%2F"]
+    for top in ("alpha", "beta", "evals"):  # within a top-level folder, in path order
+        paths = [r.path for r in runs if r.path.split("/")[2] == top]
+        assert paths == sorted(paths) and paths
+
 
 LAYOUT_NAMES = ["20261112-000001-a", "20261112-000002-b", "prog", ".prose", "runs", "evals",
                 "x-1", "zz"]
@@ -116,4 +136,19 @@ def test_random_layouts_are_grouped_as_the_complete_listing_groups_them(
         random_layout(local, random.Random(seed_value))
         bucket = Bucket(seed(s3, local), s3.endpoint)
         expected = described(group_runs(bucket, bucket.walk()))
-        assert described(sorted(bucket.discover(), key=lambda r: r.uri)) == expected, seed_value
+        assert described(by_uri(bucket.discover())) == expected, seed_value
+
+
+def test_a_discovery_left_early_stops_its_listing_threads(s3, tmp_path: Path):  # noqa: F811
+    local = tmp_path / "local"
+    for program in ("alpha", "beta", "gamma"):
+        for i in range(5):
+            write_run(local / program, f"20261112-{i:06d}-{program}")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    runs = bucket.discover()
+    assert next(runs).run_id.startswith("20261112-")
+    runs.close()
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("rungrade-listing") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "listing threads still running"
+        time.sleep(0.05)

@@ -4,20 +4,25 @@ A run is an OpenProse run folder (named `{YYYYMMDD}-{HHMMSS}-{suffix}`) or a mol
 folder (any name; it directly holds `records.ndjson` or `completion.json`): the outermost such
 folder above a file. `Bucket.discover()` yields runs one at a time, so memory does not grow
 with the size of the bucket. Locally it stops descending at each run (the worker that reads a
-run lists it with `list_run`, in parallel); on S3 it pages through the flat listing, sorted by
-key, and groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes
+run lists it with `list_run`, in parallel); on S3 it pages through the flat listing of each
+top-level folder (several folders at once), sorted by key, and groups the keys of each run as
+they pass. The fingerprint of a run (sizes and mtimes
 of its files) comes from that listing. Symlinks are never followed: the local walker records
 them with their resolved target so the reader can refuse runs whose links leave the root.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import queue
 import re
 import stat
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -28,6 +33,9 @@ RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 # Connections an S3 client keeps open: a prefetch window asks for hundreds of files at once.
 POOL_CONNECTIONS = 64
+# Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
+LISTED_AT_ONCE = 8
+RUNS_QUEUED = 256
 
 
 class Listing(NamedTuple):
@@ -181,18 +189,69 @@ class Bucket:
 
 
     def discover(self) -> Iterator[RunRef]:
-        """Yield every run folder under the root, sorted by path, one at a time.
+        """Yield every run folder under the root, one at a time.
 
-        Local runs come unlisted (`listed=False`): `list_run` fills their files where they
-        are read. S3 runs come with their files from one paged listing of the prefix.
+        Local runs come sorted by path and unlisted (`listed=False`): `list_run` fills their
+        files where they are read. S3 runs come with their files from the listing of the
+        prefix; each top-level folder is listed on its own, several at once, so runs of one
+        top-level folder come in path order but those of different folders interleave.
         """
         if self.local:
             yield from _discover_local(self, self.root, top=True)
         else:
-            # One listing: a key is grouped once the folders above it are known to be
-            # ledgers or not (their markers may sort after it: see `_Ledgers`).
-            ledgers = _Ledgers(self)
-            yield from iter_runs(self, ledgers.decided(self._iter_s3_files()), ledgers.found)
+            yield from self._discover_s3()
+
+    def _discover_s3(self) -> Iterator[RunRef]:
+        # No run spans two top-level folders, and whether a folder is a ledger is told by
+        # keys inside it: each top-level folder is grouped on its own, from its own listing.
+        files, folders = self._s3_top()
+        yield from iter_runs(self, files)  # a file directly under the root named like a run
+        if len(folders) < 2:
+            for folder in folders:
+                yield from self._discover_below(folder)
+            return
+        found: queue.Queue = queue.Queue(maxsize=RUNS_QUEUED)
+        stop = threading.Event()
+
+        def put(item) -> None:
+            while not stop.is_set():
+                with contextlib.suppress(queue.Full):
+                    found.put(item, timeout=0.1)
+                    return
+
+        def list_folder(folder: str) -> None:
+            try:
+                for ref in self._discover_below(folder):
+                    if stop.is_set():
+                        return
+                    put(ref)
+                put(None)
+            except BaseException as exc:  # handed to the consumer, which raises it
+                put(exc)
+
+        pool = ThreadPoolExecutor(min(LISTED_AT_ONCE, len(folders)),
+                                  thread_name_prefix="rungrade-listing")
+        try:
+            for folder in folders:
+                pool.submit(list_folder, folder)
+            pending = len(folders)
+            while pending:
+                item = found.get()
+                if item is None:
+                    pending -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _discover_below(self, prefix: str) -> Iterator[RunRef]:
+        # One listing: a key is grouped once the folders above it are known to be ledgers or
+        # not (their markers may sort after it: see `_Ledgers`).
+        ledgers = _Ledgers(self)
+        yield from iter_runs(self, ledgers.decided(self._iter_s3_files(prefix)), ledgers.found)
 
     def list_run(self, ref: RunRef) -> RunRef:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
@@ -239,25 +298,41 @@ class Bucket:
             return False
         return True
 
-    def _s3_pages(self) -> Iterator[tuple[str, list[dict]]]:
-        """(bucket, objects) of each page of one flat listing of the root (1,000 keys a page);
-        S3 returns keys in byte order."""
-        bucket, _, key = self.root.partition("/")
-        prefix = f"{key.rstrip('/')}/" if key else ""
-        kwargs = {"Bucket": bucket, "Prefix": prefix}
+    def _s3_listing(self, **kwargs) -> Iterator[dict]:
+        """Each page of a listing of the root's bucket (1,000 entries a page)."""
+        bucket = self.root.partition("/")[0]
+        kwargs["Bucket"] = bucket
         while True:
             page = self.fs.call_s3("list_objects_v2", **kwargs)
-            yield bucket, page.get("Contents", [])
+            yield page
             if not page.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
-    def _iter_s3_files(self) -> Iterator[tuple[str, FileInfo]]:
-        for bucket, objects in self._s3_pages():
-            for item in objects:
-                mtime = item.get("LastModified")
-                mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
-                yield f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)
+    def _s3_prefix(self) -> str:
+        key = self.root.partition("/")[2]
+        return f"{key.rstrip('/')}/" if key else ""
+
+    def _s3_top(self) -> tuple[list[tuple[str, FileInfo]], list[str]]:
+        """(files directly under the root, top-level folder prefixes), both sorted."""
+        files, folders = [], []
+        for page in self._s3_listing(Prefix=self._s3_prefix(), Delimiter="/"):
+            files += self._s3_files(page)
+            folders += [item["Prefix"] for item in page.get("CommonPrefixes", [])]
+        return files, folders
+
+    def _iter_s3_files(self, prefix: str | None = None) -> Iterator[tuple[str, FileInfo]]:
+        """Every key under `prefix` (default: the root), in byte order, as S3 lists them."""
+        for page in self._s3_listing(Prefix=self._s3_prefix() if prefix is None else prefix):
+            yield from self._s3_files(page)
+
+    def _s3_files(self, page: dict) -> list[tuple[str, FileInfo]]:
+        bucket, out = self.root.partition("/")[0], []
+        for item in page.get("Contents", []):
+            mtime = item.get("LastModified")
+            mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
+            out.append((f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)))
+        return out
 
 
 class _Ledgers:
