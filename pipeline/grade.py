@@ -44,7 +44,7 @@ from .checks.verdicts import clause_verdicts
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import Bucket, Listing, RunRef
+from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, files_read, read_run, refuse
@@ -573,14 +573,14 @@ class _Engine:
                 pool.shutdown(wait=True, cancel_futures=cancel)
 
 
-def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str],
-                index: ListingIndex | None = None, listed: list | None = None
-                ) -> Iterator[tuple[str, RunRef]]:
-    """Every run of the bucket with its status, in discovery order; listings in parallel
-    (by the saved listing of `index` where it has one). The listing rows of unchanged runs
-    that had none are added to `listed`."""
+def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Job,
+                known: dict[str, str], index: ListingIndex | None = None,
+                listed: list | None = None) -> Iterator[tuple[str, RunRef]]:
+    """Every run of `runs` (the bucket's) with its status, in discovery order; listings in
+    parallel (by the saved listing of `index` where it has one). The listing rows of unchanged
+    runs that had none are added to `listed`."""
     if not bucket.local:  # S3: the listing already holds sizes and mtimes
-        for ref in bucket.discover():
+        for ref in runs:
             status = _status(ref, known.get(ref.uri))
             if status == "unchanged" and not job.full:
                 ref.files = {}
@@ -588,7 +588,7 @@ def _classified(engine: _Engine, bucket: Bucket, job: Job, known: dict[str, str]
         return
     window: deque[Future] = deque()
     limit = 2 * engine.workers + 2
-    for chunk in chunks(bucket.discover(), LIST_CHUNK):
+    for chunk in chunks(runs, LIST_CHUNK):
         # a run never graded is new whatever its files: the worker grading it lists it
         seen = [(r, known[r.uri], index.take(r.uri) if index else None)
                 for r in chunk if r.uri in known]
@@ -702,7 +702,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     summary = Summary(runs_uri, results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
-    with store.lock() as still_locked:
+    # discovery starts now, while the results are read (at most RUNS_QUEUED runs ahead)
+    with contextlib.closing(Ahead([bucket.discover()], RUNS_QUEUED, 1)) as runs, \
+            store.lock() as still_locked:
         # Independent (fingerprints read committed parts only, discarding touches none): they
         # overlap, which on S3 spares a few round trips.
         with ThreadPoolExecutor(1) as pool:
@@ -780,7 +782,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         try:
             pending: list[RunRef] = []
-            for status, ref in _classified(engine, bucket, job, known, index, listed):
+            for status, ref in _classified(engine, bucket, runs, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:
                     keep_listed()
                 if status == "empty":

@@ -149,6 +149,6 @@ def test_a_discovery_left_early_stops_its_listing_threads(s3, tmp_path: Path):  
     assert next(runs).run_id.startswith("20261112-")
     runs.close()
     deadline = time.monotonic() + 10
-    while any(t.name.startswith("rungrade-listing") for t in threading.enumerate()):
+    while any(t.name.startswith("rungrade-ahead") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "listing threads still running"
         time.sleep(0.05)

@@ -22,7 +22,6 @@ import stat
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -206,46 +205,9 @@ class Bucket:
         # keys inside it: each top-level folder is grouped on its own, from its own listing.
         files, folders = self._s3_top()
         yield from iter_runs(self, files)  # a file directly under the root named like a run
-        if len(folders) < 2:
-            for folder in folders:
-                yield from self._discover_below(folder)
-            return
-        found: queue.Queue = queue.Queue(maxsize=RUNS_QUEUED)
-        stop = threading.Event()
-
-        def put(item) -> None:
-            while not stop.is_set():
-                with contextlib.suppress(queue.Full):
-                    found.put(item, timeout=0.1)
-                    return
-
-        def list_folder(folder: str) -> None:
-            try:
-                for ref in self._discover_below(folder):
-                    if stop.is_set():
-                        return
-                    put(ref)
-                put(None)
-            except BaseException as exc:  # handed to the consumer, which raises it
-                put(exc)
-
-        pool = ThreadPoolExecutor(min(LISTED_AT_ONCE, len(folders)),
-                                  thread_name_prefix="rungrade-listing")
-        try:
-            for folder in folders:
-                pool.submit(list_folder, folder)
-            pending = len(folders)
-            while pending:
-                item = found.get()
-                if item is None:
-                    pending -= 1
-                elif isinstance(item, BaseException):
-                    raise item
-                else:
-                    yield item
-        finally:
-            stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
+        with contextlib.closing(Ahead([self._discover_below(folder) for folder in folders],
+                                      RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
+            yield from runs
 
     def _discover_below(self, prefix: str) -> Iterator[RunRef]:
         # One listing: a key is grouped once the folders above it are known to be ledgers or
@@ -333,6 +295,72 @@ class Bucket:
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
             out.append((f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)))
         return out
+
+
+class Ahead:
+    """The items of several iterables, drawn by threads of their own from the moment it is made
+    (at most `threads` iterables at once), at most `size` items waiting for the reader. One
+    iterable's items keep their order; different iterables' interleave. An error raised by one
+    is raised to the reader; `close()`, or leaving the iteration, stops the threads (each one
+    after the item in hand) and closes the iterables they were drawing from."""
+
+    _DONE = object()
+
+    def __init__(self, sources: list[Iterable], size: int, threads: int):
+        self._items: queue.Queue = queue.Queue(maxsize=size)
+        self._stop = threading.Event()
+        self._pending = len(sources)
+        self._sources = iter(sources)
+        self._lock = threading.Lock()
+        # daemon threads: one blocked in a request to a store that stopped answering never
+        # holds up the process's exit
+        for k in range(min(threads, len(sources))):
+            threading.Thread(target=self._work, name=f"rungrade-ahead-{k}", daemon=True).start()
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                source = next(self._sources, None)
+            if source is None:
+                return
+            self._draw(source)
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            with contextlib.suppress(queue.Full):
+                self._items.put(item, timeout=0.1)
+                return True
+        return False
+
+    def _draw(self, source: Iterable) -> None:
+        items = iter(source)
+        try:
+            for item in items:
+                if not self._put(item):
+                    return
+            self._put(self._DONE)
+        except BaseException as exc:  # handed to the reader, which raises it
+            self._put(exc)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> Iterator:
+        try:
+            while self._pending:
+                item = self._items.get()
+                if item is self._DONE:
+                    self._pending -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
 
 
 class _Ledgers:
