@@ -6,9 +6,9 @@ folder above a file. `Bucket.discover()` yields runs one at a time, so memory do
 with the size of the bucket. Locally it stops descending at each run (the worker that reads a
 run lists it with `list_run`, in parallel); on S3 it pages through the flat listing of each
 top-level folder (several folders at once), sorted by key, and groups the keys of each run as
-they pass. The fingerprint of a run (sizes and mtimes
-of its files) comes from that listing. Symlinks are never followed: the local walker records
-them with their resolved target so the reader can refuse runs whose links leave the root.
+they pass. The fingerprint of a run (sizes and mtimes of its files) comes from that listing.
+Symlinks are never followed: the local walker records them with their resolved target so the
+reader can refuse runs whose links leave the root.
 """
 
 from __future__ import annotations
