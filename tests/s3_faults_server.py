@@ -111,3 +111,8 @@ def is_object_read(after: int) -> Callable[[dict], bool]:
             return seen["n"] > after
 
     return match
+
+
+def is_head_request() -> Callable[[dict], bool]:
+    """Match HEAD requests (discovery asks whether a big folder holds a ledger marker)."""
+    return lambda environ: environ["REQUEST_METHOD"] == "HEAD"

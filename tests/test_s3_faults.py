@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from run_folders import write_run
-from s3_faults_server import FaultyS3Server, is_list_page, is_object_read
+from s3_faults_server import FaultyS3Server, is_head_request, is_list_page, is_object_read
 from test_faults import assert_intact, assert_no_duplicates, snapshot
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
 from pipeline.cli import app
-from pipeline.sources.bucket import filesystem
+from pipeline.sources.bucket import _Ledgers, filesystem
 from pipeline.store import ResultStore
 
 FILLER = 1000  # keys beside the runs (old logs): the listing takes more than one page
@@ -93,16 +93,20 @@ def assert_failed_cleanly(result, out: Path, before: dict[str, bytes], commits: 
     assert ResultStore(str(out)).committed_batches() == commits
 
 
-@pytest.mark.parametrize("attempt", ["listing", "reading"])
+@pytest.mark.parametrize("attempt", ["listing", "asking", "reading"])
 def test_server_stopped_mid_grade_publishes_nothing(s3, tmp_path, monkeypatch, attempt):
     monkeypatch.setenv("AWS_RETRY_MODE", "standard")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "3")
     uri, out, before = first_grade(s3, tmp_path, 4)
     commits = ResultStore(str(out)).committed_batches()
     add_runs(s3, tmp_path, uri, 6)
+    # a folder with more keys than this before its markers' place is asked about (HEAD)
+    monkeypatch.setattr(_Ledgers, "HELD_KEYS", 10)
 
-    # The server dies at the second listing page, or after 30 object reads of this grade.
-    s3.fail_from = is_list_page(2) if attempt == "listing" else is_object_read(30)
+    # The server dies at the second listing page, at discovery's first question whether a
+    # folder is a ledger, or after 30 object reads of this grade.
+    s3.fail_from = {"listing": is_list_page(2), "asking": is_head_request(),
+                    "reading": is_object_read(30)}[attempt]
     threading.Thread(target=_stop_when_tripped, args=(s3,), daemon=True).start()
     started = time.monotonic()
     result = grade(uri, out, s3.endpoint)
