@@ -19,6 +19,7 @@ import pytest
 from run_folders import write_run
 from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
 
+from pipeline.sources import bucket as bucket_module
 from pipeline.sources.bucket import Bucket, _Ledgers, group_runs, iter_runs
 
 
@@ -133,7 +134,8 @@ def test_random_layouts_are_grouped_as_the_complete_listing_groups_them(
     monkeypatch.setattr(_Ledgers, "HELD_KEYS", held)
     for seed_value in range(12):
         local = tmp_path / f"local-{held}-{seed_value}"
-        random_layout(local, random.Random(seed_value))
+        # every other layout sits in a single folder, which discovery looks into
+        random_layout(local / "outer" if seed_value % 2 else local, random.Random(seed_value))
         bucket = Bucket(seed(s3, local), s3.endpoint)
         expected = described(group_runs(bucket, bucket.walk()))
         assert described(by_uri(bucket.discover())) == expected, seed_value
@@ -152,3 +154,48 @@ def test_a_discovery_left_early_stops_its_listing_threads(s3, tmp_path: Path):  
     while any(t.name.startswith("rungrade-ahead") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "listing threads still running"
         time.sleep(0.05)
+
+
+def test_a_root_holding_one_folder_is_looked_into(s3, tmp_path: Path, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(_Ledgers, "HELD_KEYS", 5)  # program folders are asked about (HEAD)
+    local = tmp_path / "local"
+    inner = local / "outer" / "inner"
+    for program in ("p1", "p2", "p3"):
+        for i in range(2):
+            write_run(inner / program / ".prose" / "runs", f"20261112-{i:06d}-{program}")
+    (inner / "20261112-000009-file").write_text("a file named like a run is a run\n")
+    (inner / "readme.md").write_text("not a run\n")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    s3.requests.clear()
+
+    runs = by_uri(bucket.discover())
+
+    assert described(runs) == described(group_runs(bucket, bucket.walk()))
+    assert len(runs) == 3 * 2 + 1
+    lists = requests(s3, "GET", "list-type=2")
+    assert sum("delimiter=%2F" in r for r in lists) == 3  # the root, outer/, outer/inner/
+    flat = sorted(r.split("prefix=", 1)[1].split("&")[0] for r in lists if "delimiter" not in r)
+    assert flat == [f"runs%2Fouter%2Finner%2F{p}%2F" for p in ("p1", "p2", "p3")]
+    asked = {r.split(" ", 1)[1].rsplit("/", 1)[0] for r in requests(s3, "HEAD")}
+    assert asked and all(a.split("/")[-1] in ("p1", "p2", "p3", ".prose", "runs")
+                         for a in asked), asked  # never outer/ or inner/: known not ledgers
+
+
+@pytest.mark.parametrize("layout", ["many folders", "a ledger"])
+def test_a_root_holding_one_folder_that_cannot_be_split_is_listed_whole(
+        s3, tmp_path: Path, monkeypatch, layout):  # noqa: F811
+    monkeypatch.setattr(bucket_module, "SIDE_BY_SIDE", 2)
+    local = tmp_path / "local"
+    for i in range(3):  # three run folders: more than SIDE_BY_SIDE, listed in one go
+        write_run(local / "only", f"20261112-{i:06d}-x")
+    if layout == "a ledger":
+        (local / "only" / "records.ndjson").write_text("{}\n")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    s3.requests.clear()
+
+    runs = by_uri(bucket.discover())
+
+    assert described(runs) == described(group_runs(bucket, bucket.walk()))
+    assert len(runs) == (1 if layout == "a ledger" else 3)
+    flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
+    assert len(flat) == 1 and "prefix=runs%2Fonly%2F" in flat[0]

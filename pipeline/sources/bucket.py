@@ -35,6 +35,7 @@ POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
 LISTED_AT_ONCE = 8
 RUNS_QUEUED = 256
+SIDE_BY_SIDE = 64  # a root's single folder is looked into when it holds at most this many
 
 
 class Listing(NamedTuple):
@@ -203,16 +204,29 @@ class Bucket:
     def _discover_s3(self) -> Iterator[RunRef]:
         # No run spans two top-level folders, and whether a folder is a ledger is told by
         # keys inside it: each top-level folder is grouped on its own, from its own listing.
-        files, folders = self._s3_top()
-        yield from iter_runs(self, files)  # a file directly under the root named like a run
-        with contextlib.closing(Ahead([self._discover_below(folder) for folder in folders],
+        # A root holding a single folder (`runs/`, then the programs) is looked into, down
+        # to where the folders to list side by side are, while that folder is neither a run
+        # nor a ledger and holds few folders (many are runs: listed whole, not one by one).
+        files, folders = self._s3_top(self._s3_prefix())
+        above: list[str] = []  # folders looked into: neither runs nor ledgers
+        root = self._s3_prefix()
+        while len(folders) == 1 and not RUN_DIR.match(folders[0].rstrip("/").rsplit("/")[-1]):
+            inner_files, inner = self._s3_top(folders[0], at_most=SIDE_BY_SIDE)
+            if inner is None or any(path.rsplit("/", 1)[-1] in LEDGER_MARKERS
+                                    for path, _ in inner_files):
+                break
+            above.append(folders[0][len(root):].rstrip("/"))
+            files, folders = sorted(files + inner_files), inner
+        yield from iter_runs(self, files)  # files named like runs, outside any folder listed
+        with contextlib.closing(Ahead([self._discover_below(folder, above) for folder in folders],
                                       RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
             yield from runs
 
-    def _discover_below(self, prefix: str) -> Iterator[RunRef]:
+    def _discover_below(self, prefix: str, above: list[str]) -> Iterator[RunRef]:
         # One listing: a key is grouped once the folders above it are known to be ledgers or
-        # not (their markers may sort after it: see `_Ledgers`).
+        # not (their markers may sort after it: see `_Ledgers`); `above` are known not to be.
         ledgers = _Ledgers(self)
+        ledgers.asked.update(dict.fromkeys(above, False))
         yield from iter_runs(self, ledgers.decided(self._iter_s3_files(prefix)), ledgers.found)
 
     def list_run(self, ref: RunRef) -> RunRef:
@@ -275,12 +289,16 @@ class Bucket:
         key = self.root.partition("/")[2]
         return f"{key.rstrip('/')}/" if key else ""
 
-    def _s3_top(self) -> tuple[list[tuple[str, FileInfo]], list[str]]:
-        """(files directly under the root, top-level folder prefixes), both sorted."""
+    def _s3_top(self, prefix: str, at_most: int | None = None
+                ) -> tuple[list[tuple[str, FileInfo]], list[str] | None]:
+        """(files directly under `prefix`, its folders' prefixes), both sorted; the folders
+        are None, and the listing stops, once there are more than `at_most`."""
         files, folders = [], []
-        for page in self._s3_listing(Prefix=self._s3_prefix(), Delimiter="/"):
+        for page in self._s3_listing(Prefix=prefix, Delimiter="/"):
             files += self._s3_files(page)
             folders += [item["Prefix"] for item in page.get("CommonPrefixes", [])]
+            if at_most is not None and len(folders) > at_most:
+                return files, None
         return files, folders
 
     def _iter_s3_files(self, prefix: str | None = None) -> Iterator[tuple[str, FileInfo]]:
