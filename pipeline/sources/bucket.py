@@ -207,13 +207,12 @@ class Bucket:
         # A root holding a single folder (`runs/`, then the programs) is looked into, down
         # to where the folders to list side by side are, while that folder is neither a run
         # nor a ledger and holds few folders (many are runs: listed whole, not one by one).
-        files, folders = self._s3_top(self._s3_prefix())
-        above: list[str] = []  # folders looked into: neither runs nor ledgers
         root = self._s3_prefix()
+        files, folders = self._s3_top(root)
+        above: list[str] = []  # folders looked into: neither runs nor ledgers
         while len(folders) == 1 and not RUN_DIR.match(folders[0].rstrip("/").rsplit("/")[-1]):
             inner_files, inner = self._s3_top(folders[0], at_most=SIDE_BY_SIDE)
-            if inner is None or any(path.rsplit("/", 1)[-1] in LEDGER_MARKERS
-                                    for path, _ in inner_files):
+            if inner is None or _holds_marker(path.rsplit("/", 1)[-1] for path, _ in inner_files):
                 break
             above.append(folders[0][len(root):].rstrip("/"))
             files, folders = sorted(files + inner_files), inner
@@ -225,8 +224,7 @@ class Bucket:
     def _discover_below(self, prefix: str, above: list[str]) -> Iterator[RunRef]:
         # One listing: a key is grouped once the folders above it are known to be ledgers or
         # not (their markers may sort after it: see `_Ledgers`); `above` are known not to be.
-        ledgers = _Ledgers(self)
-        ledgers.asked.update(dict.fromkeys(above, False))
+        ledgers = _Ledgers(self, not_ledgers=above)
         yield from iter_runs(self, ledgers.decided(self._iter_s3_files(prefix)), ledgers.found)
 
     def list_run(self, ref: RunRef) -> RunRef:
@@ -245,7 +243,7 @@ class Bucket:
             files = {".": FileInfo(st.st_size, st.st_mtime)}
         else:
             files, ref.folders = _list_local(ref.path, st.st_mtime_ns)
-            if any(name in files for name in LEDGER_MARKERS):  # a ledger wins over the name
+            if _holds_marker(files):  # a ledger wins over the name
                 ref.source = "ledger"
         ref.files, ref.listed = files, True
         return ref
@@ -399,11 +397,12 @@ class _Ledgers:
     HELD_KEYS = 4000  # keys held back at most while the listing decides their folders
     LAST_MARKER = "/" + max(LEDGER_MARKERS)
 
-    def __init__(self, bucket: Bucket):
+    def __init__(self, bucket: Bucket, not_ledgers: Iterable[str] = ()):
         self.fs = bucket.fs
         self.root = bucket.root.rstrip("/")
         self.found: set[str] = set()  # ledger folders, relative to the root (iter_runs' set)
-        self.asked: dict[str, bool] = {}  # folders asked about directly: ledger or not
+        # folders asked about directly, ledger or not; `not_ledgers` are known to be none
+        self.asked: dict[str, bool] = dict.fromkeys(not_ledgers, False)
         self.probes = 0  # HEAD requests made
         self._listed = ""  # the listing has passed every key up to this one
         self._done = False
@@ -607,8 +606,14 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     yield from (_closed(ref) for ref in sorted(open_runs.values(), key=lambda r: r.path))
 
 
+def _holds_marker(names: Iterable[str]) -> bool:
+    """Whether a folder whose entries are `names` (relative to it) directly holds a ledger
+    marker, which makes it a ledger."""
+    return not LEDGER_MARKERS.isdisjoint(names)
+
+
 def _closed(ref: RunRef) -> RunRef:
-    if ref.source == "prose" and not LEDGER_MARKERS.isdisjoint(ref.files):
+    if ref.source == "prose" and _holds_marker(ref.files):
         ref.source = "ledger"  # a folder named like a run that holds a marker (see list_run)
     return ref
 
