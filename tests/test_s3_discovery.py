@@ -199,3 +199,40 @@ def test_a_root_holding_one_folder_that_cannot_be_split_is_listed_whole(
     assert len(runs) == (1 if layout == "a ledger" else 3)
     flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
     assert len(flat) == 1 and "prefix=runs%2Fonly%2F" in flat[0]
+
+
+def test_a_root_of_run_folders_is_listed_whole(s3, tmp_path: Path):  # noqa: F811
+    # a root at a program's runs: listed side by side, each run would cost a request
+    local = tmp_path / "local"
+    for i in range(5):
+        write_run(local, f"20261112-{i:06d}-run")
+    (local / "notes" / "a.md").parent.mkdir()
+    (local / "notes" / "a.md").write_text("not a run\n")
+    (local / "20261112-000009-file").write_text("a file named like a run is a run\n")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    s3.requests.clear()
+
+    runs = list(bucket.discover())
+
+    assert described(by_uri(runs)) == described(group_runs(bucket, bucket.walk()))
+    assert len(runs) == 5 + 1 and [r.path for r in runs] == sorted(r.path for r in runs)
+    lists = requests(s3, "GET", "list-type=2")
+    assert sum("delimiter=%2F" in r for r in lists) == 1  # the root's entries, then
+    flat = [r for r in lists if "delimiter" not in r]
+    assert len(flat) == 1 and "prefix=runs%2F&" in flat[0] + "&"  # one listing of it all
+
+
+def test_a_root_of_programs_and_a_stray_run_lists_the_folders_side_by_side(
+        s3, tmp_path: Path):  # noqa: F811
+    local = tmp_path / "local"
+    for program in ("alpha", "beta"):
+        write_run(local / program / ".prose" / "runs", f"20261112-000001-{program}")
+    write_run(local, "20261112-000002-stray")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    s3.requests.clear()
+
+    runs = by_uri(bucket.discover())
+
+    assert described(runs) == described(group_runs(bucket, bucket.walk()))
+    flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
+    assert len(flat) == 3  # alpha/, beta/ and the run folder, each on its own

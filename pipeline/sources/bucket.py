@@ -5,8 +5,8 @@ folder (any name; it directly holds `records.ndjson` or `completion.json`): the 
 folder above a file. `Bucket.discover()` yields runs one at a time, so memory does not grow
 with the size of the bucket. Locally it stops descending at each run (the worker that reads a
 run lists it with `list_run`, in parallel); on S3 it pages through the flat listing of each
-top-level folder (several folders at once), sorted by key, and groups the keys of each run as
-they pass. The fingerprint of a run (sizes and mtimes of its files) comes from that listing.
+top-level folder (several folders at once; one listing of the root when its folders are mostly
+runs), sorted by key, and groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes of its files) comes from that listing.
 Symlinks are never followed: the local walker records them with their resolved target so the
 reader can refuse runs whose links leave the root.
 """
@@ -207,16 +207,25 @@ class Bucket:
         # A root holding a single folder (`runs/`, then the programs) is looked into, down
         # to where the folders to list side by side are, while that folder is neither a run
         # nor a ledger and holds few folders (many are runs: listed whole, not one by one).
-        root = self._s3_prefix()
+        # Folders that are mostly runs (a root at a program's `.prose/runs/`) are listed
+        # whole too: side by side they would cost a request per run, far more than the pages
+        # of one listing.
+        root = current = self._s3_prefix()
         files, folders = self._s3_top(root)
+        outside: list[tuple[str, FileInfo]] = []  # files of the folders looked into
         above: list[str] = []  # folders looked into: neither runs nor ledgers
-        while len(folders) == 1 and not RUN_DIR.match(folders[0].rstrip("/").rsplit("/")[-1]):
+        while len(folders) == 1 and not _run_named(folders[0]):
             inner_files, inner = self._s3_top(folders[0], at_most=SIDE_BY_SIDE)
             if inner is None or _holds_marker(path.rsplit("/", 1)[-1] for path, _ in inner_files):
                 break
             above.append(folders[0][len(root):].rstrip("/"))
-            files, folders = sorted(files + inner_files), inner
-        yield from iter_runs(self, files)  # files named like runs, outside any folder listed
+            outside, current = sorted(outside + files), folders[0]
+            files, folders = inner_files, inner
+        if 2 * sum(map(_run_named, folders)) > len(folders):
+            yield from iter_runs(self, outside)
+            yield from self._discover_below(current, above)
+            return
+        yield from iter_runs(self, sorted(outside + files))  # files named like runs
         with contextlib.closing(Ahead([self._discover_below(folder, above) for folder in folders],
                                       RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
             yield from runs
@@ -604,6 +613,11 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             ref.files[inner] = info
             break
     yield from (_closed(ref) for ref in sorted(open_runs.values(), key=lambda r: r.path))
+
+
+def _run_named(prefix: str) -> bool:
+    """Whether the folder `prefix` (a key prefix ending in '/') is named like a run."""
+    return bool(RUN_DIR.match(prefix.rstrip("/").rsplit("/", 1)[-1]))
 
 
 def _holds_marker(names: Iterable[str]) -> bool:
