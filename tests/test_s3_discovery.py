@@ -20,7 +20,7 @@ from run_folders import write_run
 from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
 
 from pipeline.sources import bucket as bucket_module
-from pipeline.sources.bucket import Bucket, _Ledgers, group_runs, iter_runs
+from pipeline.sources.bucket import Bucket, _Ledgers, _PageSizer, group_runs, iter_runs
 
 
 def described(refs) -> list[tuple[str, str, list[str]]]:
@@ -128,12 +128,16 @@ def random_layout(root: Path, rng: random.Random) -> None:
         path.write_text("x\n")
 
 
-@pytest.mark.parametrize("held", [1, 4000])
+@pytest.mark.parametrize("held, ranges", [(1, False), (4000, False), (4000, True)])
 def test_random_layouts_are_grouped_as_the_complete_listing_groups_them(
-        s3, tmp_path: Path, monkeypatch, held):  # noqa: F811
+        s3, tmp_path: Path, monkeypatch, held, ranges):  # noqa: F811
     monkeypatch.setattr(_Ledgers, "HELD_KEYS", held)
+    if ranges:  # every level of folders listed in ranges of one or two folders, 3 keys a page
+        monkeypatch.setattr(bucket_module, "SIDE_BY_SIDE", 0)
+        monkeypatch.setattr(bucket_module, "FOLDERS_PER_RANGE", 1 + held % 2)
+        monkeypatch.setattr(bucket_module, "PAGE_KEYS", 3)
     for seed_value in range(12):
-        local = tmp_path / f"local-{held}-{seed_value}"
+        local = tmp_path / f"local-{held}-{ranges}-{seed_value}"
         # every other layout sits in a single folder, which discovery looks into
         random_layout(local / "outer" if seed_value % 2 else local, random.Random(seed_value))
         bucket = Bucket(seed(s3, local), s3.endpoint)
@@ -181,12 +185,11 @@ def test_a_root_holding_one_folder_is_looked_into(s3, tmp_path: Path, monkeypatc
                          for a in asked), asked  # never outer/ or inner/: known not ledgers
 
 
-@pytest.mark.parametrize("layout", ["many folders", "a ledger"])
-def test_a_root_holding_one_folder_that_cannot_be_split_is_listed_whole(
-        s3, tmp_path: Path, monkeypatch, layout):  # noqa: F811
-    monkeypatch.setattr(bucket_module, "SIDE_BY_SIDE", 2)
+@pytest.mark.parametrize("layout", ["run folders", "a ledger"])
+def test_a_root_holding_one_folder_of_few_runs_or_a_ledger_is_one_listing(
+        s3, tmp_path: Path, layout):  # noqa: F811
     local = tmp_path / "local"
-    for i in range(3):  # three run folders: more than SIDE_BY_SIDE, listed in one go
+    for i in range(3):  # three run folders: one range of folders (a ledger: one run)
         write_run(local / "only", f"20261112-{i:06d}-x")
     if layout == "a ledger":
         (local / "only" / "records.ndjson").write_text("{}\n")
@@ -201,11 +204,16 @@ def test_a_root_holding_one_folder_that_cannot_be_split_is_listed_whole(
     assert len(flat) == 1 and "prefix=runs%2Fonly%2F" in flat[0]
 
 
-def test_a_root_of_run_folders_is_listed_whole(s3, tmp_path: Path):  # noqa: F811
+@pytest.mark.parametrize("per_range", [16, 2])
+def test_a_root_of_run_folders_is_listed_in_ranges_of_folders(
+        s3, tmp_path: Path, monkeypatch, per_range):  # noqa: F811
     # a root at a program's runs: listed side by side, each run would cost a request
+    monkeypatch.setattr(bucket_module, "FOLDERS_PER_RANGE", per_range)
     local = tmp_path / "local"
-    for i in range(5):
+    for i in range(7):
         write_run(local, f"20261112-{i:06d}-run")
+    # sorts just before `…-000003-run/`, whose range starts after `…-000003-run`
+    write_run(local, "20261112-000003-run.old")
     (local / "notes" / "a.md").parent.mkdir()
     (local / "notes" / "a.md").write_text("not a run\n")
     (local / "20261112-000009-file").write_text("a file named like a run is a run\n")
@@ -215,11 +223,27 @@ def test_a_root_of_run_folders_is_listed_whole(s3, tmp_path: Path):  # noqa: F81
     runs = list(bucket.discover())
 
     assert described(by_uri(runs)) == described(group_runs(bucket, bucket.walk()))
-    assert len(runs) == 5 + 1 and [r.path for r in runs] == sorted(r.path for r in runs)
+    assert len(runs) == 8 + 1 == len({r.uri for r in runs})
     lists = requests(s3, "GET", "list-type=2")
     assert sum("delimiter=%2F" in r for r in lists) == 1  # the root's entries, then
     flat = [r for r in lists if "delimiter" not in r]
-    assert len(flat) == 1 and "prefix=runs%2F&" in flat[0] + "&"  # one listing of it all
+    # one request per range of folders (9 folders), each asking for about what it holds
+    assert len(flat) == -(-9 // per_range)
+    assert all("start-after=" in r for r in flat)
+    # at most a guess of 32 keys a folder (less once ranges are listed): far from 1,000 keys
+    guess = int(32 * (min(9, per_range) + 1) * 1.25) + 10
+    sizes = [int(r.split("max-keys=", 1)[1].split("&")[0]) for r in flat]
+    assert all(bucket_module.PAGE_KEYS_LEAST <= size <= guess for size in sizes), sizes
+
+
+def test_ranges_ask_for_the_keys_their_folders_hold_by_what_was_listed_before():
+    sizer = _PageSizer()
+    assert sizer.page(3) == 32 * 4 * 1.25 + 10  # the first guess: 32 keys a folder
+    sizer.learn(keys=200, folders=20)  # ledgers of a few keys each
+    assert sizer.page(3) == bucket_module.PAGE_KEYS_LEAST  # (10 * 4 * 1.25 + 10: too few)
+    assert sizer.page(30) == int(10 * 31 * 1.25) + 10
+    sizer.learn(keys=99_800, folders=10)  # two big programs
+    assert sizer.page(3) == bucket_module.PAGE_KEYS  # never more than a page holds
 
 
 def test_a_root_of_programs_and_a_stray_run_lists_the_folders_side_by_side(
@@ -236,3 +260,25 @@ def test_a_root_of_programs_and_a_stray_run_lists_the_folders_side_by_side(
     assert described(runs) == described(group_runs(bucket, bucket.walk()))
     flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
     assert len(flat) == 3  # alpha/, beta/ and the run folder, each on its own
+
+
+def test_many_folders_not_named_like_runs_are_listed_in_ranges(
+        s3, tmp_path: Path, monkeypatch):  # noqa: F811
+    # moltzap ledgers may have any name: a root of many small ones is not a request each
+    monkeypatch.setattr(bucket_module, "SIDE_BY_SIDE", 3)
+    monkeypatch.setattr(bucket_module, "FOLDERS_PER_RANGE", 2)
+    local = tmp_path / "local"
+    for i in range(7):
+        for name in ("completion.json", "manifest.json", "records.ndjson"):
+            (local / f"eval-{i}").mkdir(parents=True, exist_ok=True)
+            (local / f"eval-{i}" / name).write_text("{}\n")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    s3.requests.clear()
+
+    runs = by_uri(bucket.discover())
+
+    assert described(runs) == described(group_runs(bucket, bucket.walk()))
+    assert [r.source for r in runs] == ["ledger"] * 7
+    flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
+    assert len(flat) == 4  # ranges of two folders (seven: 2 + 2 + 2 + 1), not seven listings
+    assert not requests(s3, "HEAD")  # each ledger's markers are listed within its range

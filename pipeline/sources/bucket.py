@@ -5,8 +5,9 @@ folder (any name; it directly holds `records.ndjson` or `completion.json`): the 
 folder above a file. `Bucket.discover()` yields runs one at a time, so memory does not grow
 with the size of the bucket. Locally it stops descending at each run (the worker that reads a
 run lists it with `list_run`, in parallel); on S3 it pages through the flat listing of each
-top-level folder (several folders at once; one listing of the root when its folders are mostly
-runs), sorted by key, and groups the keys of each run as they pass. The fingerprint of a run (sizes and mtimes of its files) comes from that listing.
+top-level folder, several at once (of ranges of consecutive folders when they are many or
+mostly runs), sorted by key, and groups the keys of each run as they pass. The fingerprint of
+a run (sizes and mtimes of its files) comes from that listing.
 Symlinks are never followed: the local walker records them with their resolved target so the
 reader can refuse runs whose links leave the root.
 """
@@ -35,7 +36,14 @@ POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
 LISTED_AT_ONCE = 8
 RUNS_QUEUED = 256
-SIDE_BY_SIDE = 64  # a root's single folder is looked into when it holds at most this many
+# Folders listed side by side one listing each, at most; more, or folders mostly named like
+# runs, are listed in ranges of consecutive folders (at least FOLDERS_PER_RANGE in each, at
+# most RANGES_AT_MOST ranges).
+SIDE_BY_SIDE = 64
+FOLDERS_PER_RANGE = 16
+RANGES_AT_MOST = 8
+PAGE_KEYS = 1000  # keys a page of a listing holds at most (S3's own limit)
+PAGE_KEYS_LEAST = 100  # keys a range asks for at least
 
 
 class Listing(NamedTuple):
@@ -206,29 +214,77 @@ class Bucket:
         # keys inside it: each top-level folder is grouped on its own, from its own listing.
         # A root holding a single folder (`runs/`, then the programs) is looked into, down
         # to where the folders to list side by side are, while that folder is neither a run
-        # nor a ledger and holds few folders (many are runs: listed whole, not one by one).
-        # Folders that are mostly runs (a root at a program's `.prose/runs/`) are listed
-        # whole too: side by side they would cost a request per run, far more than the pages
-        # of one listing.
+        # nor a ledger. Many folders, or folders mostly named like runs (a root at a
+        # program's `.prose/runs/`), are listed in ranges of consecutive folders instead:
+        # one listing each would cost a request per run (`_folder_ranges`).
         root = current = self._s3_prefix()
         files, folders = self._s3_top(root)
         outside: list[tuple[str, FileInfo]] = []  # files of the folders looked into
         above: list[str] = []  # folders looked into: neither runs nor ledgers
         while len(folders) == 1 and not _run_named(folders[0]):
-            inner_files, inner = self._s3_top(folders[0], at_most=SIDE_BY_SIDE)
-            if inner is None or _holds_marker(path.rsplit("/", 1)[-1] for path, _ in inner_files):
+            inner_files, inner = self._s3_top(folders[0])
+            if _holds_marker(path.rsplit("/", 1)[-1] for path, _ in inner_files):
                 break
             above.append(folders[0][len(root):].rstrip("/"))
             outside, current = sorted(outside + files), folders[0]
             files, folders = inner_files, inner
-        if 2 * sum(map(_run_named, folders)) > len(folders):
-            yield from iter_runs(self, outside)
-            yield from self._discover_below(current, above)
-            return
         yield from iter_runs(self, sorted(outside + files))  # files named like runs
-        with contextlib.closing(Ahead([self._discover_below(folder, above) for folder in folders],
-                                      RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
+        if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
+            sources = self._folder_ranges(current, folders, above)
+        else:
+            sources = [self._discover_below(folder, above) for folder in folders]
+        with contextlib.closing(Ahead(sources, RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
             yield from runs
+
+    def _folder_ranges(self, prefix: str, folders: list[str], above: list[str]
+                       ) -> list[Iterator[RunRef]]:
+        """The runs of `folders` (all the folders directly under `prefix`, sorted), listed as
+        ranges of consecutive folders: at least FOLDERS_PER_RANGE in each, RANGES_AT_MOST
+        ranges. Each asks for about as many keys as its folders hold (`_PageSizer`), so little
+        of a page goes to the next range."""
+        size = max(FOLDERS_PER_RANGE, -(-len(folders) // RANGES_AT_MOST))
+        starts = folders[::size]
+        sizer = _PageSizer()
+        return [self._discover_range(prefix, above, start, end, len(folders[i:i + size]), sizer)
+                for i, start, end in zip(range(0, len(folders), size), starts,
+                                         [*starts[1:], None], strict=True)]
+
+    def _discover_range(self, prefix: str, above: list[str], start: str, end: str | None,
+                        count: int, sizer: _PageSizer) -> Iterator[RunRef]:
+        """The runs of the `count` folders under `prefix` from the folder `start` on and before
+        the folder `end` (files directly under `prefix` are left out)."""
+        ledgers = _Ledgers(self, not_ledgers=above)
+        keys = self._iter_s3_range(prefix, start, end, count, sizer)
+        yield from iter_runs(self, ledgers.decided(keys), ledgers.found)
+
+    def _iter_s3_range(self, prefix: str, start: str, end: str | None, count: int,
+                       sizer: _PageSizer) -> Iterator[tuple[str, FileInfo]]:
+        bucket = self.root.partition("/")[0]
+        kwargs = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start[:-1]}
+        skip, inside = len(bucket) + 1, len(prefix)
+        left, keys, folder = count, 0, None  # folders not entered yet, keys listed, current
+        try:
+            while True:
+                page = self.fs.call_s3("list_objects_v2", MaxKeys=sizer.page(left), **kwargs)
+                for path, info in self._s3_files(page):
+                    key = path[skip:]
+                    if key < start:  # sorts between `start[:-1]` and `start`
+                        continue
+                    if end is not None and key >= end:
+                        return
+                    name, slash, _ = key[inside:].partition("/")
+                    if not slash:
+                        continue  # a file directly under `prefix`: not in a folder
+                    if name != folder:
+                        folder, left = name, left - 1
+                    keys += 1
+                    yield path, info
+                if not page.get("IsTruncated"):
+                    return
+                kwargs.pop("StartAfter", None)
+                kwargs["ContinuationToken"] = page["NextContinuationToken"]
+        finally:
+            sizer.learn(keys, count - left)
 
     def _discover_below(self, prefix: str, above: list[str]) -> Iterator[RunRef]:
         # One listing: a key is grouped once the folders above it are known to be ledgers or
@@ -296,16 +352,12 @@ class Bucket:
         key = self.root.partition("/")[2]
         return f"{key.rstrip('/')}/" if key else ""
 
-    def _s3_top(self, prefix: str, at_most: int | None = None
-                ) -> tuple[list[tuple[str, FileInfo]], list[str] | None]:
-        """(files directly under `prefix`, its folders' prefixes), both sorted; the folders
-        are None, and the listing stops, once there are more than `at_most`."""
+    def _s3_top(self, prefix: str) -> tuple[list[tuple[str, FileInfo]], list[str]]:
+        """(files directly under `prefix`, its folders' prefixes), both sorted."""
         files, folders = [], []
         for page in self._s3_listing(Prefix=prefix, Delimiter="/"):
             files += self._s3_files(page)
             folders += [item["Prefix"] for item in page.get("CommonPrefixes", [])]
-            if at_most is not None and len(folders) > at_most:
-                return files, None
         return files, folders
 
     def _iter_s3_files(self, prefix: str | None = None) -> Iterator[tuple[str, FileInfo]]:
@@ -320,6 +372,30 @@ class Bucket:
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
             out.append((f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)))
         return out
+
+
+class _PageSizer:
+    """How many keys the next page of a range of folders asks for: the keys its folders not
+    listed yet hold, by the keys per folder of the ranges listed so far (a first guess before
+    any), with a quarter more. S3 returns as many keys as asked for whatever the range: a page
+    that runs past a range's end is keys listed, sent and parsed for nothing."""
+
+    FIRST_GUESS = 32  # keys per folder before any range has been listed (a run holds ~20)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys = self._folders = 0
+
+    def page(self, folders_left: int) -> int:
+        with self._lock:
+            per = self._keys / self._folders if self._folders else self.FIRST_GUESS
+        wanted = int(per * (folders_left + 1) * 1.25) + 10  # (+1: the folder being listed)
+        return min(PAGE_KEYS, max(PAGE_KEYS_LEAST, wanted))
+
+    def learn(self, keys: int, folders: int) -> None:
+        with self._lock:
+            self._keys += keys
+            self._folders += folders
 
 
 class Ahead:
