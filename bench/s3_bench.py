@@ -12,7 +12,8 @@ corpus of --runs runs:
     hand at once
   - the no-change rerun of the same command, and its share of the grade
   - rungrade's discovery of the runs alone (what a rerun lists) against one flat listing of
-    the same keys
+    the same keys, from the root and from the runs folder of one program (its run folders are
+    listed in ranges)
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
 The server runs in this process, the plain read and the grade in processes of their own. The
 figures are printed, not asserted.
@@ -169,6 +170,14 @@ def main(argv: list[str] | None = None) -> dict:
         listed = subprocess.run([sys.executable, "-c", LISTINGS, server.endpoint,
                                  f"{BUCKET}/runs"], check=True, capture_output=True, text=True)
         flat_s, discover_s = (float(x) for x in listed.stdout.split()[:2])
+        # a root at one program's runs folder (the biggest): its run folders, listed in ranges
+        program = max((p for p in local.iterdir() if (p / ".prose" / "runs").is_dir()),
+                      key=lambda p: sum(1 for _ in (p / ".prose" / "runs").iterdir()))
+        listed = subprocess.run([sys.executable, "-c", LISTINGS, server.endpoint,
+                                 f"{BUCKET}/runs/{program.name}/.prose/runs"], check=True,
+                                capture_output=True, text=True)
+        one_flat_s, one_discover_s, _, one_runs = listed.stdout.split()[:4]
+        one_flat_s, one_discover_s = float(one_flat_s), float(one_discover_s)
         started = time.perf_counter()
         subprocess.run(local_cmd, check=True, capture_output=True)
         local_s = time.perf_counter() - started
@@ -182,6 +191,8 @@ def main(argv: list[str] | None = None) -> dict:
         "rerun_s": round(rerun_s, 2), "rerun_share": round(rerun_s / grade_s, 3),
         "flat_listing_s": round(flat_s, 2), "discover_s": round(discover_s, 2),
         "discover_over_listing": round(discover_s / flat_s, 2),
+        "program_runs": int(one_runs), "program_discover_s": round(one_discover_s, 2),
+        "program_discover_over_listing": round(one_discover_s / one_flat_s, 2),
         "graded": summary["graded"], "refused": summary["refused"],
     }
     if args.json:
@@ -198,6 +209,9 @@ def main(argv: list[str] | None = None) -> dict:
             ("discovery of the runs from S3", f"{discover_s:.1f} s = "
                                               f"{discover_s / flat_s:.2f}× one flat listing of "
                                               f"the same keys ({flat_s:.1f} s)"),
+            ("discovery under one program's runs", f"{one_discover_s:.1f} s for {one_runs} runs "
+                                                   f"= {one_discover_s / one_flat_s:.2f}× one "
+                                                   f"flat listing ({one_flat_s:.1f} s)"),
             ("the same corpus from local disk", f"{local_s:.1f} s; S3 takes "
                                                 f"{grade_s / local_s:.1f}× this"),
         ]

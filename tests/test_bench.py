@@ -42,5 +42,5 @@ def test_s3_bench_script_runs_end_to_end():
     print(done.stdout)
     for figure in ("S3 corpus", "plain read", "rungrade grade from S3", "object reads per run",
                    "requests in flight", "no-change rerun from S3", "discovery of the runs",
-                   "one flat listing", "from local disk"):
+                   "one flat listing", "under one program", "from local disk"):
         assert figure in done.stdout
