@@ -20,7 +20,14 @@ from run_folders import write_run
 from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
 
 from pipeline.sources import bucket as bucket_module
-from pipeline.sources.bucket import Bucket, _Ledgers, _PageSizer, group_runs, iter_runs
+from pipeline.sources.bucket import (
+    Bucket,
+    _Ledgers,
+    _PageSizer,
+    _timestamp,
+    group_runs,
+    iter_runs,
+)
 
 
 def described(refs) -> list[tuple[str, str, list[str]]]:
@@ -282,3 +289,27 @@ def test_many_folders_not_named_like_runs_are_listed_in_ranges(
     flat = [r for r in requests(s3, "GET", "list-type=2") if "delimiter" not in r]
     assert len(flat) == 4  # ranges of two folders (seven: 2 + 2 + 2 + 1), not seven listings
     assert not requests(s3, "HEAD")  # each ledger's markers are listed within its range
+
+
+@pytest.mark.parametrize("text", ["2026-11-12T03:15:02.000Z", "2026-11-12T03:15:02Z",
+                                  "2026-11-12T03:15:02.123456+02:00", "2026-11-12T03:15:02",
+                                  "Thu, 12 Nov 2026 03:15:02 GMT", "1794458102", "2026-11-12"])
+def test_timestamps_are_read_as_botocore_reads_them(text):
+    from botocore.utils import parse_timestamp
+
+    assert _timestamp(text) == parse_timestamp(text)
+    assert _timestamp(text).timestamp() == parse_timestamp(text).timestamp()
+
+
+def test_listed_times_are_those_a_plain_client_reads(s3, tmp_path: Path):  # noqa: F811
+    import boto3
+
+    local = tmp_path / "local"
+    write_run(local, "20261112-000000-run")
+    bucket = Bucket(seed(s3, local), s3.endpoint)
+    name, prefix = bucket.root.split("/", 1)
+    plain = boto3.client("s3", endpoint_url=s3.endpoint)
+    expected = {f"{name}/{item['Key']}": item["LastModified"].timestamp()
+                for item in plain.list_objects_v2(Bucket=name, Prefix=prefix)["Contents"]}
+    (run,) = bucket.discover()
+    assert {f"{run.path}/{rel}": info.mtime for rel, info in run.files.items()} == expected

@@ -15,6 +15,7 @@ reader can refuse runs whose links leave the root.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import queue
@@ -24,6 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import NamedTuple
 
 import fsspec
@@ -109,8 +111,37 @@ def filesystem(uri: str, endpoint_url: str | None = None) -> fsspec.AbstractFile
         )
         if endpoint:
             options["endpoint_url"] = endpoint
-        return fsspec.filesystem("s3", **options)
+        return fsspec.filesystem("s3", session=_s3_session(), **options)
     return fsspec.filesystem(protocol)
+
+
+@functools.cache
+def _s3_session():
+    """The aiobotocore session of this process's S3 filesystems, reading timestamps fast.
+
+    botocore reads every timestamp of a response with dateutil: about half the CPU a listing
+    page of 1,000 keys costs (66-70 ms, 34-38 with `_timestamp`), under the GIL, so it bounds
+    how fast one process lists, however many listings run side by side.
+    """
+    import aiobotocore.session
+
+    session = aiobotocore.session.AioSession()
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=_timestamp)
+    return session
+
+
+def _timestamp(value):
+    """A timestamp of an S3 response as botocore reads it: listings give ISO 8601 times
+    (`2026-11-12T03:15:02.000Z`), which `datetime.fromisoformat` reads; anything else (the
+    RFC 1123 dates of headers, epoch seconds) is read by botocore's own parser."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            parsed = datetime.fromisoformat(value)
+            if parsed.tzinfo is not None:
+                return parsed
+    from botocore.utils import parse_timestamp
+    return parse_timestamp(value)
 
 
 class Bucket:
