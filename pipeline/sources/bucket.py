@@ -42,7 +42,7 @@ RUNS_QUEUED = 256
 # runs, are listed in ranges of consecutive folders (at least FOLDERS_PER_RANGE in each, at
 # most RANGES_AT_MOST ranges).
 SIDE_BY_SIDE = 64
-FOLDERS_PER_RANGE = 16
+FOLDERS_PER_RANGE = 64
 RANGES_AT_MOST = 8
 PAGE_KEYS = 1000  # keys a page of a listing holds at most (S3's own limit)
 PAGE_KEYS_LEAST = 100  # keys a range asks for at least
