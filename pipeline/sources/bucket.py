@@ -23,7 +23,7 @@ import re
 import stat
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
@@ -290,13 +290,13 @@ class Bucket:
 
     def _iter_s3_range(self, prefix: str, start: str, end: str | None, count: int,
                        sizer: _PageSizer) -> Iterator[tuple[str, FileInfo]]:
-        bucket = self.root.partition("/")[0]
-        kwargs = {"Bucket": bucket, "Prefix": prefix, "StartAfter": start[:-1]}
-        skip, inside = len(bucket) + 1, len(prefix)
+        """The keys in the `count` folders under `prefix` from the folder `start` on and before
+        the folder `end`, in byte order; each request asks for what `sizer` says."""
+        skip, inside = len(self.root.partition("/")[0]) + 1, len(prefix)
         left, keys, folder = count, 0, None  # folders not entered yet, keys listed, current
+        pages = self._s3_listing(lambda: sizer.page(left), Prefix=prefix, StartAfter=start[:-1])
         try:
-            while True:
-                page = self.fs.call_s3("list_objects_v2", MaxKeys=sizer.page(left), **kwargs)
+            for page in pages:
                 for path, info in self._s3_files(page):
                     key = path[skip:]
                     if key < start:  # sorts between `start[:-1]` and `start`
@@ -310,11 +310,8 @@ class Bucket:
                         folder, left = name, left - 1
                     keys += 1
                     yield path, info
-                if not page.get("IsTruncated"):
-                    return
-                kwargs.pop("StartAfter", None)
-                kwargs["ContinuationToken"] = page["NextContinuationToken"]
         finally:
+            pages.close()
             sizer.learn(keys, count - left)
 
     def _discover_below(self, prefix: str, above: list[str]) -> Iterator[RunRef]:
@@ -368,15 +365,19 @@ class Bucket:
             return False
         return True
 
-    def _s3_listing(self, **kwargs) -> Iterator[dict]:
-        """Each page of a listing of the root's bucket (1,000 entries a page)."""
-        bucket = self.root.partition("/")[0]
-        kwargs["Bucket"] = bucket
+    def _s3_listing(self, page_keys: Callable[[], int] | None = None, **kwargs
+                    ) -> Iterator[dict]:
+        """Each page of a listing of the root's bucket: 1,000 entries a page, or as many as
+        `page_keys()` says before each request."""
+        kwargs["Bucket"] = self.root.partition("/")[0]
         while True:
+            if page_keys is not None:
+                kwargs["MaxKeys"] = page_keys()
             page = self.fs.call_s3("list_objects_v2", **kwargs)
             yield page
             if not page.get("IsTruncated"):
                 return
+            kwargs.pop("StartAfter", None)  # the token says where the next page starts
             kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
     def _s3_prefix(self) -> str:
