@@ -139,11 +139,12 @@ def random_layout(root: Path, rng: random.Random) -> None:
 def test_random_layouts_are_grouped_as_the_complete_listing_groups_them(
         s3, tmp_path: Path, monkeypatch, held, ranges):  # noqa: F811
     monkeypatch.setattr(_Ledgers, "HELD_KEYS", held)
-    if ranges:  # every level of folders listed in ranges of one or two folders, 3 keys a page
+    if ranges:  # every level of folders listed in ranges (of 1 or 2 folders), 3 keys a page
         monkeypatch.setattr(bucket_module, "SIDE_BY_SIDE", 0)
-        monkeypatch.setattr(bucket_module, "FOLDERS_PER_RANGE", 1 + held % 2)
         monkeypatch.setattr(bucket_module, "PAGE_KEYS", 3)
     for seed_value in range(12):
+        if ranges:
+            monkeypatch.setattr(bucket_module, "FOLDERS_PER_RANGE", 1 + seed_value % 2)
         local = tmp_path / f"local-{held}-{ranges}-{seed_value}"
         # every other layout sits in a single folder, which discovery looks into
         random_layout(local / "outer" if seed_value % 2 else local, random.Random(seed_value))
