@@ -124,6 +124,15 @@ def upload(local: Path) -> int:
     return count
 
 
+def listings(endpoint: str, prefix: str) -> tuple[float, float, int]:
+    """(one flat listing's seconds, rungrade's discovery's seconds, runs found) under
+    `prefix` (`bucket/key`), timed in a process of their own (see LISTINGS)."""
+    done = subprocess.run([sys.executable, "-c", LISTINGS, endpoint, prefix], check=True,
+                          capture_output=True, text=True)
+    flat_s, discover_s, _, runs = done.stdout.split()[:4]
+    return float(flat_s), float(discover_s), int(runs)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300, help="runs in the corpus")
@@ -167,17 +176,12 @@ def main(argv: list[str] | None = None) -> dict:
                                           text=True).stdout)
         rerun_s = time.perf_counter() - started
         assert again["skipped"] == summary["found"], again
-        listed = subprocess.run([sys.executable, "-c", LISTINGS, server.endpoint,
-                                 f"{BUCKET}/runs"], check=True, capture_output=True, text=True)
-        flat_s, discover_s = (float(x) for x in listed.stdout.split()[:2])
+        flat_s, discover_s, _ = listings(server.endpoint, f"{BUCKET}/runs")
         # a root at one program's runs folder (the biggest): its run folders, listed in ranges
         program = max((p for p in local.iterdir() if (p / ".prose" / "runs").is_dir()),
                       key=lambda p: sum(1 for _ in (p / ".prose" / "runs").iterdir()))
-        listed = subprocess.run([sys.executable, "-c", LISTINGS, server.endpoint,
-                                 f"{BUCKET}/runs/{program.name}/.prose/runs"], check=True,
-                                capture_output=True, text=True)
-        one_flat_s, one_discover_s, _, one_runs = listed.stdout.split()[:4]
-        one_flat_s, one_discover_s = float(one_flat_s), float(one_discover_s)
+        one_flat_s, one_discover_s, one_runs = listings(
+            server.endpoint, f"{BUCKET}/runs/{program.name}/.prose/runs")
         started = time.perf_counter()
         subprocess.run(local_cmd, check=True, capture_output=True)
         local_s = time.perf_counter() - started
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> dict:
         "rerun_s": round(rerun_s, 2), "rerun_share": round(rerun_s / grade_s, 3),
         "flat_listing_s": round(flat_s, 2), "discover_s": round(discover_s, 2),
         "discover_over_listing": round(discover_s / flat_s, 2),
-        "program_runs": int(one_runs), "program_discover_s": round(one_discover_s, 2),
+        "program_runs": one_runs, "program_discover_s": round(one_discover_s, 2),
         "program_discover_over_listing": round(one_discover_s / one_flat_s, 2),
         "graded": summary["graded"], "refused": summary["refused"],
     }

@@ -248,27 +248,31 @@ class Bucket:
         # nor a ledger. Many folders, or folders mostly named like runs (a root at a
         # program's `.prose/runs/`), are listed in ranges of consecutive folders instead:
         # one listing each would cost a request per run (`_folder_ranges`).
+        current, above, files, folders = self._s3_level()
+        yield from iter_runs(self, files)  # files named like runs, outside any folder listed
+        if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
+            sources = self._folder_ranges(current, folders, above)
+        else:
+            sources = [self._runs_of(self._iter_s3_files(folder), above) for folder in folders]
+        del files, folders  # not needed from here on (a level of a million runs: ~50 MB)
+        with contextlib.closing(Ahead(sources, RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
+            yield from runs
+
+    def _s3_level(self) -> tuple[str, list[str], list[tuple[str, FileInfo]], list[str]]:
+        """The level whose folders are listed: the root or, while the level holds a single
+        folder that is neither a run nor a ledger, the level inside it. Returns its prefix, the
+        folders looked into (relative to the root: known to be neither), the files outside its
+        folders (those of the folders looked into and its own, sorted) and its folders."""
         root = current = self._s3_prefix()
         files, folders = self._s3_top(root)
-        outside: list[tuple[str, FileInfo]] = []  # files of the folders looked into
-        above: list[str] = []  # folders looked into: neither runs nor ledgers
+        above: list[str] = []
         while len(folders) == 1 and not _run_named(folders[0]):
             inner_files, inner = self._s3_top(folders[0])
             if _holds_marker(path.rsplit("/", 1)[-1] for path, _ in inner_files):
                 break
             above.append(folders[0][len(root):].rstrip("/"))
-            outside, current = sorted(outside + files), folders[0]
-            files, folders = inner_files, inner
-        yield from iter_runs(self, sorted(outside + files))  # files named like runs
-        if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
-            sources = self._folder_ranges(current, folders, above)
-        else:
-            sources = [self._discover_below(folder, above) for folder in folders]
-        # the listings of the levels looked into are not needed from here on (a folder of a
-        # million runs: ~50 MB of names)
-        files = outside = folders = inner_files = inner = []
-        with contextlib.closing(Ahead(sources, RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
-            yield from runs
+            current, files, folders = folders[0], sorted(files + inner_files), inner
+        return current, above, files, folders
 
     def _folder_ranges(self, prefix: str, folders: list[str], above: list[str]
                        ) -> list[Iterator[RunRef]]:
@@ -279,16 +283,17 @@ class Bucket:
         size = max(FOLDERS_PER_RANGE, -(-len(folders) // RANGES_AT_MOST))
         starts = folders[::size]
         sizer = _PageSizer()
-        return [self._discover_range(prefix, above, start, end, len(folders[i:i + size]), sizer)
+        return [self._runs_of(self._iter_s3_range(prefix, start, end, len(folders[i:i + size]),
+                                                  sizer), above)
                 for i, start, end in zip(range(0, len(folders), size), starts,
                                          [*starts[1:], None], strict=True)]
 
-    def _discover_range(self, prefix: str, above: list[str], start: str, end: str | None,
-                        count: int, sizer: _PageSizer) -> Iterator[RunRef]:
-        """The runs of the `count` folders under `prefix` from the folder `start` on and before
-        the folder `end` (files directly under `prefix` are left out)."""
+    def _runs_of(self, keys: Iterable[tuple[str, FileInfo]], above: list[str]
+                 ) -> Iterator[RunRef]:
+        """The runs of `keys` (one listing, sorted): a key is grouped once the folders above
+        it are known to be ledgers or not (their markers may sort after it: see `_Ledgers`);
+        `above` are known not to be."""
         ledgers = _Ledgers(self, not_ledgers=above)
-        keys = self._iter_s3_range(prefix, start, end, count, sizer)
         yield from iter_runs(self, ledgers.decided(keys), ledgers.found)
 
     def _iter_s3_range(self, prefix: str, start: str, end: str | None, count: int,
@@ -316,12 +321,6 @@ class Bucket:
         finally:
             pages.close()
             sizer.learn(keys, count - left)
-
-    def _discover_below(self, prefix: str, above: list[str]) -> Iterator[RunRef]:
-        # One listing: a key is grouped once the folders above it are known to be ledgers or
-        # not (their markers may sort after it: see `_Ledgers`); `above` are known not to be.
-        ledgers = _Ledgers(self, not_ledgers=above)
-        yield from iter_runs(self, ledgers.decided(self._iter_s3_files(prefix)), ledgers.found)
 
     def list_run(self, ref: RunRef) -> RunRef:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
