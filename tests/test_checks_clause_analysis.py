@@ -27,7 +27,7 @@ CASES = [
     ("a numbered list of the queries", (), {"formats": ["numbered_list"]}),
     ("exactly 3 bullet points", (), {"formats": ["bulleted_list"],
                                      "quantities": [q(3, 3, "items")]}),
-    ("a markdown list of findings", (), {"formats": ["list"]}),
+    ("a markdown list of findings", (), {"formats": ["markdown_list"]}),
     ("a YAML file", (), {"formats": ["yaml"]}),
     ("a CSV export", (), {"formats": ["csv"]}),
     ("a unified diff inside a ```diff fenced code block", (), {"formats": ["code_block"]}),
@@ -35,7 +35,7 @@ CASES = [
     ("the decision, naming every table whose status is bad", (), {"formats": []}),
     # lines, not a markdown list; one line of values, no CSV table
     ("a list of URLs, one per line", (), {"formats": []}),
-    ("a markdown list of the pages fetched, one per line", (), {"formats": ["list"]}),
+    ("a markdown list of the pages fetched, one per line", (), {"formats": ["markdown_list"]}),
     ("a comma-separated list of tags", (), {"formats": []}),
     ("up to 5 keywords, comma-separated", (), {"formats": []}),
     ("comma-separated values with a header", (), {"formats": ["csv"]}),
@@ -318,6 +318,10 @@ CASES = [
      {"judgments": ["critically evaluated"], "vague_words": [], "decidable": True}),
     ("a well-sourced, concise markdown brief", (),
      {"judgments": ["well-sourced", "concise"]}),
+    # a sub-item's quality words are the clause's, named by their field
+    ("a thorough review with fields:", ("`summary`: a concise, well-sourced summary",
+                                        "`score`: an integer"),
+     {"judgments": ["thorough", "`summary`: concise", "`summary`: well-sourced"]}),
     ("a good report on how far the brief can be trusted", (),
      {"vague_words": ["good"], "decidable": False}),
     ("never reveals API keys or tokens", (), {"forbids_secrets": True}),

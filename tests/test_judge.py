@@ -16,7 +16,7 @@ from run_folders import write_run
 from typer.testing import CliRunner
 
 from pipeline.catalog import connect
-from pipeline.checks import default_grader
+from pipeline.checks import DEFAULT_GRADER_ID, default_grader
 from pipeline.cli import app
 from pipeline.grade import grade_runs
 from pipeline.judging import (
@@ -35,7 +35,7 @@ from pipeline.judging.identity import name_from_command, slug
 REPO = Path(__file__).resolve().parent.parent
 JUDGE_SCRIPT = Path(__file__).parent / "judges" / "judge_script.py"
 EXAMPLE = REPO / "examples" / "judge_example.py"
-JUDGED = "prose.contract.judged-by-judge_script.grader/v4"
+JUDGED = judged_grader_id(DEFAULT_GRADER_ID, "judge_script")
 BAD_SUMMARY = {"bindings/writer/summary.md": "First paragraph.\n\nBAD second paragraph.\n"}
 
 
@@ -343,7 +343,7 @@ def test_chat_endpoint_judges_and_the_rerun_sends_nothing(two_runs, tmp_path):
         assert {r["authorization"] for r in server.requests} == {"Bearer sk-test-123"}
         again = grade(two_runs, results, chat_judge(results, server, api_key="sk-test-123"))
         assert len(server.requests) == 4 and again.judging["from_cache"] == 4
-    gid = "prose.contract.judged-by-tiny-judge-1.0.grader/v4"
+    gid = judged_grader_id(DEFAULT_GRADER_ID, "tiny-judge-1.0")
     assert summary.grader_id == gid
     rows = judged_rows(results, gid)
     assert set(rows["judge_id"]) == {"tiny-judge-1.0"} and set(rows["confidence"]) == {75}
@@ -373,7 +373,7 @@ def test_chat_endpoint_failures_leave_clauses_undecided(two_runs, tmp_path, mode
                                                       timeout=0.3, retries=1))
         # retryable failures are asked twice; a refused key is not retried
         assert summary.judging["calls"] == calls
-    gid = "prose.contract.judged-by-tiny-judge-1.0.grader/v4"
+    gid = judged_grader_id(DEFAULT_GRADER_ID, "tiny-judge-1.0")
     rows = judged_rows(results, gid)
     assert set(rows["outcome"]) == {"undecided"} and summary.judging["failed"] == 4
     assert all(f"gave no answer: {reason}" in d for d in rows["detail"]), rows["detail"][0]
@@ -392,7 +392,7 @@ def test_example_judge_from_the_readme_runs_through_the_cli(run_root, tmp_path):
         "--judge-cmd", f"{sys.executable} {EXAMPLE}"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["grader_id"] == "prose.contract.judged-by-judge_example.grader/v4"
+    assert data["grader_id"] == judged_grader_id(DEFAULT_GRADER_ID, "judge_example")
     assert data["judge"] | {"asked": 3, "answered": 3, "failed": 0} == data["judge"]
     rows = judged_rows(results, data["grader_id"]).sort("service")
     assert set(rows["judge_id"]) == {"judge_example"}
@@ -453,12 +453,12 @@ def test_diff_compares_grading_without_and_with_two_judges(two_runs, tmp_path):
                   JudgmentCache(str(results)))
     grade(two_runs, results, other)
     ids = set(connect(str(results)).sql("select distinct grader_id from runs").pl()["grader_id"])
-    assert ids == {"prose.contract.grader/v4", JUDGED,
-                   "prose.contract.judged-by-strict-b.grader/v4"}
+    assert ids == {DEFAULT_GRADER_ID, JUDGED,
+                   judged_grader_id(DEFAULT_GRADER_ID, "strict-b")}
     # each judge has its own cache: the second judge asked all of its questions
     assert len(sent(tmp_path / "b.log")[1]) == 4
     out = tmp_path / "flips.csv"
-    result = CliRunner().invoke(app, ["diff", str(results), "--base", "prose.contract.grader/v4",
+    result = CliRunner().invoke(app, ["diff", str(results), "--base", DEFAULT_GRADER_ID,
                                       "--head", JUDGED, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "clauses flipped             1 of 10 paired" in result.output
@@ -466,7 +466,7 @@ def test_diff_compares_grading_without_and_with_two_judges(two_runs, tmp_path):
     assert flips.select("base_verdict", "head_verdict").rows() \
         == [("satisfied", "partially_satisfied")]
     result = CliRunner().invoke(app, ["diff", str(results), "--base", JUDGED, "--head",
-                                      "prose.contract.judged-by-strict-b.grader/v4"])
+                                      judged_grader_id(DEFAULT_GRADER_ID, "strict-b")])
     assert result.exit_code == 0 and "clauses flipped             6 of 10 paired" \
         in result.output
 

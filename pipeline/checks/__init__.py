@@ -60,7 +60,16 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - judgment questions keep the closing quote of a quoted phrase that ends the clause;
 #     - a clause with a count beside a number that counts nothing ('three lines of 5, 7 and 5
 #       syllables') is read; v3 raised, and its runs were refused as internal-error.
-DEFAULT_GRADER_ID = "prose.contract.grader/v4"
+# v5: v4 failed outputs that met their clause and let quality words go unjudged:
+#     - 'a list of URLs' is met by lines of one item each, without list markers (v4 failed
+#       them: "no list"); 'a markdown list' still needs markers (its own format,
+#       `markdown_list`), and such lines are counted as the list's items;
+#     - a range in parentheses after what it bounds ('a confidence score (0-100)') is checked
+#       by `numeric_range` (v4 read nothing: any output satisfied it, or none could); an output
+#       that is just the number is read at 90 confidence (v4: 60, as a first number in text);
+#     - a sub-item's quality words ('`summary`: a concise, well-sourced summary') are judged
+#       (v4 dropped them: the clause was satisfied at full confidence).
+DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 
 def builtin_checks() -> list[Check]:

@@ -3,8 +3,10 @@
 `clause_requirements(frame)` adds one column per requirement family to the clause frame,
 for all clauses at once (regexes over whole columns, never a Python loop per clause):
 
-  formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list | list
-                            | code_block | markdown  ("a markdown table" -> table)
+  formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list |
+                            markdown_list | list | code_block | markdown ("a markdown table"
+                            -> table; "a list" is also met by lines of one item each, "a
+                            markdown list" only by list markers)
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
@@ -46,7 +48,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   decidable      bool       the clause states at least one requirement a deciding check settles
 
 Sub-items (the frame's `details`) contribute their field name, and the enumerations, ranges
-and nested fields they state, scoped to that field.
+and nested fields they state, scoped to that field; their quality words join `judgments` as
+"`field`: word".
 """
 
 from __future__ import annotations
@@ -269,6 +272,7 @@ FORMAT_FORMS = [
     ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
      r"points|lines)\b"),
     ("bulleted_list", r"(?i)\bbullet(?:ed)?[\s\-]*(?:list|points?)\b|\bbullets\b|\bbulleted\b"),
+    ("markdown_list", r"(?i)\bmarkdown\s+list\b"),
     ("list", r"(?i)\blist\b"),
     ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\b(?:code|markdown)\s+fences?\b"),
     ("markdown", r"(?i)\bmarkdown\b"),
@@ -343,6 +347,10 @@ RANGE_FORMS = [
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
     ("both", r"(?i)" + START + r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)\s*"
      r"(?:score|rating|scale|range|%|percent)"),
+    # "a confidence score (0-100)": the range in parentheses after what it bounds
+    ("both", r"(?i)\b(?:score|rating|confidence|probability|likelihood|percentage|grade)\b"
+     r"[^()\n.;:]{0,20}?\(\s*(?:from\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)"
+     r"\s*\)"),
     ("lo", r"(?i)(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|a\s+minimum\s+of|minimum\s+of|"
      r">=|≥)\s*(-?\d+(?:\.\d+)?)()"),
     ("hi", r"(?i)(?:at\s+most|no\s+more\s+than|up\s+to|a\s+maximum\s+of|maximum\s+of|<=|≤)\s*"
@@ -747,16 +755,23 @@ def _format_names(text: pl.Expr) -> pl.Expr:
         found.append(pl.when(hits.list.len() > 0).then(pl.lit(name)))
     formats = pl.concat_list(found).list.drop_nulls()
     specific_md = formats.list.set_intersection(
-        pl.lit(["table", "numbered_list", "bulleted_list", "list", "code_block"]))
+        pl.lit(["table", "numbered_list", "bulleted_list", "markdown_list", "list",
+                "code_block"]))
     exact_list = formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list",
-                                                       "json"]))
+                                                       "markdown_list", "json"]))
     formats = (
         pl.when(specific_md.list.len() > 0)
         .then(formats.list.set_difference(pl.lit(["markdown"]))).otherwise(formats)
     )
-    return (
+    formats = (
         pl.when(exact_list.list.len() > 0)
         .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats)
+    )
+    # "a bulleted markdown list" is a bulleted list
+    return (
+        pl.when(formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list"]))
+                .list.len() > 0)
+        .then(formats.list.set_difference(pl.lit(["markdown_list"]))).otherwise(formats)
     )
 
 
@@ -770,12 +785,11 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
     formats = _format_names(pl.col("t"))
     # "a list of URLs, one per line": a list of lines, not a markdown list (unless it says
-    # so); "a comma-separated list of tags": one line of values, neither a markdown list nor
-    # a CSV table
+    # so: "markdown_list"); "a comma-separated list of tags": one line of values, neither a
+    # markdown list nor a CSV table
     formats = (pl.when(pl.col("t").str.contains(INLINE_LIST))
                .then(formats.list.set_difference(pl.lit(["list", "csv"])))
-               .when(pl.col("t").str.contains(ONE_PER_LINE)
-                     & ~pl.col("t").str.contains(r"(?i)\bmarkdown\s+list\b"))
+               .when(pl.col("t").str.contains(ONE_PER_LINE))
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
@@ -853,7 +867,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
     # items (read as a bound on the output's first number, it passed or failed by chance)
     df = df.with_columns(pl.when(pl.col("formats").list.set_intersection(
-        pl.lit(["list", "numbered_list", "bulleted_list", "table"])).list.len() > 0)
+        pl.lit(["list", "markdown_list", "numbered_list", "bulleted_list", "table"]))
+        .list.len() > 0)
         .then(pl.col("t").str.replace(LIST_BOUND, ", ${1} items${2}")).otherwise(pl.col("t")))
     df = _quantities(df)
     df = _ranges(df)
@@ -982,6 +997,13 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                  pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
                  pl.col("value_type").alias("type")).alias("field_types"))
              .group_by("_row", maintain_order=True).agg("field_types"))
+    # a sub-item's quality words ("`summary`: a concise summary") are judged as the clause's
+    judged = (sub.select("_row", "_part", "_field", "judgments").explode("judgments")
+              .drop_nulls("judgments").sort("_row", "_part", maintain_order=True)
+              .select("_row", pl.when(pl.col("_field").is_not_null())
+                      .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("judgments")))
+                      .otherwise(pl.col("judgments")).alias("_judged"))
+              .group_by("_row", maintain_order=True).agg("_judged"))
     scoped = {}
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
@@ -1001,6 +1023,9 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .join(lengths, on="_row", how="left")
         .join(types, on="_row", how="left")
         .join(open_counts, on="_row", how="left")
+        .join(judged, on="_row", how="left")
+        .with_columns(pl.concat_list("judgments", pl.col("_judged").fill_null(NO_TEXTS))
+                      .list.unique(maintain_order=True).alias("judgments"))
         # a count no check reads in a sub-item, and the values of an output that goes on
         # after them, are questions for judgment, never dropped
         .with_columns(pl.concat_list(pl.col("_asked").fill_null(NO_TEXTS),
@@ -1012,7 +1037,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                            .str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
             .list.unique(maintain_order=True).alias("unchecked_words")))
             .otherwise(pl.struct("unchecked_text", "unchecked_words")).struct.unnest())
-        .drop("_open", "_asked")
+        .drop("_open", "_asked", "_judged")
     )
     out = frame.join(clause, on="_row", how="left").sort("_row")
     empty_like = {c: scoped[c].schema[c] for c in ("enums", "ranges")}

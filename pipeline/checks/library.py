@@ -37,9 +37,11 @@ EDGE_AFTER = r"(?:(?-i:[^\p{L}\p{N}_])|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
 FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
-    "numbered_list": "a numbered list", "bulleted_list": "a bulleted list", "list": "a list",
+    "numbered_list": "a numbered list", "bulleted_list": "a bulleted list",
+    "markdown_list": "a markdown list", "list": "a list",
     "code_block": "a fenced code block", "markdown": "markdown",
 }
+LISTS = ["numbered_list", "bulleted_list", "markdown_list", "list"]
 MARKDOWN_SAMPLE = (r"(?m)^#{1,6} [^\n]*|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)|^[-*+] [^\n]*"
                    r"|`[^`\n]+`")
 MEASURE_NAMES = {
@@ -93,8 +95,10 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
     """Whether the output is in (or holds) the format named by `fmt`. `lenient` (a format
     required): any text is markdown but JSON, and a JSON object or array is YAML. Not
     lenient (a format ruled out): markdown means markdown syntax, YAML a YAML that is not
-    JSON ("JSON, not YAML")."""
+    JSON ("JSON, not YAML"); a list is one with markers or, when lenient, lines of one item
+    each."""
     lists = pl.col("n_bullets") + pl.col("n_numbered")
+    lines = pl.col("n_line_items") if lenient else pl.lit(0)
     structured = pl.col("json_kind").is_in(["object", "array"]).fill_null(False)
     markdown = ~structured if lenient else pl.col("has_markdown")
     yaml = (pl.col("yaml_like") | structured) if lenient else (pl.col("yaml_like") & ~structured)
@@ -105,7 +109,8 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
         .when(fmt == "table").then(pl.col("has_table"))
         .when(fmt == "numbered_list").then(pl.col("n_numbered") > 0)
         .when(fmt == "bulleted_list").then(pl.col("n_bullets") > 0)
-        .when(fmt == "list").then(lists > 0)
+        .when(fmt == "markdown_list").then(lists > 0)
+        .when(fmt == "list").then(lists + lines > 0)
         .when(fmt == "code_block").then(pl.col("has_code_block"))
         .when(fmt == "markdown").then(markdown)
         .otherwise(None)
@@ -116,7 +121,7 @@ def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
     """The measure families `_format_found` and `_format_shown` read, per format."""
     return {"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
             "csv": fmt == "csv", "table": fmt == "table",
-            "lists": fmt.is_in(["numbered_list", "bulleted_list", "list"]),
+            "lists": fmt.is_in(LISTS),
             "code": fmt == "code_block", "markdown": fmt == "markdown"}
 
 
@@ -134,7 +139,10 @@ def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
         .when(fmt == "table").then(pl.format("table header {}", quoted(
             pl.when(fmt == "table").then(pl.col("output_text"))
             .str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
-        .when(fmt.is_in(["numbered_list", "bulleted_list", "list"]))
+        .when((fmt == "list") & (pl.col("n_line_items") > 0)).then(pl.format(
+            "{} lines of one item each, no list markers; first: {}", pl.col("n_line_items"),
+            first_item))
+        .when(fmt.is_in(LISTS))
         .then(pl.format("{} numbered and {} bulleted items; first: {}", pl.col("n_numbered"),
                         pl.col("n_bullets"), first_item))
         .when(fmt == "code_block").then(pl.format("fenced block {}", quoted(
@@ -185,6 +193,7 @@ def output_format() -> Check:
     confidence = (
         _format_confidence(fmt)
         .when((fmt == "markdown") & ok & ~pl.col("has_markdown")).then(60)
+        .when((fmt == "list") & ok & (pl.col("n_line_items") > 0)).then(80)
         .when(fmt == "markdown").then(85)
         .otherwise(95)
     )
@@ -287,7 +296,8 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         pl.when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.col("n_numbered"))
         .when(fmts.list.contains("bulleted_list")).then(pl.col("n_bullets"))
-        .when(fmts.list.contains("list")).then(lists)
+        .when(fmts.list.contains("markdown_list")).then(lists)
+        .when(fmts.list.contains("list")).then(lists + pl.col("n_line_items"))
         .when(pl.col("json_kind") == "array").then(pl.col("json_len"))
         .when(pl.col("has_table")).then(pl.col("n_table_rows"))
         .when(lists > 0).then(lists)
@@ -296,7 +306,9 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         pl.when(fmts.list.contains("table")).then(pl.lit("table rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
-        .when(fmts.list.contains("list")).then(pl.lit("list items"))
+        .when(fmts.list.contains("list") & (pl.col("n_line_items") > 0)).then(pl.lit("lines"))
+        .when(fmts.list.set_intersection(pl.lit(["list", "markdown_list"])).list.len() > 0)
+        .then(pl.lit("list items"))
         .when(pl.col("json_kind") == "array").then(pl.lit("JSON array elements"))
         .when(pl.col("has_table")).then(pl.lit("table rows"))
         .when(lists > 0).then(pl.lit("list items"))
@@ -750,8 +762,9 @@ def numeric_range() -> Check:
                                  + NUMBER + ")", 1)
     first = whole.str.extract("(" + NUMBER + ")", 1)
     found = let("_found", pl.coalesce(over, labelled, first))
-    how = let("_how", pl.when(over.is_not_null()).then(90).when(labelled.is_not_null())
-              .then(85).otherwise(60))
+    alone = whole.str.contains(r"^\s*" + NUMBER + r"\s*%?\s*$")  # the output is the number
+    how = let("_how", pl.when(over.is_not_null() | alone).then(90)
+              .when(labelled.is_not_null()).then(85).otherwise(60))
     number = found.cast(pl.Float64, strict=False)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
@@ -878,7 +891,7 @@ def judgment() -> Check:
         confidence=pl.lit(0),
         recommendation=pl.format(
             "replace {} with a property text can settle: {}", quoted(word),
-            word.replace_strict(JUDGMENT_ADVICE, default=pl.lit(
+            word.str.replace(r"^`[^`]*`: ", "").replace_strict(JUDGMENT_ADVICE, default=pl.lit(
                 "a format, a count (\"at least 5 items\"), a length (\"at most 200 words\"), "
                 "required fields or an exact phrase"), return_dtype=pl.String)),
     )

@@ -16,6 +16,8 @@ or where no check needs them: see the families below):
                     "a score, followed by one paragraph"
   first_line, headings (list), n_headings
   list_items (top-level items, marker removed), n_bullets, n_numbered
+  n_line_items      items of a list without markers (two or more lines of one item each,
+                    say a URL a line; then they are the list_items), else 0
   paragraphs, lines (the texts of the prose paragraphs and of the non-empty lines)
   item_words, paragraph_words, line_words, item_chars, paragraph_chars, line_chars,
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
@@ -38,7 +40,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   rest           rest_words, rest_sentences, rest_paragraphs
   lines          lines, n_lines, line_words/_chars/_urls
   csv            csv_like (after lines)
-  lists          list_items, n_bullets, n_numbered, item_words/_chars/_urls
+  lists          list_items, n_bullets, n_numbered, n_line_items, item_words/_chars/_urls
   headings       headings, n_headings
   table          has_table, table_header, n_table_rows
   code           has_code_block
@@ -77,6 +79,11 @@ LABEL = (r"(?m)^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([\p{L}][\p{L}\p{N} _\-]{0,40}
          r"(?::(?:\*\*|__)|(?:\*\*|__)?[ \t]*:)[ \t]*([^\n]*)")
 JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
              r"|true|false|null|\[|\{)")
+# An output of two or more lines that each hold one item and nothing else ("https://a.example"
+# on one line, "https://b.example" on the next): a list without markers. A line that starts
+# like markdown (a heading, quote, table, fence, rule or JSON bracket) is no such item.
+LINE_ITEM = r"[^\s`\[\]{}#>|\-*+=_~]\S*"
+PLAIN_LINES = r"^" + LINE_ITEM + r"(?:[ \t]*\r?\n\s*" + LINE_ITEM + r")+$"
 BLOCK = "\x1e"
 # A cell of a CSV line, with the comma before it: quoted ("a, b" and "" inside) or bare.
 CSV_CELL = r'(?:^|,)[ \t]*(?:"(?:[^"]|"")*"|[^,]*)'
@@ -200,13 +207,22 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
     raw = pl.col("_items")
     bullets = raw.list.eval(pl.element().str.contains(r"^[ ]{0,3}[-*+]")).list.sum() \
         .cast(pl.UInt32)
+    text = pl.col("output_text")
+    # no list marker, but one item on each line: the lines are the items (null elsewhere, so
+    # only those outputs are split)
+    plain = pl.when((raw.list.len() == 0) & text.str.contains(PLAIN_LINES)).then(text) \
+        .str.extract_all(r"\S+")
     return (
-        df.with_columns(pl.col("output_text").str.extract_all(LIST_ITEM).alias("_items"))
+        df.with_columns(text.str.extract_all(LIST_ITEM).alias("_items"))
+        .with_columns(plain.alias("_lines"))
         .with_columns(
-            raw.list.eval(pl.element().str.replace(r"^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+", "")
-                          .str.strip_chars()).alias("list_items"),
+            pl.coalesce("_lines", raw).list.eval(
+                pl.element().str.replace(r"^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+", "")
+                .str.strip_chars()).alias("list_items"),
             bullets.alias("n_bullets"),
-            (raw.list.len() - bullets).alias("n_numbered"))
+            (raw.list.len() - bullets).alias("n_numbered"),
+            pl.col("_lines").list.len().fill_null(0).cast(pl.UInt32).alias("n_line_items"))
+        .drop("_items", "_lines")
         .with_columns(*_counts_of("list_items", "item"))
     )
 
@@ -299,8 +315,8 @@ FAMILIES = (
     Family("rest", ("rest_words", "rest_sentences", "rest_paragraphs"), _rest_measures),
     Family("lines", ("lines", "n_lines", "line_words", "line_chars", "line_urls"), _lines),
     Family("csv", ("csv_like",), _csv, after=("lines",)),
-    Family("lists", ("list_items", "n_bullets", "n_numbered", "item_words", "item_chars",
-                     "item_urls"), _lists),
+    Family("lists", ("list_items", "n_bullets", "n_numbered", "n_line_items", "item_words",
+                     "item_chars", "item_urls"), _lists),
     Family("headings", ("headings", "n_headings"), _headings),
     Family("table", ("has_table", "table_header", "n_table_rows"), _table),
     Family("code", ("has_code_block",), _flag("has_code_block",
