@@ -68,7 +68,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       by `numeric_range` (v4 read nothing: any output satisfied it, or none could); an output
 #       that is just the number is read at 90 confidence (v4: 60, as a first number in text);
 #     - a sub-item's quality words ('`summary`: a concise, well-sourced summary') are judged
-#       (v4 dropped them: the clause was satisfied at full confidence).
+#       (v4 dropped them: the clause was satisfied at full confidence);
+#     - 'a timestamp' and 'an ISO 8601 timestamp' are value types (v4 read nothing: "yesterday
+#       at noon" satisfied them);
+#     - 'yes or no', 'yes/no', 'true or false' are the values of the output (v4: any word);
+#     - 'with a `status` key', 'an `id` field and a `title` field' name required fields, and so
+#       do capitalised titles after "sections" ('sections Summary, Findings and Sources'); v4
+#       read neither, so outputs without them were satisfied.
 DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 

@@ -10,7 +10,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
-  value_type     str        integer | number | boolean | url | date | iso_date | uuid |
+  value_type     str        integer | number | boolean | url | date | iso_date | datetime |
+                            iso_datetime | uuid |
                             email, when the clause is one such value ("an integer", "an ISO
                             8601 date", "an email address")
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
@@ -218,6 +219,9 @@ ENUM_FORMS = [
     # "whose `status` is "ok"": one value for a named field
     ("one_value", r"(?i)\b(?:whose|where|with)\s+(" + TICKED + r")\s+(?:is|equals|=|must\s+be|"
      r"set\s+to)\s+" + QUOTED),
+    # "yes or no", "yes/no", "true or false": the two answers, unquoted
+    ("yes_no", r"(?i)" + FIELD_PREFIX + r"\b(?:yes\s*(?:/|\s+or\s+)\s*no|true\s*(?:/|\s+or\s+)"
+     r"\s*false)\b"),
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
     ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
      + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
@@ -282,7 +286,8 @@ FORMAT_FORMS = [
 # type's phrase, 2 "ISO 8601", 3 the type.
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
-              r"(whole\s+number|integer|number|decimal|boolean|url|date|uuid|e-?mail\s+address)\b")
+              r"(whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
+              r"|uuid|e-?mail\s+address)\b")
 # ... unless the type names something inside the output ("a number of findings", "an integer
 # `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
 # time"; an alternative output such as 'or "none"' is read apart) or a format holds it
@@ -291,6 +296,8 @@ VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|
                       r"|json|yaml|csv|per|each|for\s+every)\b")
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
+               "timestamp": "datetime", "datetime": "datetime", "date-time": "datetime",
+               "date time": "datetime",
                "uuid": "uuid", "email address": "email", "e-mail address": "email"}
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
                 r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
@@ -314,6 +321,9 @@ EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\
 CONTINUES = r"(?i)\bfollowed\s+by\b|,\s*then\b"
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b")
+# What a backticked name before it is ("a `status` key"), and a section's capitalised title.
+FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?)\b"
+TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
@@ -336,6 +346,15 @@ FIELD_FORMS = [
     ("after_colon", r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields"
      r"|columns|keys)\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
      r"(?:\s*,?\s*(?:and|&)\s+" + NAME_PHRASE + ")?"),
+    # "valid JSON with a `status` key", "with an `id` field and a `title` field", "containing
+    # the `claims` and `sources` keys"
+    ("ticked", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)\s+"
+     r"(?:(?:a|an|the)\s+)?" + TICKED + r"(?:\s*(?:,|and|&)\s*(?:and\s+)?(?:(?:a|an|the)\s+)?"
+     + TICKED + r")*\s+" + FIELD_NOUN + r"(?:\s*,?\s*(?:and|&)\s+(?:a|an|the)\s+" + TICKED
+     + r"\s+" + FIELD_NOUN + r")*"),
+    # "a report with sections Summary, Findings and Known Issues": capitalised names
+    ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
+     + TITLE + r"(?:\s*,\s*" + TITLE + r")*\s*,?\s*(?:and|&)\s+" + TITLE),
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
@@ -375,6 +394,9 @@ JUDGMENT_WORDS = (
     r"|greek|czech|ukrainian|russian|turkish|arabic|hebrew|hindi|japanese|chinese|mandarin"
     r"|korean|vietnamese|thai|indonesian))\b"
 )
+# Judgment words a sub-item uses to say what its field holds, not how good it is.
+SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
+                       r")")
 # A requirement stated in the negative that no check reads ('does not start with "Untitled"',
 # 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
 # literals and enumerations, which would read the opposite, and left to the judgment question.
@@ -666,6 +688,9 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
         elif kind == "one_value":
             values = e.str.replace(r"^[^`]*`[^`]*`", "").str.extract_all(QUOTED_ONLY)
+        elif kind == "yes_no":
+            values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(
+                r"(?i)\b(?:yes|no|true|false)\b")
         else:  # unquoted: "one of approve, reject or escalate"
             values = (e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(WORD)
                       .list.eval(pl.element().filter(
@@ -701,9 +726,10 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                 _unquote(pl.element()).str.replace(r"^#+\s*", ""))
         elif kind == "ticked":
             names = e.str.extract_all(TICKED)
-        elif kind == "bare":  # names after "columns"
-            names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?",
-                                   "").str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
+        elif kind == "bare":  # names after "columns" or "sections"
+            names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?|sections?|headings?|"
+                                   r"headers?)\s+(?:named\s+|called\s+|titled\s+)?", "")
+                     .str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
                      .str.split(","))
@@ -801,7 +827,8 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `value_type` (integer | number | boolean | url | date | iso_date | uuid | email)
+    """Read `value_type` (integer | number | boolean | url | date | iso_date | datetime |
+    iso_datetime | uuid | email)
     and take its phrase out of the text; only where no format was read."""
     t = pl.col("t")
     word = t.str.extract(VALUE_TYPE, 3).str.to_lowercase().str.replace_all(r"\s+", " ")
@@ -811,7 +838,8 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     kind = word.replace_strict(VALUE_TYPES, default=None, return_dtype=pl.String)
     kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
                     | after.str.contains(VALUE_IN_SOMETHING)).then(None)
-            .when((kind == "date") & iso).then(pl.lit("iso_date")).otherwise(kind))
+            .when((kind == "date") & iso).then(pl.lit("iso_date"))
+            .when((kind == "datetime") & iso).then(pl.lit("iso_datetime")).otherwise(kind))
     # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
     kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
         r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
@@ -997,9 +1025,13 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                  pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
                  pl.col("value_type").alias("type")).alias("field_types"))
              .group_by("_row", maintain_order=True).agg("field_types"))
-    # a sub-item's quality words ("`summary`: a concise summary") are judged as the clause's
+    # a sub-item's quality words ("`summary`: a concise summary") are judged as the clause's;
+    # not its verbs, which describe what the field holds ("`url`: the address", "`why`:
+    # explains the routing"), nor "complete", a value as often as a quality
     judged = (sub.select("_row", "_part", "_field", "judgments").explode("judgments")
-              .drop_nulls("judgments").sort("_row", "_part", maintain_order=True)
+              .drop_nulls("judgments")
+              .filter(~pl.col("judgments").str.contains(SUB_ITEM_NOT_JUDGED))
+              .sort("_row", "_part", maintain_order=True)
               .select("_row", pl.when(pl.col("_field").is_not_null())
                       .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("judgments")))
                       .otherwise(pl.col("judgments")).alias("_judged"))

@@ -243,12 +243,17 @@ def json_shape() -> Check:
 
 MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 ISO_DATE = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+ISO_DATETIME = (ISO_DATE + r"[Tt ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
+                r"(?:[Zz]|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?")
 VALUE_PATTERNS = {
     "integer": r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$",
     "number": r"^[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?$",
     "boolean": r"(?i)^(?:true|false)$",
     "url": r"(?i)^https?://[^\s<>\"]+$",
     "iso_date": "^" + ISO_DATE + "$",
+    "iso_datetime": "^" + ISO_DATETIME + "$",
+    # an ISO 8601 date and time (a space for the T too), or Unix seconds or milliseconds
+    "datetime": "^(?:" + ISO_DATETIME + r"|\d{9,10}|\d{12,13})$",
     "uuid": r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
     "email": r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+$",
     "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
@@ -256,7 +261,9 @@ VALUE_PATTERNS = {
 }
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
-               "date": "a date", "uuid": "a UUID", "email": "an email address"}
+               "date": "a date", "iso_datetime": "an ISO 8601 date and time "
+               "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 date and time, or "
+               "Unix seconds)", "uuid": "a UUID", "email": "an email address"}
 
 
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
