@@ -74,7 +74,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'yes or no', 'yes/no', 'true or false' are the values of the output (v4: any word);
 #     - 'with a `status` key', 'an `id` field and a `title` field' name required fields, and so
 #       do capitalised titles after "sections" ('sections Summary, Findings and Sources'); v4
-#       read neither, so outputs without them were satisfied.
+#       read neither, so outputs without them were satisfied;
+#     - 'a JSON array of strings' (numbers, integers, objects, arrays, booleans) holds only such
+#       elements, checked by `json_shape` (v4: any array).
 DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 

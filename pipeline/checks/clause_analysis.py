@@ -10,6 +10,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
   json_shape     str        object | array, when the clause says "JSON object/array"
+  json_elements  str        string | number | integer | object | array | boolean: what a JSON
+                            array's elements are ("a JSON array of strings")
   value_type     str        integer | number | boolean | url | date | iso_date | datetime |
                             iso_datetime | uuid |
                             email, when the clause is one such value ("an integer", "an ISO
@@ -819,10 +821,20 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
+    # "a JSON array of strings", "a JSON list of at least 3 URL strings": what its elements
+    # are (not "of findings with their numbers": the words between describe the elements)
+    elements_of = (r"(?i)\bjson\s+(?:array|list)\s+of\s+((?:[\w\-]+\s+){0,4}?)(strings|numbers"
+                   r"|integers|whole\s+numbers|objects|arrays|lists|booleans)\b")
+    between = pl.col("t").str.extract(elements_of, 1)
+    elements = (pl.when(~between.str.contains(r"(?i)\b(?:with|and|or|for|per|whose|where|that"
+                                              r"|which|their|its|containing|of)\b"))
+                .then(pl.col("t").str.extract(elements_of, 2).str.to_lowercase()))
     return df.with_columns(
         formats.alias("formats"),
         shape.replace({"list": "array", "map": "object", "dict": "object",
                        "dictionary": "object"}).alias("json_shape"),
+        elements.str.replace(r"^whole\s+numbers$", "integers").str.replace(r"s$", "")
+        .replace({"list": "array"}).alias("json_elements"),
     )
 
 

@@ -224,17 +224,32 @@ def excluded_format() -> Check:
     )
 
 
+# The kinds of JSON array element each element type of a clause admits.
+ELEMENT_KINDS = {"string": ["string"], "number": ["integer", "number"], "integer": ["integer"],
+                 "object": ["object"], "array": ["array"], "boolean": ["boolean"]}
+
+
 @check("json_shape")
 def json_shape() -> Check:
-    """A "JSON object" is an object and a "JSON array" an array."""
-    ok = pl.col("json_kind") == pl.col("json_shape")
+    """A "JSON object" is an object and a "JSON array" an array; "a JSON array of strings"
+    holds strings only (numbers: integers or decimals; an empty array holds none)."""
+    elements, kinds = pl.col("json_elements"), pl.col("json_element_kinds")
+    admitted = elements.replace_strict(ELEMENT_KINDS, default=None,
+                                       return_dtype=pl.List(pl.String))
+    ok = (pl.col("json_kind") == pl.col("json_shape")) & (
+        elements.is_null() | (kinds.list.set_difference(admitted).list.len() == 0)).fill_null(False)
     return Check(
         applies=NAMED & pl.col("json_shape").is_not_null() & pl.col("json_kind").is_not_null(),
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
-        detail=pl.format("{} is a JSON {}", label(), pl.col("json_shape")),
+        detail=pl.format("{} is a JSON {}{}", label(), pl.col("json_shape"),
+                         pl.when(elements.is_not_null()).then(pl.format(" of {}s", elements))
+                         .otherwise(pl.lit(""))),
         evidence=pl.format("a JSON {}{}: {}", pl.col("json_kind"),
                            pl.when(pl.col("json_kind") == "array")
-                           .then(pl.format(" of {} elements", pl.col("json_len")))
+                           .then(pl.format(" of {} elements{}", pl.col("json_len"),
+                                           pl.when(kinds.list.len() > 0)
+                                           .then(pl.format(" ({})", kinds.list.join(", ")))
+                                           .otherwise(pl.lit(""))))
                            .otherwise(pl.lit("")),
                            quoted(excerpt(pl.col("output_text"), 120))),
         confidence=pl.lit(95),

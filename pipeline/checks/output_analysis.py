@@ -27,6 +27,8 @@ or where no check needs them: see the families below):
                     (or the single fenced block it consists of) is not valid JSON
   json_fenced, json_len (array length), json_keys (top-level keys, normalised)
   json_element_keys one line per array element: '|key|key|' (normalised keys)
+  json_element_kinds the kinds of an array's elements, distinct and sorted: string | integer |
+                    number (not whole) | boolean | null | object | array
   field_values      one line per named value, 'key<TAB>value': JSON pairs (scalars; '[' or '{'
                     for nested values), table and CSV cells under their column, 'label: value'
                     lines and headings (with an empty value)
@@ -47,7 +49,8 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   urls           urls, n_urls
   markdown       has_markdown
   yaml           yaml_like
-  json           json_kind, json_fenced, json_len, json_keys, json_element_keys
+  json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
+                 json_element_kinds
   fields         field_values (after json, table and headings)
 `output_facts(frame, demand)` measures a family only on the rows its demand selects; the
 grader's `measure` derives that demand from the columns each check reads (grader.py).
@@ -327,8 +330,8 @@ FAMILIES = (
     Family("markdown", ("has_markdown",), _flag("has_markdown",
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
-    Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys"),
-           _json),
+    Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
+                    "json_element_kinds"), _json),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
 )
 FAMILY = {f.name: f for f in FAMILIES}
@@ -432,7 +435,8 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
-    """json_kind, json_len, json_keys and json_element_keys of each `_json_text`.
+    """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
+    `_json_text`.
 
     Only a text that starts like JSON is handed to DuckDB's parser; rows are matched back by
     their `_tid`, so no text is hashed.
@@ -472,7 +476,16 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                              lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')),
                              '|') || '|'
                         else '' end), chr(10))
-                end as json_element_keys
+                end as json_element_keys,
+                case when kind = 'array' then list_sort(list_distinct(list_transform(
+                    json_extract(t, '$[*]'),
+                    lambda e: case lower(json_type(e))
+                        when 'varchar' then 'string'
+                        when 'bigint' then 'integer'
+                        when 'ubigint' then 'integer'
+                        when 'double' then 'number'
+                        else lower(json_type(e)) end)))
+                end as json_element_kinds
             from typed
         """).pl()
     facts = facts.with_columns(pl.col("json_len").cast(pl.Int64),
