@@ -76,7 +76,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       do capitalised titles after "sections" ('sections Summary, Findings and Sources'); v4
 #       read neither, so outputs without them were satisfied;
 #     - 'a JSON array of strings' (numbers, integers, objects, arrays, booleans) holds only such
-#       elements, checked by `json_shape` (v4: any array).
+#       elements, checked by `json_shape` (v4: any array);
+#     - a field's type in parentheses ('`total` (a number)') is checked by `field_type` (v4
+#       read types from sub-items only), and 'separated by commas' is one line of values, no
+#       list (v4 failed such outputs: "no list").
 DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 

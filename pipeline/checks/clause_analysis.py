@@ -322,7 +322,7 @@ EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\
 # the answer").
 CONTINUES = r"(?i)\bfollowed\s+by\b|,\s*then\b"
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
-               r"(?:list|string|line|set)\b")
+               r"(?:list|string|line|set)\b|\b(?:separated|delimited)\s+by\s+(?:commas|semicolons)\b")
 # What a backticked name before it is ("a `status` key"), and a section's capitalised title.
 FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?)\b"
 TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
@@ -363,6 +363,11 @@ FIELD_FORMS = [
 FIELD_RANGE = (r"(?i)(" + TICKED + r")\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be|of)\s+)?"
                r"(?:between|from)\s+)(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"
                r"(?:\s*\))?")
+# A backticked field with its type in parentheses ("`total` (a number)", "`at` (an ISO 8601
+# date)"): group 2 says ISO 8601, 3 is the type.
+FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?(whole\s+"
+              r"number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date|uuid"
+              r"|e-?mail\s+address)\s*\)")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -896,9 +901,12 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS, LEVELED_HEADINGS,
                              AT_LEAST_ONE_OF]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
-    # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`
+    # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
+    # so is "`total` (a number)", the field's type
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
-                         pl.col("t").str.replace_all(FIELD_RANGE, "${1}"))
+                         pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
+                         pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
+                         .str.replace_all(FIELD_TYPE, "${1}"))
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -1032,7 +1040,20 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
     lengths, open_counts = _sub_item_counts(sub)
-    types = (sub.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
+    inline = parts.select("_row", "_part", "_field_types").explode("_field_types") \
+        .drop_nulls("_field_types")
+    word = (inline["_field_types"].str.extract(FIELD_TYPE, 3).str.to_lowercase()
+            .str.replace_all(r"\s+", " ").replace_strict(VALUE_TYPES, default=None))
+    iso = inline["_field_types"].str.extract(FIELD_TYPE, 2).is_not_null()
+    inline = inline.select(
+        "_row", "_part",
+        inline["_field_types"].str.extract(FIELD_TYPE, 1).str.strip_chars("`").alias("_field"),
+        pl.when(iso & (word == "date")).then(pl.lit("iso_date"))
+        .when(iso & (word == "datetime")).then(pl.lit("iso_datetime")).otherwise(word)
+        .alias("value_type"))
+    typed = pl.concat([sub.select("_row", "_part", "_field", "value_type"), inline],
+                      how="vertical_relaxed").sort("_row", "_part", maintain_order=True)
+    types = (typed.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
              .select("_row", pl.struct(
                  pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
                  pl.col("value_type").alias("type")).alias("field_types"))
@@ -1059,7 +1080,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         scoped[family] = (long.sort("_row", "_part", maintain_order=True)
                           .group_by("_row", maintain_order=True).agg(pl.col(family)))
     clause = (
-        clause.drop("enums", "ranges", "_field_lists")
+        clause.drop("enums", "ranges", "_field_lists", "_field_types")
         .join(scoped["enums"], on="_row", how="left")
         .join(scoped["ranges"], on="_row", how="left")
         .join(fields.group_by("_row", maintain_order=True).agg(pl.col("field").alias("fields")),
