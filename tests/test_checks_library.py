@@ -339,6 +339,11 @@ CASES = [
     # counts read after their unit, and columns
     Case("or-fewer-after-unit", "exactly 280 characters or fewer", "Short tweet.", "count",
          "passed", "satisfied", "12 characters"),
+    Case("keys-fail", "a JSON object with at least 3 keys", '{"a": 1}', "count", "failed",
+         "partially_satisfied", "`out` has 1 top-level keys"),
+    Case("keys-of-a-table-pass", "a markdown table with 2 fields",
+         "| a | b |\n|---|---|\n| 1 | 2 |", "count", "passed", "satisfied",
+         "`out` has 2 table columns"),
     Case("columns-pass", "a two-column markdown table", "| term | definition |\n|---|---|\n"
          "| a | b |", "count", "passed", "satisfied", "2 table columns"),
     Case("columns-fail", "a table with 3 columns", "| a | b |\n|---|---|\n| 1 | 2 |", "count",

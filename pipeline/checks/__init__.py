@@ -79,7 +79,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       elements, checked by `json_shape` (v4: any array);
 #     - a field's type in parentheses ('`total` (a number)') is checked by `field_type` (v4
 #       read types from sub-items only), and 'separated by commas' is one line of values, no
-#       list (v4 failed such outputs: "no list").
+#       list (v4 failed such outputs: "no list");
+#     - 'a JSON object with at least 3 keys' (fields, properties) counts its top-level keys, or
+#       a table's columns (v4 could count neither: the clause was satisfied).
 DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 

@@ -127,7 +127,7 @@ MEASURES = {
     "section": "headings", "heading": "headings", "header": "headings",
     "url": "urls", "link": "urls", "hyperlink": "urls",
     "source": "sources", "reference": "sources", "citation": "sources",
-    "column": "columns",
+    "column": "columns", "key": "keys", "field": "keys", "property": "keys",
 }
 
 # A negation and the verb it may take before a bound ("is not", "never has", "does not").

@@ -48,7 +48,7 @@ MEASURE_NAMES = {
     "words": "words", "chars": "characters", "sentences": "sentences",
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
-    "columns": "table columns",
+    "columns": "table columns", "keys": "top-level keys",
 }
 
 
@@ -375,12 +375,17 @@ def count() -> Check:
         .when(measure == "items").then(items)
         .when(measure == "columns").then(
             pl.when(pl.col("has_table")).then(pl.col("table_header").list.len()))
+        .when(measure == "keys").then(  # of a JSON object, else a table's columns
+            pl.when(pl.col("json_kind") == "object").then(pl.col("json_keys").list.len())
+            .when(pl.col("has_table")).then(pl.col("table_header").list.len()))
     ).cast(pl.Int64)
     what = let("_what", (
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when(measure == "sources").then(pl.lit("distinct URLs"))
         .when(below_title).then(pl.lit("sections (headings below its # title)"))
+        .when((measure == "keys") & (pl.col("json_kind") != "object").fill_null(True))
+        .then(pl.lit("table columns"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
@@ -439,6 +444,8 @@ def count() -> Check:
         pl.when(is_each).then(each_evidence)
         .when(value.is_null() & (measure == "columns")).then(pl.format(
             "no markdown table in {} whose columns to count", label()))
+        .when(value.is_null() & (measure == "keys")).then(pl.format(
+            "no JSON object or table in {} whose keys to count", label()))
         .when(value.is_null()).then(pl.format(
             "no list, table or JSON array in {} in which to count {}", label(),
             q.struct.field("unit")))
@@ -458,7 +465,8 @@ def count() -> Check:
         .when(measure == "paragraphs").then(85)
         .when(scope == "rest").then(80)
         .when(measure == "sources").then(pl.when(items.is_not_null()).then(80).otherwise(70))
-        .when(measure.is_in(["items", "headings", "urls", "columns"]) | is_each).then(90)
+        .when(measure.is_in(["items", "headings", "urls", "columns", "keys"]) | is_each)
+        .then(90)
         .otherwise(95)
     )
     items_or_sources = raw_measure.is_in(["items", "sources"])
@@ -473,8 +481,8 @@ def count() -> Check:
                "headings": raw_measure == "headings",
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each,
-               "table": items_or_sources | (raw_measure == "columns"),
-               "json": items_or_sources},
+               "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),
+               "json": items_or_sources | (raw_measure == "keys")},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
         evidence=evidence,
