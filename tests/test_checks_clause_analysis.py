@@ -80,6 +80,8 @@ CASES = [
     # a precision no check reads is asked, never dropped
     ("a number, rounded to 2 decimals", (),
      {"value_type": "number", "unchecked_text": "rounded to 2 decimals"}),
+    ("the total as a number with 2 decimal places", (),
+     {"value_type": "number", "unchecked_text": "with 2 decimal places"}),
     # a clause that is one value of a type
     ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
     ("a number between 1 and 10", (), {"value_type": "number", "ranges": [(None, 1.0, 10.0)]}),

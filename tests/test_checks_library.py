@@ -344,6 +344,9 @@ CASES = [
     Case("keys-of-a-table-pass", "a markdown table with 2 fields",
          "| a | b |\n|---|---|\n| 1 | 2 |", "count", "passed", "satisfied",
          "`out` has 2 table columns"),
+    Case("citations-are-sources", "a brief with at least 3 citations in [n] format",
+         "Claims [1], [2] and [3]; again [1].", "count", "passed", "satisfied",
+         "`out` has 3 distinct numbered citations ([n])"),
     Case("columns-pass", "a two-column markdown table", "| term | definition |\n|---|---|\n"
          "| a | b |", "count", "passed", "satisfied", "2 table columns"),
     Case("columns-fail", "a table with 3 columns", "| a | b |\n|---|---|\n| 1 | 2 |", "count",

@@ -81,7 +81,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       read types from sub-items only), and 'separated by commas' is one line of values, no
 #       list (v4 failed such outputs: "no list");
 #     - 'a JSON object with at least 3 keys' (fields, properties) counts its top-level keys, or
-#       a table's columns (v4 could count neither: the clause was satisfied).
+#       a table's columns (v4 could count neither: the clause was satisfied);
+#     - sources are counted as numbered citations ("[1]", "[2]") where those outnumber the
+#       URLs (v4 counted URLs only: "at least 3 citations in [n] format" always failed);
+#     - 'with 2 decimal places' is asked, like 'rounded to 2 decimals' (v4 dropped it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v5"
 
 

@@ -311,7 +311,8 @@ ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields
 # A precision no check reads ("rounded to 2 decimals") and a count of headings of one level
 # ("at least 2 H2 sections"; the count check counts headings of every level): left to
 # judgment, never dropped or miscounted.
-DECIMALS = r"(?i)\b(?:rounded\s+)?to\s+\d+\s+decimal(?:s|\s+places?)?\b"
+DECIMALS = (r"(?i)\b(?:(?:rounded\s+)?to|with|of|in)\s+(?:exactly\s+)?(?:\d+|one|two|three|four)"
+            r"\s+decimal(?:s|\s+places?|\s+digits?)?\b")
 # "mentions at least one of "low", "medium" or "high"": a mention, no value of the output
 AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
 LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"

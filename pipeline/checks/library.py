@@ -371,7 +371,8 @@ def count() -> Check:
         .when(below_title).then(pl.col("n_headings") - 1)
         .when(measure == "headings").then(pl.col("n_headings"))
         .when(measure == "urls").then(pl.col("n_urls"))
-        .when(measure == "sources").then(pl.coalesce(items, pl.col("n_urls")))
+        .when(measure == "sources").then(pl.coalesce(
+            items, pl.max_horizontal("n_urls", "n_citations")))
         .when(measure == "items").then(items)
         .when(measure == "columns").then(
             pl.when(pl.col("has_table")).then(pl.col("table_header").list.len()))
@@ -382,6 +383,8 @@ def count() -> Check:
     what = let("_what", (
         pl.when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
+        .when((measure == "sources") & (pl.col("n_citations") > pl.col("n_urls")))
+        .then(pl.lit("distinct numbered citations ([n])"))
         .when(measure == "sources").then(pl.lit("distinct URLs"))
         .when(below_title).then(pl.lit("sections (headings below its # title)"))
         .when((measure == "keys") & (pl.col("json_kind") != "object").fill_null(True))

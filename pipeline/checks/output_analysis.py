@@ -23,6 +23,7 @@ or where no check needs them: see the families below):
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
   has_table, table_header (normalised cell names), n_table_rows
   has_code_block, urls (distinct), n_urls, has_markdown, yaml_like, csv_like
+  n_citations       distinct numbered citation markers ("[1]", "[12]")
   json_kind         object | array | string | number | boolean | null, or null when the output
                     (or the single fenced block it consists of) is not valid JSON
   json_fenced, json_len (array length), json_keys (top-level keys, normalised)
@@ -46,7 +47,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   headings       headings, n_headings
   table          has_table, table_header, n_table_rows
   code           has_code_block
-  urls           urls, n_urls
+  urls           urls, n_urls, n_citations
   markdown       has_markdown
   yaml           yaml_like
   json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
@@ -72,6 +73,8 @@ FENCED = r"(?ms)^[ \t]*(?:```|~~~)[^\n]*\n.*?^[ \t]*(?:```|~~~)[ \t]*$"
 TABLE_SEPARATOR = r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*"
 TABLE = r"(?m)^([^\n]*\|[^\n]*)\n" + TABLE_SEPARATOR + r"\n?((?:[^\n]*\|[^\n]*(?:\n|$))*)"
 URL = r"https?://[^\s<>()\[\]\"'`]+"
+# A numbered citation marker: "[3]", "[12]"
+CITATION = r"\[\d{1,3}\]"
 SENTENCE_END = r"[.!?…]+[\"'”’)\]*_]*(?:\s|$)"
 MARKDOWN = (r"(?m)^[ ]{0,3}#{1,6}[ \t]|^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]|\*\*[^*\n]+\*\*"
             r"|\[[^\]\n]+\]\([^)\n]+\)|^[ \t]*```|^[ \t]*\|.*\|[ \t]*$|(?:^|\s)_[^_\n]+_(?:\s|$)"
@@ -259,7 +262,10 @@ def _table(df: pl.DataFrame) -> pl.DataFrame:
 def _urls(df: pl.DataFrame) -> pl.DataFrame:
     return (df.with_columns(pl.col("output_text").str.extract_all(URL).list.eval(
         pl.element().str.strip_chars_end(".,;:!?")).list.unique(maintain_order=True)
-        .alias("urls")).with_columns(pl.col("urls").list.len().alias("n_urls")))
+        .alias("urls"),
+        pl.col("output_text").str.extract_all(CITATION).list.n_unique().cast(pl.UInt32)
+        .alias("n_citations"))
+        .with_columns(pl.col("urls").list.len().alias("n_urls")))
 
 
 def _flag(name: str, test: Callable[[pl.Expr], pl.Expr]
@@ -326,7 +332,7 @@ FAMILIES = (
                                               lambda t: pl.when(_fenced(t))
                                               .then(t.str.contains(FENCED))
                                               .otherwise(False))),
-    Family("urls", ("urls", "n_urls"), _urls),
+    Family("urls", ("urls", "n_urls", "n_citations"), _urls),
     Family("markdown", ("has_markdown",), _flag("has_markdown",
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
