@@ -73,6 +73,9 @@ FENCED = r"(?ms)^[ \t]*(?:```|~~~)[^\n]*\n.*?^[ \t]*(?:```|~~~)[ \t]*$"
 TABLE_SEPARATOR = r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*"
 TABLE = r"(?m)^([^\n]*\|[^\n]*)\n" + TABLE_SEPARATOR + r"\n?((?:[^\n]*\|[^\n]*(?:\n|$))*)"
 URL = r"https?://[^\s<>()\[\]\"'`]+"
+# DuckDB's json_type of an array element, as json_element_kinds names it
+DUCKDB_KINDS = {"VARCHAR": "string", "BIGINT": "integer", "UBIGINT": "integer",
+                 "DOUBLE": "number"}
 # A numbered citation marker: "[3]", "[12]"
 CITATION = r"\[\d{1,3}\]"
 SENTENCE_END = r"[.!?…]+[\"'”’)\]*_]*(?:\s|$)"
@@ -458,7 +461,9 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
             ),
 
             typed as (
-                select _tid, t, lower(json_type(t)) as kind from valid
+                select _tid, t, kind,
+                       case when kind = 'array' then json_extract(t, '$[*]') end as elements
+                from (select _tid, t, lower(json_type(t)) as kind from valid)
             )
 
             select
@@ -476,26 +481,22 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                          lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g'))
                 end as json_keys,
                 case when kind = 'array' then array_to_string(list_transform(
-                    json_extract(t, '$[*]'),
+                    elements,
                     lambda e: case when json_type(e) = 'OBJECT'
                         then '|' || array_to_string(list_transform(json_keys(e),
                              lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')),
                              '|') || '|'
                         else '' end), chr(10))
                 end as json_element_keys,
-                case when kind = 'array' then list_sort(list_distinct(list_transform(
-                    json_extract(t, '$[*]'),
-                    lambda e: case lower(json_type(e))
-                        when 'varchar' then 'string'
-                        when 'bigint' then 'integer'
-                        when 'ubigint' then 'integer'
-                        when 'double' then 'number'
-                        else lower(json_type(e)) end)))
+                case when kind = 'array'
+                    then list_distinct(list_transform(elements, lambda e: json_type(e)))
                 end as json_element_kinds
             from typed
         """).pl()
-    facts = facts.with_columns(pl.col("json_len").cast(pl.Int64),
-                               pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]))
+    facts = facts.with_columns(
+        pl.col("json_len").cast(pl.Int64), pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]),
+        pl.col("json_element_kinds").list.eval(pl.element().replace_strict(
+            DUCKDB_KINDS, default=pl.element().str.to_lowercase())).list.unique().list.sort())
     return frame.join(facts, on=TEXT_ID, how="left")
 
 
