@@ -286,10 +286,11 @@ FORMAT_FORMS = [
 # A clause that is one value of a type ("an integer", "a number between 1 and 10", "a URL",
 # "an ISO 8601 date", "the answer as a single integer"): group 1 is what comes before the
 # type's phrase, 2 "ISO 8601", 3 the type.
+TYPE_WORDS = (r"whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
+              r"|uuid|e-?mail\s+address")
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
-              r"(whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
-              r"|uuid|e-?mail\s+address)\b")
+              r"(" + TYPE_WORDS + r")\b")
 # ... unless the type names something inside the output ("a number of findings", "an integer
 # `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
 # time"; an alternative output such as 'or "none"' is read apart) or a format holds it
@@ -366,9 +367,8 @@ FIELD_RANGE = (r"(?i)(" + TICKED + r")\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be
                r"(?:\s*\))?")
 # A backticked field with its type in parentheses ("`total` (a number)", "`at` (an ISO 8601
 # date)"): group 2 says ISO 8601, 3 is the type.
-FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?(whole\s+"
-              r"number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date|uuid"
-              r"|e-?mail\s+address)\s*\)")
+FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?("
+              + TYPE_WORDS + r")\s*\)")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -844,20 +844,26 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
+    """The value type a type's phrase names (VALUE_TYPES), ISO 8601 where `iso` says so."""
+    kind = word.str.to_lowercase().str.replace_all(r"\s+", " ").replace_strict(
+        VALUE_TYPES, default=None, return_dtype=pl.String)
+    return (pl.when((kind == "date") & iso).then(pl.lit("iso_date"))
+            .when((kind == "datetime") & iso).then(pl.lit("iso_datetime")).otherwise(kind))
+
+
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | boolean | url | date | iso_date | datetime |
     iso_datetime | uuid | email)
     and take its phrase out of the text; only where no format was read."""
     t = pl.col("t")
-    word = t.str.extract(VALUE_TYPE, 3).str.to_lowercase().str.replace_all(r"\s+", " ")
+    word = t.str.extract(VALUE_TYPE, 3)
     after = t.str.replace(VALUE_TYPE, "")
     iso = (t.str.extract(VALUE_TYPE, 2).is_not_null()
            | t.str.contains(r"(?i)\bISO[\s\-]?8601\b|YYYY-MM-DD"))
-    kind = word.replace_strict(VALUE_TYPES, default=None, return_dtype=pl.String)
     kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
                     | after.str.contains(VALUE_IN_SOMETHING)).then(None)
-            .when((kind == "date") & iso).then(pl.lit("iso_date"))
-            .when((kind == "datetime") & iso).then(pl.lit("iso_datetime")).otherwise(kind))
+            .otherwise(_type_of(word, iso)))
     # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
     kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
         r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
@@ -1041,17 +1047,15 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
     lengths, open_counts = _sub_item_counts(sub)
-    inline = parts.select("_row", "_part", "_field_types").explode("_field_types") \
-        .drop_nulls("_field_types")
-    word = (inline["_field_types"].str.extract(FIELD_TYPE, 3).str.to_lowercase()
-            .str.replace_all(r"\s+", " ").replace_strict(VALUE_TYPES, default=None))
-    iso = inline["_field_types"].str.extract(FIELD_TYPE, 2).is_not_null()
-    inline = inline.select(
-        "_row", "_part",
-        inline["_field_types"].str.extract(FIELD_TYPE, 1).str.strip_chars("`").alias("_field"),
-        pl.when(iso & (word == "date")).then(pl.lit("iso_date"))
-        .when(iso & (word == "datetime")).then(pl.lit("iso_datetime")).otherwise(word)
-        .alias("value_type"))
+    # "`total` (a number)" in any part, beside the sub-items' own types
+    phrase = pl.col("_field_types")
+    inline = (parts.select("_row", "_part", "_field_types").explode("_field_types")
+              .drop_nulls("_field_types")
+              .select("_row", "_part",
+                      phrase.str.extract(FIELD_TYPE, 1).str.strip_chars("`").alias("_field"),
+                      _type_of(phrase.str.extract(FIELD_TYPE, 3),
+                               phrase.str.extract(FIELD_TYPE, 2).is_not_null())
+                      .alias("value_type")))
     typed = pl.concat([sub.select("_row", "_part", "_field", "value_type"), inline],
                       how="vertical_relaxed").sort("_row", "_part", maintain_order=True)
     types = (typed.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
