@@ -35,7 +35,15 @@ CASES = [
     ("a markdown list of findings", (), {"formats": ["markdown_list"]}),
     ("a YAML file", (), {"formats": ["yaml"]}),
     ("a CSV export", (), {"formats": ["csv"]}),
-    ("a unified diff inside a ```diff fenced code block", (), {"formats": ["code_block"]}),
+    ("a unified diff inside a ```diff fenced code block", (),
+     {"formats": ["code_block", "diff"]}),
+    ("the fix as a git patch", (), {"formats": ["diff"]}),
+    ("a summary of the diff", (), {"formats": []}),
+    ("plain prose, not a diff", (), {"formats": [], "excluded_formats": ["diff"]}),
+    # a numbered or bulleted list said after its noun
+    ("a list of steps, numbered", (), {"formats": ["numbered_list"]}),
+    ("a list of the steps to reproduce, each numbered", (), {"formats": ["numbered_list"]}),
+    ("a list of findings, numbered by severity", (), {"formats": ["numbered_list"]}),
     ("a markdown brief", (), {"formats": ["markdown"]}),
     ("the decision, naming every table whose status is bad", (), {"formats": []}),
     # lines, not a markdown list; one line of values, no CSV table
@@ -84,6 +92,12 @@ CASES = [
      {"value_type": "number", "unchecked_text": "with 2 decimal places"}),
     # a clause that is one value of a type
     ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
+    # a clause that only names a kind of output asks whether the output is one
+    ("a haiku", (), {"unchecked_text": "haiku", "unchecked_words": ["haiku"]}),
+    ("a phone number", (), {"unchecked_text": "phone number", "unchecked_words": ["number"]}),
+    ("the result", (), {"unchecked_text": None}),
+    ("the answers", (), {"unchecked_text": None}),
+    ("a markdown note", (), {"unchecked_text": None}),
     ("a number between 1 and 10", (), {"value_type": "number", "ranges": [(None, 1.0, 10.0)]}),
     ("a URL", (), {"value_type": "url"}),
     ("an ISO 8601 date", (), {"value_type": "iso_date"}),
@@ -112,6 +126,16 @@ CASES = [
     ("a URL or a file path", (), {"value_type": None}),
     ('an integer, or "none" if nothing was found', (),
      {"value_type": "integer", "alternative": "none"}),
+    # a phrase said to occur more than once; a mark the output ends with, named
+    ('a summary that mentions "climate" at least twice', (),
+     {"literals": [("climate", "contains", 2)], "unchecked_text": None}),
+    ('a log that includes "WARN" 3 or more times', (), {"literals": [("WARN", "contains", 3)]}),
+    ('mentions "Q3" more than once', (), {"literals": [("Q3", "contains", 2)]}),
+    ('mentions "Q3" four times', (), {"literals": [("Q3", "contains", 4)]}),
+    ('mentions "Q3"', (), {"literals": [("Q3", "contains")]}),
+    ("a clarifying question ending with a question mark", (),
+     {"literals": [("?", "ends")]}),
+    ("a sentence that ends in a full stop", (), {"literals": [(".", "ends")]}),
     # counts and lengths, with their unit
     ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
     ("3+ items", (), {"quantities": [q(3, None, "items")]}),
@@ -160,6 +184,23 @@ CASES = [
     ("true/false", (), {"enums": [(None, ["true", "false"])]}),
     ("yes or no, followed by one sentence of reasoning", (),
      {"enums": [], "unchecked_text": "yes or no"}),
+    # unquoted values after the opening noun, alone in a part, or after a value's noun + "of"
+    ("a severity rating: low, medium or high", (),
+     {"enums": [(None, ["low", "medium", "high"])]}),
+    ("approve, reject or escalate", (), {"enums": [(None, ["approve", "reject", "escalate"])],
+                                         "unchecked_text": None}),
+    ("a priority of P1, P2 or P3", (), {"enums": [(None, ["p1", "p2", "p3"])],
+                                        "unchecked_text": None}),
+    ("a JSON object with a risk of low or high", (), {"enums": [("risk", ["low", "high"])]}),
+    ("a JSON object with fields:", ("`tier`: gold, silver or bronze",),
+     {"enums": [("tier", ["gold", "silver", "bronze"])]}),
+    # ... never a count, a format, a quality, or words that go on after the choice
+    ("a score of 3 or more", (), {"enums": []}),
+    ("markdown or JSON", (), {"enums": []}),
+    ("a summary: concise or brief", (), {"enums": [], "judgments": ["concise"]}),
+    ("a list of bugs, fixes or features", (), {"enums": []}),
+    ("a summary and a risk level of low, medium or high", (), {"enums": []}),
+    ("one or two sentences", (), {"enums": []}),
     ('at least one of "low", "medium" or "high"', (),
      {"enums": [], "unchecked_text": 'at least one of "low", "medium" or "high"'}),
     ('each finding with a severity of "low" or "high", followed by a fix', (),
@@ -400,7 +441,8 @@ def _shape(column: str, value):
     if column == "quantities":
         return [(v["min"], v["max"], v["measure"], v["scope"]) for v in value]
     if column == "literals":
-        return [(v["text"], v["mode"]) for v in value]
+        # (text, mode), and how often where the clause says so
+        return [(v["text"], v["mode"]) + ((v["times"],) if v["times"] else ()) for v in value]
     if column == "enums":
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":

@@ -85,7 +85,23 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - sources are counted as numbered citations ("[1]", "[2]") where those outnumber the
 #       URLs (v4 counted URLs only: "at least 3 citations in [n] format" always failed);
 #     - 'with 2 decimal places' is asked, like 'rounded to 2 decimals' (v4 dropped it).
-DEFAULT_GRADER_ID = "prose.contract.grader/v5"
+# v6: v5 satisfied outputs that did not meet their clause, and read some checkable clauses
+#     as questions for judgment:
+#     - 'mentions "climate" at least twice' (3 times, 2 or more times) counts the phrase's
+#       occurrences, without case (v5: once was enough);
+#     - 'a list of steps, numbered' is a numbered list (v5: any list);
+#     - a clause that only names a kind of output ('a haiku', 'a phone number', 'an email')
+#       asks whether the output is one (v5: its publication satisfied it at 95); generic
+#       nouns ('the result', 'the answer') and the output's own name still ask nothing;
+#     - unquoted values joined by "or" that are all a clause says after its opening noun ('a
+#       severity: low, medium or high', a sub-item '`tier`: gold, silver or bronze') or after
+#       a value's noun and "of" ('a priority of P1, P2 or P3', 'with a risk of low or high')
+#       are enumerations (v5: a question for judgment);
+#     - 'ending with a question mark' (a period, an exclamation mark) is checked as the
+#       output's last character (v5: a question for judgment);
+#     - 'a unified diff' is a format, met by a hunk header ("@@ -1,2 +1,2 @@"), new measure
+#       `is_diff` (v5: a question for judgment).
+DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 
 def builtin_checks() -> list[Check]:

@@ -4,7 +4,8 @@
 for all clauses at once (regexes over whole columns, never a Python loop per clause):
 
   formats        list[str]  json | yaml | csv | table | numbered_list | bulleted_list |
-                            markdown_list | list | code_block | markdown ("a markdown table"
+                            markdown_list | list | code_block | markdown | diff (a unified
+                            diff; "a markdown table"
                             -> table; "a list" is also met by lines of one item each, "a
                             markdown list" only by list markers)
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
@@ -25,8 +26,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             columns (of a markdown table) | items
                             (a length of one part of an output of several parts is not
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
-  literals       list[struct{text, mode, phrase}]  exact phrases in quotes or backticks, with
-                            mode contains | starts | ends | first_line | exact | absent
+  literals       list[struct{text, mode, phrase, times}]  exact phrases in quotes or backticks,
+                            with mode contains | starts | ends | first_line | exact | absent;
+                            times: how often a contained phrase must occur at least ('mentions
+                            "climate" at least twice'), null for once; "ending with a question
+                            mark" ends with the literal "?"
   alternative    str        "..., or the single line "none"": an output equal to it is enough
   enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
                             null means the whole output must be one of the values
@@ -209,6 +213,16 @@ EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\
 FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")\s*"
                 r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
+# Unquoted words, the last after "or": "low, medium or high"
+WORD_OR = WORD + r"(?:\s*,\s*" + WORD + r")*\s*,?\s+or\s+" + WORD
+# Nouns whose value is one word of a few ("a priority of P1, P2 or P3")
+VALUE_NOUNS = (r"priority|severity|rating|grade|level|status|label|verdict|decision|category"
+               r"|classification|class|tier|risk|sentiment|tone|stance|outcome|recommendation"
+               r"|answer|tag|type|kind|mode|urgency|impact|likelihood|effort|complexity|state"
+               r"|phase|stage|confidence")
+# "a decision: "yes" or "no"": the noun a clause opens with names the output, not a field of
+# it; its colon is held as COLON while the readers run, so no reader takes it for a label.
+COLON = "\ue004"
 # Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
 # (kind, pattern): the kind says where the values start (`_enums`).
 ENUM_FORMS = [
@@ -227,7 +241,22 @@ ENUM_FORMS = [
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
     ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
      + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
+    # unquoted words joined by "or" that are all a part says after its opening noun ("a
+    # severity: low, medium or high"; a sub-item "`tier`: gold, silver or bronze")...
+    ("bare_or", r"(?i)(?:^|" + COLON + r")\s*" + WORD_OR + r"\s*(?:[.;,)]|$)"),
+    # ... or after a value's noun and "of" ("a priority of P1, P2 or P3", "with a risk of low
+    # or high": the field is named)
+    ("scalar_of", r"(?i)(?:\bwith\s+(?:a|an|the)\s+"
+     r"(" + TICKED + r"|(?:" + IDENT + r"\s+)?(?:" + VALUE_NOUNS + r"))|^\s*(?:a|an|the)\s+(?:"
+     + IDENT + r"\s+)?(?:" + VALUE_NOUNS + r"))\s+of\s+" + WORD_OR + r"\s*(?:[.;,)]|$)"),
 ]
+# Words that end no enumeration ("3 or more", "high or higher"): such a phrase is no choice.
+NOT_VALUES = ["more", "less", "fewer", "higher", "lower", "above", "below", "greater", "both",
+              "all", "neither", "other", "others", "similar", "equivalent", "so", "not", "never",
+              "better", "worse", "longer", "shorter", "a", "an", "the",
+              # formats and types are read as such ("markdown or JSON")
+              "json", "yaml", "yml", "csv", "markdown", "table", "list", "html", "xml", "text",
+              "prose", "number", "integer", "string", "url", "date"]
 # Words before "is one of" that name no field: the whole output is meant.
 NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "be", "that",
               "which", "it", "value", "values", "word", "answer", "output", "result", "text",
@@ -238,6 +267,17 @@ LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|
 # Verbs that say how an output begins or ends ("starts with", "ending with").
 STARTS = "begin|begins|beginning|start|starts|starting|open|opens|opening"
 ENDS = "end|ends|ending|close|closes|closing|finish|finishes|finishing"
+# How often a contained phrase must occur ('mentions "climate" at least twice', '"TODO" 3 or
+# more times'): read as a least number of occurrences ("3 times" alone is at least 3 too).
+TIMES = (r"(?:\s+(?:at\s+least\s+|no\s+fewer\s+than\s+|a\s+minimum\s+of\s+)?(?:twice|thrice"
+         r"|more\s+than\s+once|(?:\d+|two|three|four|five|six|seven|eight|nine|ten)"
+         r"(?:\s+or\s+more|\+)?\s+times))?")
+TIMES_WORDS = {"twice": 2, "thrice": 3, "more than once": 2, "two": 2, "three": 3, "four": 4,
+               "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+# An output that ends with a mark, named rather than quoted ("ending with a question mark").
+END_MARKS = {"question": "?", "period": ".", "full": ".", "exclamation": "!"}
+END_MARK = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?(?:question\s+mark|period"
+            r"|full\s+stop|exclamation\s+(?:mark|point))")
 # (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
@@ -257,13 +297,14 @@ LITERAL_FORMS = [
     ("starts", r"(?i)(?:" + STARTS + r"|lead|leads|leading|prefixed)\s+(?:with|by)\s+"
      + LIT_FILLER + QUOTED),
     ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
+    ("ends", END_MARK),
     ("exact", r"(?i)(?:exactly|nothing\s+but|solely|precisely|verbatim|only\s+the\s+(?:text|"
      r"string|word|phrase|value))\s+(?:the\s+(?:text|string|word|phrase|value|line)\s+)?"
      + QUOTED),
     ("contains", r"(?i)(?:contain|contains|containing|include|includes|included|including|"
      r"state|states|stating|say|says|saying|read|reads|reading|mention|mentions|mentioning|"
      r"mark|marks|marked|label|labelled|labeled|flag|flags|flagged|titled|headed|tagged|"
-     r"quote|quotes|quoting)(?:\s+as)?\s+" + LIT_FILLER + QUOTED),
+     r"quote|quotes|quoting)(?:\s+as)?\s+" + LIT_FILLER + QUOTED + TIMES),
     ("contains", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:section|heading|header|line|label|"
      r"marker|tag|footer|banner|sign-off|signature|title|row|entry)"),
     ("contains", r"(?i)(?:the\s+)?exact\s+(?:phrase|text|words?|string|sentence)\s+(?:\"|“)?"
@@ -276,12 +317,16 @@ FORMAT_FORMS = [
     ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+table\b(?:\s+(?:of\s+contents|names?|"
      r"of\s+names))?"),
     ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
-     r"points|lines)\b"),
+     r"points|lines)\b|\b(?:list|steps|items|entries|points)\b[^.;:\n]{0,60}?,\s*(?:each\s+)?"
+     r"(?:numbered|enumerated)\b"),
     ("bulleted_list", r"(?i)\bbullet(?:ed)?[\s\-]*(?:list|points?)\b|\bbullets\b|\bbulleted\b"),
     ("markdown_list", r"(?i)\bmarkdown\s+list\b"),
     ("list", r"(?i)\blist\b"),
     ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\b(?:code|markdown)\s+fences?\b"),
     ("markdown", r"(?i)\bmarkdown\b"),
+    # "a unified diff", "the patch as a diff", "in diff format"; not "a summary of the diff"
+    ("diff", r"(?i)\b(?:unified|git)\s+(?:diff|patch)\b|(?:\bof\s+)?\b(?:a|an|the)\s+diff\b"
+     r"|\bdiff\s+format\b"),
 ]
 # A clause that is one value of a type ("an integer", "a number between 1 and 10", "a URL",
 # "an ISO 8601 date", "the answer as a single integer"): group 1 is what comes before the
@@ -431,10 +476,7 @@ HIDDEN = "\ue001"
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
 COMMA = "\ue003"
-# "a decision: "yes" or "no"": the noun a clause opens with names the output, not a field of
-# it; its colon is held as COLON while the readers run, so no reader takes it for a label.
 OPENING_NOUN = r"(?i)^(\s*(?:a|an|the)\s+(?:" + IDENT + r"\s+){0,2}" + IDENT + r")\s*:"
-COLON = "\ue004"
 # ... unless its last word opens a list of fields ("a citation containing: title, year").
 LIST_CUES = ["containing", "contains", "with", "has", "having", "including", "includes",
              "field", "fields", "key", "keys", "column", "columns", "properties", "attributes",
@@ -452,6 +494,12 @@ SECRETS = (
 )
 FENCES = r"(?ms)^[ \t]*(?:```|~~~).*?(?:^[ \t]*(?:```|~~~)[^\n]*|\z)"
 # Words that carry no testable property of their own once the requirements are taken out.
+# A clause of one or two words after its article ("a haiku", "the final report"); group 1.
+BARE_NOUN = r"(?i)^\s*(?:(?:a|an|the|one)\s+)?((?:\p{L}[\p{L}\-]*\s+)?\p{L}[\p{L}\-]*)\s*\.?\s*$"
+# Nouns that name no kind of output beyond "some output" ("`out`: the result")
+GENERIC_NOUNS = ["output", "result", "text", "answer", "response", "reply", "content", "value",
+                 "data", "file", "document", "doc", "message", "string", "body", "artifact",
+                 "artefact", "thing", "information", "info"]
 FILLER = (
     r"(?i)\b(?:a|an|the|of|with|and|or|in|on|at|to|for|by|from|as|is|are|be|that|which|who|"
     r"whose|where|when|it|its|their|each|every|all|any|per|one|this|these|those|has|have|"
@@ -464,7 +512,7 @@ FILLER = (
     r"phrase|exact|exactly|least|most|under|over|up|no|not|more|less|fewer|containing|contains|"
     r"contain|including|includes|include|marked|stating|states|named|called|like|e\.g|i\.e|"
     r"such|there|here|first|last|followed|beginning|begins|starting|ending|ends|optional|"
-    r"single|only|nothing|else|string|number|numbers|integer|date|dates)\b"
+    r"single|only|nothing|else|string|number|numbers|integer|date|dates|unified|diff)\b"
 )
 # Suggested rewrites per quality word (default for the rest).
 JUDGMENT_ADVICE = {
@@ -647,25 +695,43 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(t.str.replace(COLON, ":", literal=True).alias("t")).drop("_hidden")
 
 
+def _times(phrase: pl.Expr) -> pl.Expr:
+    """The least number of occurrences a phrase asks (TIMES), null for once."""
+    said = phrase.str.extract(r"(?i)(twice|thrice|more\s+than\s+once|\w+)(?:\s+or\s+more|\+)?"
+                              r"\s+times$|(twice|thrice|more\s+than\s+once)$", 0)
+    word = said.str.extract(r"(?i)^(\w+(?:\s+than\s+once)?)", 1).str.to_lowercase() \
+        .str.replace_all(r"\s+", " ")
+    return pl.coalesce(word.cast(pl.Int64, strict=False),
+                       word.replace_strict(TIMES_WORDS, default=None, return_dtype=pl.Int64))
+
+
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
+    once = pl.lit(None, pl.Int64).alias("times")
     for i, (mode, pattern) in enumerate(LITERAL_FORMS):
         e = pl.element()
         if mode == "absent":  # taken by `_forbidden`; one literal per quoted phrase
             quoted = e.str.extract_all(QUOTED_ONLY)
             parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
                 _unquote(quoted.explode()).alias("text"), pl.lit(mode).alias("mode"),
-                e.str.strip_chars().repeat_by(quoted.list.len()).explode().alias("phrase"))))
+                e.str.strip_chars().repeat_by(quoted.list.len()).explode().alias("phrase"),
+                once)))
             continue
         df = _take(df, f"_l{i}", pattern)
+        times = once
         if i == len(LITERAL_FORMS) - 1:  # "the exact phrase Final answer", maybe unquoted
             text = _unquote(e.str.replace(r"(?i)^(?:the\s+)?exact\s+(?:phrase|text|words?|"
                                           r"string|sentence)\s+", "").str.strip_chars())
+        elif pattern == END_MARK:  # "ending with a question mark": the mark itself
+            text = e.str.extract(r"(?i)(question|period|full|exclamation)\s+\w+$", 1) \
+                .str.to_lowercase().replace_strict(END_MARKS, default=None)
         else:
             text = _first_literal(e)
+            if pattern.endswith(TIMES):
+                times = _times(e.str.strip_chars()).alias("times")
         parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
             text.alias("text"), pl.lit(mode).alias("mode"),
-            e.str.strip_chars().alias("phrase"))))
+            e.str.strip_chars().alias("phrase"), times)))
     literals = pl.concat_list(parts).list.eval(pl.element().filter(
         pl.element().struct.field("text").str.len_chars() > 0))
     return df.with_columns(
@@ -677,13 +743,34 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))])
 
 
+def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
+    """The words of an unquoted enumeration, after what introduces it."""
+    start = {"unquoted": r"(?i)^.*?one\s+of\s*:?\s*", "bare_or": r"^.*" + COLON,
+             "scalar_of": r"(?is)^.*?\sof\s"}[kind]
+    return (phrase.str.replace(start, "").str.extract_all(WORD)
+            .list.eval(pl.element().filter(~pl.element().str.to_lowercase().is_in(["or", "and"]))))
+
+
 def _enums(df: pl.DataFrame) -> pl.DataFrame:
     # 'a verdict of "approve" or "reject", followed by one sentence of reasoning': the output
     # goes on after the value, so it is not one of the values; the clause's values are asked
     continues = (pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
-        df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
+        if kind in ("bare_or", "scalar_of"):  # taken only where no word says it is no choice
+            said = pl.col("t").str.extract(pattern, 0)
+            words = _unquoted_values(said, kind).list.eval(pl.element().str.to_lowercase())
+            # nor where the words are qualities ("concise or brief": judged, not matched)
+            choice = (said.is_not_null() & ~words.list.eval(pl.element().is_in(NOT_VALUES))
+                      .list.any() & ~said.str.contains(JUDGMENT_WORDS)
+                      & ~said.str.contains(VAGUE_WORDS))
+            df = df.with_columns(
+                pl.when(choice).then(pl.concat_list(said)).otherwise(pl.lit([], pl.List(
+                    pl.String))).alias(f"_e{i}"),
+                pl.when(choice).then(pl.col("t").str.replace(pattern, " ${1} "))
+                .otherwise(pl.col("t")))
+        else:
+            df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
         e = pl.element()
         field = e.str.extract(pattern, 1)
         field = pl.when(normalise_key(field).is_in(NOT_FIELDS)).then(None).otherwise(field)
@@ -699,10 +786,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
         elif kind == "yes_no":
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(
                 r"(?i)\b(?:yes|no|true|false)\b")
-        else:  # unquoted: "one of approve, reject or escalate"
-            values = (e.str.replace(r"(?i)^.*?one\s+of\s*:?\s*", "").str.extract_all(WORD)
-                      .list.eval(pl.element().filter(
-                          ~pl.element().str.to_lowercase().is_in(["or", "and"]))))
+        else:  # unquoted: "one of approve, reject or escalate", "low, medium or high"
+            values = _unquoted_values(e, kind)
         parts.append(pl.col(f"_e{i}").list.eval(pl.struct(
             field.str.strip_chars("` ").alias("field"), values.alias("values"),
             e.str.strip_chars().alias("phrase"))))
@@ -786,6 +871,9 @@ def _format_names(text: pl.Expr) -> pl.Expr:
         if name == "table":  # "table names", "table of contents" name no table
             hits = hits.list.eval(pl.element().filter(
                 ~pl.element().str.contains(r"(?i)\s(?:of|names?)")))
+        elif name == "diff":  # "a summary of the diff" asks for no diff
+            hits = hits.list.eval(pl.element().filter(
+                ~pl.element().str.contains(r"(?i)^of\s")))
         found.append(pl.when(hits.list.len() > 0).then(pl.lit(name)))
     formats = pl.concat_list(found).list.drop_nulls()
     specific_md = formats.list.set_intersection(
@@ -928,6 +1016,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _quantities(df)
     df = _ranges(df)
     df = _restore(df)
+    # a clause that is nothing but a noun ("a haiku", "a phone number"): see `_requirements`
+    df = df.with_columns(pl.col("t").str.extract(BARE_NOUN, 1).alias("_bare"))
     # quoted words are values, not descriptions: no judgment or vagueness is read in them
     words = pl.col("t").str.replace_all(QUOTED_ONLY, GAP)
     df = df.with_columns(
@@ -1128,6 +1218,23 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
         | pl.col("value_type").is_not_null()
     )
+    # A clause that only names a kind of output other than a generic one ("`out`: a haiku",
+    # "a phone number") states nothing the checks read: whether the output is one is a
+    # question for judgment (its publication alone satisfied it at full confidence). The
+    # output's own name repeated ("`report`: the final report") asks nothing (meets_description
+    # drops a name's words).
+    head = pl.col("_bare").str.to_lowercase().str.extract(r"(\p{L}[\p{L}\-]*)$", 1) \
+        .str.replace(r"s$", "")
+    only_named = (pl.col("_bare").is_not_null() & ~decidable & pl.col("unchecked_text").is_null()
+                  & (pl.col("judgments").list.len() == 0) & (pl.col("vague_words").list.len() == 0)
+                  & ~pl.col("forbids_secrets") & (pl.col("literals").list.len() == 0)
+                  & ~head.is_in(GENERIC_NOUNS) & (head.str.len_chars() >= 3))
+    out = out.with_columns(
+        pl.when(only_named).then(pl.col("_bare").str.strip_chars())
+        .otherwise(pl.col("unchecked_text")).alias("unchecked_text"),
+        pl.when(only_named).then(pl.concat_list(head))
+        .otherwise(pl.col("unchecked_words")).alias("unchecked_words"),
+    ).drop("_bare")
     return out.with_columns(decidable.alias("decidable")).drop("_row")
 
 

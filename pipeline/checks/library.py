@@ -39,7 +39,7 @@ FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
     "numbered_list": "a numbered list", "bulleted_list": "a bulleted list",
     "markdown_list": "a markdown list", "list": "a list",
-    "code_block": "a fenced code block", "markdown": "markdown",
+    "code_block": "a fenced code block", "markdown": "markdown", "diff": "a unified diff",
 }
 LISTS = ["numbered_list", "bulleted_list", "markdown_list", "list"]
 MARKDOWN_SAMPLE = (r"(?m)^#{1,6} [^\n]*|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)|^[-*+] [^\n]*"
@@ -113,6 +113,7 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
         .when(fmt == "list").then(lists + lines > 0)
         .when(fmt == "code_block").then(pl.col("has_code_block"))
         .when(fmt == "markdown").then(markdown)
+        .when(fmt == "diff").then(pl.col("is_diff"))
         .otherwise(None)
     )
 
@@ -122,7 +123,7 @@ def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
     return {"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
             "csv": fmt == "csv", "table": fmt == "table",
             "lists": fmt.is_in(LISTS),
-            "code": fmt == "code_block", "markdown": fmt == "markdown"}
+            "code": fmt == "code_block", "markdown": fmt == "markdown", "diff": fmt == "diff"}
 
 
 def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
@@ -148,6 +149,9 @@ def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
         .when(fmt == "code_block").then(pl.format("fenced block {}", quoted(
             pl.when(fmt == "code_block").then(pl.col("output_text"))
             .str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
+        .when(fmt == "diff").then(pl.format("unified diff hunk {}", quoted(
+            pl.when(fmt == "diff").then(pl.col("output_text")).str.extract(
+                r"(?m)^(@@ [^\n]*)$", 1).str.strip_chars())))
         .when((fmt == "markdown") & pl.col("has_markdown")).then(pl.format(
             "markdown syntax: {}", around(pl.when(fmt == "markdown").then(pl.col("output_text")),
                                           pl.lit(MARKDOWN_SAMPLE), 30)))
@@ -497,9 +501,11 @@ def count() -> Check:
 
 @check("literal")
 def literal() -> Check:
-    """An exact phrase is where the clause says: contained, first, last, first line, or all."""
+    """An exact phrase is where the clause says: contained (as often as it says), first, last,
+    first line, or all."""
     lit = pl.col("literals").struct.field("text")
     mode = pl.col("literals").struct.field("mode")
+    times = pl.col("literals").struct.field("times")
     # each whole-text operation reads only the outputs of the rows whose mode needs it
     text = pl.when(mode == "contains").then(pl.col("binding_text"))
     out = pl.col("output_text")
@@ -511,11 +517,15 @@ def literal() -> Check:
     let = Lets()
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
+    lowered = text.fill_null("").str.to_lowercase()
     any_case = pl.when(mode == "contains").then(
-        text.fill_null("").str.to_lowercase().str.contains(lit.str.to_lowercase(),
-                                                           literal=True))
+        lowered.str.contains(lit.str.to_lowercase(), literal=True))
+    # 'mentions "climate" at least twice': occurrences counted without case
+    counted = let("_counted", pl.when(times.is_not_null()).then(
+        lowered.str.count_matches(lit.str.to_lowercase(), literal=True)))
     ok = let("_ok", (
-        pl.when(mode == "contains").then(any_case)
+        pl.when(times.is_not_null()).then(counted >= times)
+        .when(mode == "contains").then(any_case)
         .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
@@ -524,7 +534,9 @@ def literal() -> Check:
     ))
     where = let("_label", label())
     detail = (
-        pl.when(mode == "contains").then(pl.format("{} contains {}", where, quoted(lit)))
+        pl.when(times.is_not_null()).then(pl.format("{} contains {} at least {} times", where,
+                                                    quoted(lit), times))
+        .when(mode == "contains").then(pl.format("{} contains {}", where, quoted(lit)))
         .when(mode == "starts").then(pl.format("{} begins with {}", where, quoted(lit)))
         .when((mode == "ends") & heading).then(pl.format("the last section of {} is {}",
                                                          where, quoted(lit)))
@@ -545,7 +557,11 @@ def literal() -> Check:
                  .then(pl.concat_str(pl.lit("…"), ending.str.slice(-160)))
                  .otherwise(ending).str.replace_all(r"\s+", " "))
     evidence = (
-        pl.when(mode == "contains").then(pl.when(ok).then(found).otherwise(
+        pl.when(times.is_not_null()).then(pl.format(
+            "{} {} time(s) in {}{}", quoted(lit), counted, where,
+            pl.when(counted > 0).then(pl.concat_str(pl.lit("; first: "), found))
+            .otherwise(pl.lit(""))))
+        .when(mode == "contains").then(pl.when(ok).then(found).otherwise(
             pl.format("no {} in {}", quoted(lit), where)))
         .when(mode.is_in(["starts", "first_line"])).then(pl.format("first line: {}", start))
         .when((mode == "ends") & heading).then(pl.format(
@@ -555,7 +571,8 @@ def literal() -> Check:
         .otherwise(pl.format("the output is {}", quoted(excerpt(out, 300))))
     )
     confidence = (
-        pl.when((mode == "contains") & ok & ~exact_case).then(70)
+        pl.when(times.is_not_null()).then(90)
+        .when((mode == "contains") & ok & ~exact_case).then(70)
         .when((mode == "contains") & ~ok).then(90)
         .otherwise(95)
     )

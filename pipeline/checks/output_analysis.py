@@ -23,6 +23,8 @@ or where no check needs them: see the families below):
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
   has_table, table_header (normalised cell names), n_table_rows
   has_code_block, urls (distinct), n_urls, has_markdown, yaml_like, csv_like
+  is_diff           a unified diff: at least one hunk header ("@@ -12,7 +12,8 @@") at a
+                    line's start (fenced or not)
   n_citations       distinct numbered citation markers ("[1]", "[12]")
   json_kind         object | array | string | number | boolean | null, or null when the output
                     (or the single fenced block it consists of) is not valid JSON
@@ -47,6 +49,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   headings       headings, n_headings
   table          has_table, table_header, n_table_rows
   code           has_code_block
+  diff           is_diff
   urls           urls, n_urls, n_citations
   markdown       has_markdown
   yaml           yaml_like
@@ -76,6 +79,8 @@ URL = r"https?://[^\s<>()\[\]\"'`]+"
 # DuckDB's json_type of an array element, as json_element_kinds names it
 DUCKDB_KINDS = {"VARCHAR": "string", "BIGINT": "integer", "UBIGINT": "integer",
                  "DOUBLE": "number"}
+# The header of a unified diff's hunk: "@@ -12,7 +12,8 @@"
+HUNK = r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@"
 # A numbered citation marker: "[3]", "[12]"
 CITATION = r"\[\d{1,3}\]"
 SENTENCE_END = r"[.!?…]+[\"'”’)\]*_]*(?:\s|$)"
@@ -335,6 +340,7 @@ FAMILIES = (
                                               lambda t: pl.when(_fenced(t))
                                               .then(t.str.contains(FENCED))
                                               .otherwise(False))),
+    Family("diff", ("is_diff",), _flag("is_diff", lambda t: t.str.contains(HUNK))),
     Family("urls", ("urls", "n_urls", "n_citations"), _urls),
     Family("markdown", ("has_markdown",), _flag("has_markdown",
                                                 lambda t: t.str.contains(MARKDOWN))),
