@@ -215,11 +215,12 @@ FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDE
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # Unquoted words, the last after "or": "low, medium or high"
 WORD_OR = WORD + r"(?:\s*,\s*" + WORD + r")*\s*,?\s+or\s+" + WORD
-# Nouns whose value is one word of a few ("a priority of P1, P2 or P3")
-VALUE_NOUNS = (r"priority|severity|rating|grade|level|status|label|verdict|decision|category"
-               r"|classification|class|tier|risk|sentiment|tone|stance|outcome|recommendation"
-               r"|answer|tag|type|kind|mode|urgency|impact|likelihood|effort|complexity|state"
-               r"|phase|stage|confidence")
+# Nouns whose value is one word of a few ("a priority of P1, P2 or P3"); the second group
+# only after another noun ("a risk level of", not "a level of detail or depth")
+VALUE_NOUNS = (r"priority|severity|rating|grade|status|label|verdict|decision|category"
+               r"|classification|tier|risk|sentiment|stance|outcome|recommendation|answer|tag"
+               r"|urgency|impact|likelihood|complexity|confidence|" + IDENT
+               + r"\s+(?:level|type|kind|class|mode|state|phase|stage|tone|effort)")
 # "a decision: "yes" or "no"": the noun a clause opens with names the output, not a field of
 # it; its colon is held as COLON while the readers run, so no reader takes it for a label.
 COLON = "\ue004"
@@ -764,6 +765,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
             choice = (said.is_not_null() & ~words.list.eval(pl.element().is_in(NOT_VALUES))
                       .list.any() & ~said.str.contains(JUDGMENT_WORDS)
                       & ~said.str.contains(VAGUE_WORDS))
+            if kind == "bare_or":  # "a list: bugs, fixes or features" names the list's items
+                choice = choice & (pl.col("formats").list.len() == 0)
             df = df.with_columns(
                 pl.when(choice).then(pl.concat_list(said)).otherwise(pl.lit([], pl.List(
                     pl.String))).alias(f"_e{i}"),
