@@ -42,6 +42,12 @@ CASES = [
     ("plain prose, not a diff", (), {"formats": [], "excluded_formats": ["diff"]}),
     # a numbered or bulleted list said after its noun
     ("a list of steps, numbered", (), {"formats": ["numbered_list"]}),
+    # a bound on a count rules no format out
+    ("a summary in no more than three bullet points", (),
+     {"formats": ["bulleted_list"], "excluded_formats": [], "quantities": [q(None, 3, "items")]}),
+    ("not more than five numbered steps", (),
+     {"formats": ["numbered_list"], "excluded_formats": [], "quantities": [q(None, 5, "items")]}),
+    ("a plain summary, no bullet points", (), {"excluded_formats": ["bulleted_list"]}),
     ("a list of the steps to reproduce, each numbered", (), {"formats": ["numbered_list"]}),
     ("a list of findings, numbered by severity", (), {"formats": ["numbered_list"]}),
     ("a markdown brief", (), {"formats": ["markdown"]}),
@@ -90,6 +96,9 @@ CASES = [
      {"value_type": "number", "unchecked_text": "rounded to 2 decimals"}),
     ("the total as a number with 2 decimal places", (),
      {"value_type": "number", "unchecked_text": "with 2 decimal places"}),
+    ("a number with no more than 2 decimal places", (),
+     {"value_type": "number", "unchecked_text": "with no more than 2 decimal places"}),
+    ("a price, at most 2 decimals", (), {"unchecked_text": "at most 2 decimals"}),
     # a clause that is one value of a type
     ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
     # a clause that only names a kind of output asks whether the output is one

@@ -100,7 +100,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'ending with a question mark' (a period, an exclamation mark) is checked as the
 #       output's last character (v5: a question for judgment);
 #     - 'a unified diff' is a format, met by a hunk header ("@@ -1,2 +1,2 @@"), new measure
-#       `is_diff` (v5: a question for judgment).
+#       `is_diff` (v5: a question for judgment);
+#     - 'no more than three bullet points' bounds the count (v5 read "no ... bullet points" as
+#       a format ruled out, and failed every bulleted output);
+#     - 'no more than 2 decimal places' (at most, up to, a bare '2 decimals') is asked, like
+#       'rounded to 2 decimals' (v5 dropped it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

@@ -358,8 +358,9 @@ ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields
 # A precision no check reads ("rounded to 2 decimals") and a count of headings of one level
 # ("at least 2 H2 sections"; the count check counts headings of every level): left to
 # judgment, never dropped or miscounted.
-DECIMALS = (r"(?i)\b(?:(?:rounded\s+)?to|with|of|in)\s+(?:exactly\s+)?(?:\d+|one|two|three|four)"
-            r"\s+decimal(?:s|\s+places?|\s+digits?)?\b")
+DECIMALS = (r"(?i)(?:\b(?:(?:rounded\s+)?to|with|of|in|has|having)\s+)?(?:(?:exactly|at\s+most"
+            r"|at\s+least|up\s+to|no\s+more\s+than|not\s+more\s+than)\s+)?\b(?:\d+|one|two"
+            r"|three|four)\s+decimal(?:s|\s+places?|\s+digits?)?\b")
 # "mentions at least one of "low", "medium" or "high"": a mention, no value of the output
 AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
 LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
@@ -471,6 +472,8 @@ PHRASE_CHOICE = (r"(?i)\b(?:" + STARTS + "|" + ENDS + r")\s+with\s+(?:(?:either|
 NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\binstead\s+of)\s+"
                   r"(?:[\p{L}\-]+\s+){0,3}?(?:"
                   + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
+BOUND_NOT = r"(?i)\b(no|not)\s+(more|fewer|less|longer|shorter|over|under)\b"
+JOIN = "\ue005"
 # What stands in for a hidden phrase while the readers run (`_hide`, `_restore`).
 HIDDEN = "\ue001"
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
@@ -901,9 +904,13 @@ def _format_names(text: pl.Expr) -> pl.Expr:
 
 
 def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
+    # "no more than three bullet points" bounds a count: it rules no format out (the words
+    # after "no" are held together while the negated formats are read)
+    df = df.with_columns(pl.col("t").str.replace_all(BOUND_NOT, "${1}" + JOIN + "${2}"))
     df = _take(df, "_excluded", NEGATED_FORMAT)
     return df.with_columns(
-        _format_names(pl.col("_excluded").list.join(" ¦ ")).alias("excluded_formats")
+        _format_names(pl.col("_excluded").list.join(" ¦ ")).alias("excluded_formats"),
+        pl.col("t").str.replace_all(JOIN, " ", literal=True),
     ).drop("_excluded")
 
 
