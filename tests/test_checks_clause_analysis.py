@@ -145,6 +145,16 @@ CASES = [
     ("a clarifying question ending with a question mark", (),
      {"literals": [("?", "ends")]}),
     ("a sentence that ends in a full stop", (), {"literals": [(".", "ends")]}),
+    # how every item or line begins
+    ('a log where each line starts with "[INFO]"', (),
+     {"item_starts": [("line", "[INFO]", None)], "literals": []}),
+    ("a list of events where every item begins with an ISO 8601 date", (),
+     {"item_starts": [("item", None, "iso_date")]}),
+    ("a timeline, with each bullet starting with a date", (),
+     {"item_starts": [("item", None, "date")]}),
+    ("each item starts with a verb", (), {"item_starts": []}),
+    ('a JSON object with fields:', ('`log`: each line starts with "[INFO]"',),
+     {"item_starts": [], "unchecked_text": '`log`: starts with "[INFO]"'}),
     # counts and lengths, with their unit
     ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
     ("3+ items", (), {"quantities": [q(3, None, "items")]}),
@@ -459,6 +469,8 @@ def _shape(column: str, value):
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
+    if column == "item_starts":
+        return [(v["unit"], v["text"], v["type"]) for v in value]
     if column == "field_types":
         return [(v["field"], v["type"]) for v in value]
     if column == "field_lengths":

@@ -571,6 +571,23 @@ CASES = [
          "enum_value", "failed", "partially_satisfied",
          "“platinum” is not one of “gold”, “silver”, “bronze”",
          details=("`tier`: gold, silver or bronze",)),
+    # how every item or line begins
+    Case("item-start-type-passes", "a list of events where each item starts with a date",
+         "- 2026-01-02 launch\n- 2026-02-03 review", "item_start", "passed", "satisfied",
+         "all 2 list item(s) begin with a date; first: “2026-01-02 launch”"),
+    Case("item-start-type-fails", "a changelog, each entry starting with an ISO 8601 date",
+         "2026-01-02: x\nJan 3, 2026: y", "item_start", "failed", "violated",
+         "line 2 of 2 does not begin with an ISO 8601 date (YYYY-MM-DD): “Jan 3, 2026: y”"),
+    Case("item-start-text-passes", 'a log where each line is prefixed with "[INFO]"',
+         "[INFO] a\n**[INFO]** b", "item_start", "passed", "satisfied",
+         "all 2 line(s) begin with “[INFO]”"),
+    Case("item-start-text-fails", 'a checklist where every item begins with "TODO:"',
+         "- TODO: a\n- FIX: b\n- TODO: c", "item_start", "failed", "violated",
+         "list item 2 of 3 does not begin with “TODO:”: “FIX: b”"),
+    # a sub-item's exact phrase is asked, not dropped
+    Case("sub-item-phrase-is-asked", "a JSON object with fields:", '{"log": "x"}',
+         "meets_description", "undecided", "satisfied", '“{"log": "x"}”',
+         select='`log`: starts with "[INFO]"', details=('`log`: starts with "[INFO]"',)),
 
     # ---- what needs judgment, and what is too vague to check
     Case("only-a-kind-is-asked", "a haiku", "This is prose, not a poem.", "meets_description",
@@ -612,8 +629,7 @@ def test_check(graded, case: Case):
 
 def test_every_deciding_check_is_tested_both_ways():
     deciding = {"format", "excluded_format", "json_shape", "count", "literal", "enum_value",
-                "required_field",
-                "numeric_range"}
+                "required_field", "numeric_range", "item_start"}
     seen = {(c.check, c.outcome) for c in CASES}
     for name in deciding:
         assert {(name, "passed"), (name, "failed")} <= seen, name

@@ -104,7 +104,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'no more than three bullet points' bounds the count (v5 read "no ... bullet points" as
 #       a format ruled out, and failed every bulleted output);
 #     - 'no more than 2 decimal places' (at most, up to, a bare '2 decimals') is asked, like
-#       'rounded to 2 decimals' (v5 dropped it).
+#       'rounded to 2 decimals' (v5 dropped it);
+#     - 'each line starts with "TODO:"', 'every item begins with a date' are checked on every
+#       list item (else every line) by the new `item_start` check (v5 checked a quoted text
+#       on the output's first line, and asked about a type);
+#     - a sub-item's exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions
+#       "password"') is asked (v5 read it and dropped it: the clause was satisfied).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

@@ -31,6 +31,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
                             mark" ends with the literal "?"
+  item_starts    list[struct{unit, text, type, phrase}]  how every list item (else every
+                            line) begins: a quoted text ('each line starts with "TODO:"') or a
+                            value type as value_type ("each item begins with a date")
   alternative    str        "..., or the single line "none"": an output equal to it is enough
   enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
                             null means the whole output must be one of the values
@@ -416,6 +419,14 @@ FIELD_RANGE = (r"(?i)(" + TICKED + r")\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be
 # date)"): group 2 says ISO 8601, 3 is the type.
 FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?("
               + TYPE_WORDS + r")\s*\)")
+# How every item or line of an output begins: 'each line starts with "TODO:"', "every item
+# begins with a date", "with each bullet starting with an ISO 8601 date"; group 1 is the unit,
+# 2 says ISO 8601, 3 a type (a quoted text otherwise).
+ITEM_START = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|entry|entries|point"
+              r"|step|finding|task|row)s?\s+(?:must\s+|should\s+|will\s+)?(?:starts?|starting"
+              r"|begins?|beginning|opens?|opening|leads?|leading|(?:is\s+|are\s+)?prefixed)\s+"
+              r"(?:with|by)\s+(?:" + LIT_FILLER + QUOTED + r"|(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?("
+              + TYPE_WORDS + r")\b)")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -747,6 +758,27 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))])
 
 
+def _item_starts(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `item_starts` (see ITEM_START) in the clause, not its sub-items (theirs stay for
+    the judgment question); taken before literals, so "begins with" is not read as the start
+    of the whole output."""
+    clause = pl.col("_part") == 0
+    df = df.with_columns(
+        pl.when(clause).then(pl.col("t").str.extract_all(ITEM_START))
+        .otherwise(pl.lit([], pl.List(pl.String))).alias("_starts"),
+        pl.when(clause).then(pl.col("t").str.replace_all(ITEM_START, GAP))
+        .otherwise(pl.col("t")))
+    e = pl.element()
+    unit = e.str.extract(ITEM_START, 1).str.to_lowercase()
+    return df.with_columns(pl.col("_starts").list.eval(pl.struct(
+        pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
+        .alias("unit"),
+        _first_literal(e).alias("text"),
+        _type_of(e.str.extract(ITEM_START, 3), e.str.extract(ITEM_START, 2).is_not_null())
+        .alias("type"),
+        e.str.strip_chars().alias("phrase"))).alias("item_starts")).drop("_starts")
+
+
 def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
     """The words of an unquoted enumeration, after what introduces it."""
     start = {"unquoted": r"(?i)^.*?one\s+of\s*:?\s*", "bare_or": r"^.*" + COLON,
@@ -1012,6 +1044,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
+    df = _item_starts(df)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -1226,7 +1259,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
         | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
         | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
-        | pl.col("value_type").is_not_null()
+        | pl.col("value_type").is_not_null() | (pl.col("item_starts").list.len() > 0)
     )
     # A clause that only names a kind of output other than a generic one ("`out`: a haiku",
     # "a phone number") states nothing the checks read: whether the output is one is a
@@ -1252,10 +1285,11 @@ NO_TEXTS = pl.lit([], dtype=pl.List(pl.String))
 
 
 def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(field_lengths, _open) by clause row, from the counts its sub-items state. A length in
-    words or characters of a named field ("`summary`: at most 50 words") is checked on the
-    field's values; any other count ("`Summary`: 2-3 sentences", a sub-item naming no field)
-    is left to the judgment question, as "`field`: phrase"."""
+    """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
+    A length in words or characters of a named field ("`summary`: at most 50 words") is
+    checked on the field's values; any other count ("`Summary`: 2-3 sentences", a sub-item
+    naming no field) and any exact phrase ('`log`: starts with "[INFO]"', '`reply`: never
+    mentions "password"') is left to the judgment question, as "`field`: phrase"."""
     counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
               .drop_nulls("quantities").unnest("quantities"))
     measurable = (pl.col("_field").is_not_null() & pl.col("measure").is_in(["words", "chars"])
@@ -1264,7 +1298,12 @@ def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
         "min", "max", "measure", "phrase").alias("field_lengths"))
         .group_by("_row", maintain_order=True).agg("field_lengths"))
-    open_counts = (counts.filter(~measurable).select(
+    phrases = (sub.select("_row", "_part", "_field", "literals").explode("literals")
+               .drop_nulls("literals")
+               .select("_row", "_part", "_field", pl.col("literals").struct.field("phrase")))
+    asked = pl.concat([counts.filter(~measurable).select("_row", "_part", "_field", "phrase"),
+                       phrases]).sort("_row", "_part", maintain_order=True)
+    open_counts = (asked.select(
         "_row", pl.when(pl.col("_field").is_not_null())
         .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("phrase")))
         .otherwise(pl.col("phrase")).alias("_open"))
