@@ -571,6 +571,13 @@ CASES = [
          "enum_value", "failed", "partially_satisfied",
          "“platinum” is not one of “gold”, “silver”, “bronze”",
          details=("`tier`: gold, silver or bronze",)),
+    # distinct items count once
+    Case("distinct-items-fail", "a list of at least 3 unique tags", "- ai\n- AI\n- ai.\n- ml",
+         "count", "failed", "partially_satisfied", "`out` has 2 distinct list items"),
+    Case("distinct-items-pass", "a list of at least 3 unique tags", "- ai\n- ml\n- nlp",
+         "count", "passed", "satisfied", "`out` has 3 distinct list items"),
+    Case("repeated-items-count", "a list of at least 3 tags", "- ai\n- ai\n- ai", "count",
+         "passed", "satisfied", "`out` has 3 list items"),
     # how every item or line begins
     Case("item-start-type-passes", "a list of events where each item starts with a date",
          "- 2026-01-02 launch\n- 2026-02-03 review", "item_start", "passed", "satisfied",

@@ -109,7 +109,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       list item (else every line) by the new `item_start` check (v5 checked a quoted text
 #       on the output's first line, and asked about a type);
 #     - a sub-item's exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions
-#       "password"') is asked (v5 read it and dropped it: the clause was satisfied).
+#       "password"') is asked (v5 read it and dropped it: the clause was satisfied);
+#     - 'at least 3 unique tags' (distinct, different) counts a list's items once each (v5
+#       counted repeats).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

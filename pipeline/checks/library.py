@@ -36,6 +36,7 @@ NAMED = CONTENT & (pl.col("output_scope") == "named")
 EDGE_BEFORE = r"(?:^|(?-i:[^\p{L}\p{N}_]))"
 EDGE_AFTER = r"(?:(?-i:[^\p{L}\p{N}_])|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
+DISTINCT = r"(?i)\b(?:distinct|unique|different)\b"
 FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
     "numbered_list": "a numbered list", "bulleted_list": "a bulleted list",
@@ -385,8 +386,14 @@ def count() -> Check:
             pl.when(pl.col("json_kind") == "object").then(pl.col("json_keys").list.len())
             .when(pl.col("has_table")).then(pl.col("table_header").list.len()))
     ).cast(pl.Int64)
+    # "at least 3 unique tags": a list's items, each counted once (without case or a final
+    # period); only where the count reads every list item
+    listed = pl.col("list_items").list.len()
+    distinct = let("_distinct", measure.is_in(["items", "sources"]) & (items == listed)
+                   & (listed > 0) & q.struct.field("phrase").str.contains(DISTINCT))
     what = let("_what", (
-        pl.when((measure == "items") & items.is_not_null()).then(items_what)
+        pl.when(distinct).then(pl.concat_str(pl.lit("distinct "), items_what))
+        .when((measure == "items") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & items.is_not_null()).then(items_what)
         .when((measure == "sources") & (pl.col("n_citations") > pl.col("n_urls")))
         .then(pl.lit("distinct numbered citations ([n])"))
@@ -398,7 +405,11 @@ def count() -> Check:
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     value = let("_value", pl.when((scope == "rest") & rest_ok)
-                  .then(pick("rest_").cast(pl.Int64)).otherwise(whole))
+                  .then(pick("rest_").cast(pl.Int64))
+                  .when(distinct).then(pl.col("list_items").list.eval(
+                      pl.element().str.to_lowercase().str.strip_chars(" .;,"))
+                      .list.n_unique().cast(pl.Int64))
+                  .otherwise(whole))
 
     # "each ..." applies the bound to every paragraph, line or list item
     noun = q.struct.field("scope_text").fill_null("").str.to_lowercase()
