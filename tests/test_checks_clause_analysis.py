@@ -145,6 +145,14 @@ CASES = [
     ("a clarifying question ending with a question mark", (),
      {"literals": [("?", "ends")]}),
     ("a sentence that ends in a full stop", (), {"literals": [(".", "ends")]}),
+    # the last line, not the first
+    ('a response whose last line begins with "Answer:"', (),
+     {"literals": [("Answer:", "last_line_starts")]}),
+    ('reasoning, then the final answer on the last line, prefixed with "Answer:"', (),
+     {"literals": [("Answer:", "last_line_starts")]}),
+    ('a reply ending with a line that starts with "Final answer:"', (),
+     {"literals": [("Final answer:", "last_line_starts")]}),
+    ('a log whose last line is "DONE"', (), {"literals": [("DONE", "last_line")]}),
     # how every item or line begins
     ('a log where each line starts with "[INFO]"', (),
      {"item_starts": [("line", "[INFO]", None)], "literals": []}),

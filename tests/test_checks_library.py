@@ -571,6 +571,13 @@ CASES = [
          "enum_value", "failed", "partially_satisfied",
          "“platinum” is not one of “gold”, “silver”, “bronze”",
          details=("`tier`: gold, silver or bronze",)),
+    # the last line, not the first
+    Case("last-line-starts-passes", 'a response whose last line begins with "Answer:"',
+         "Because x.\nAnswer: 4\n", "literal", "passed", "satisfied", "last line: “Answer: 4”"),
+    Case("last-line-starts-fails", 'a response whose last line begins with "Answer:"',
+         "Answer: 4\nBecause x.", "literal", "failed", "violated", "last line: “Because x.”"),
+    Case("last-line-fails", 'a log whose last line is "DONE"', "DONE\nwork", "literal",
+         "failed", "violated", "last line: “work”"),
     # distinct items count once
     Case("distinct-items-fail", "a list of at least 3 unique tags", "- ai\n- AI\n- ai.\n- ml",
          "count", "failed", "partially_satisfied", "`out` has 2 distinct list items"),

@@ -111,7 +111,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a sub-item's exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions
 #       "password"') is asked (v5 read it and dropped it: the clause was satisfied);
 #     - 'at least 3 unique tags' (distinct, different) counts a list's items once each (v5
-#       counted repeats).
+#       counted repeats);
+#     - 'whose last line begins with "Answer:"' ('on the last line, prefixed with', 'ending
+#       with a line that starts with') and 'whose last line is "DONE"' read the output's last
+#       line (v5 checked "begins with" on the first line, and dropped "last line is").
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

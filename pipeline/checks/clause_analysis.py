@@ -27,7 +27,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             (a length of one part of an output of several parts is not
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase, times}]  exact phrases in quotes or backticks,
-                            with mode contains | starts | ends | first_line | exact | absent;
+                            with mode contains | starts | ends | first_line | last_line |
+                            last_line_starts | exact | absent;
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
                             mark" ends with the literal "?"
@@ -286,6 +287,13 @@ END_MARK = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?(?:question\s
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
     ("first_line", r"(?i)first\s+line\s+(?:is|reads|must\s+be|should\s+be|says|=)?\s*"
+     r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
+    # "whose last line begins with "Answer:"", "the final answer on the last line, prefixed
+    # with "Answer:"", "ending with a line that starts with "Final answer:""
+    ("last_line_starts", r"(?i)(?:(?:last|final)\s+line|(?:ending|ends|end)\s+with\s+a\s+line)\b"
+     r"(?-i:[^\"“‘`'\n]){0,40}?(?:" + STARTS + r"|prefixed|leads|leading)\s+(?:with|by)\s+"
+     + LIT_FILLER + QUOTED),
+    ("last_line", r"(?i)(?:last|final)\s+line\s+(?:is|reads|must\s+be|should\s+be|says|=)\s*"
      r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
     # "or the single line "none"", "or just "none"", ', or "none" if nothing was found' (a
     # quoted list after "or" is an enumeration, read before)

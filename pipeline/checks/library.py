@@ -524,9 +524,12 @@ def literal() -> Check:
     # leading markdown (heading marks, emphasis, quotes) does not hide how a text begins
     bare_start = pl.when(mode == "starts").then(out).str.replace(r"^[#>*_\s\"“]+", "")
     bare_end = pl.when(mode == "ends").then(out).str.replace(r"[*_\s\"”]+$", "")
+    let = Lets()
+    # the last line that holds something, as a text's start is read (leading markdown aside)
+    last_line = let("_last_line", pl.when(mode.is_in(["last_line", "last_line_starts"]))
+                    .then(out).str.extract(r"([^\n]*\S[^\n]*)\s*$", 1).str.strip_chars())
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
-    let = Lets()
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
     lowered = text.fill_null("").str.to_lowercase()
@@ -542,6 +545,10 @@ def literal() -> Check:
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
+        .when(mode == "last_line").then(last_line == lit.str.strip_chars())
+        .when(mode == "last_line_starts").then(
+            last_line.str.starts_with(lit)
+            | last_line.str.replace(r"^[#>*_\s\"“]+", "").str.starts_with(lit))
         .when(mode == "exact").then(out == lit)
     ))
     where = let("_label", label())
@@ -553,6 +560,10 @@ def literal() -> Check:
         .when((mode == "ends") & heading).then(pl.format("the last section of {} is {}",
                                                          where, quoted(lit)))
         .when(mode == "ends").then(pl.format("{} ends with {}", where, quoted(lit)))
+        .when(mode == "last_line").then(pl.format("the last line of {} is exactly {}", where,
+                                                  quoted(lit)))
+        .when(mode == "last_line_starts").then(pl.format("the last line of {} begins with {}",
+                                                         where, quoted(lit)))
         .when(mode == "first_line").then(pl.format("the first line of {} is exactly {}",
                                                    where, quoted(lit)))
         .otherwise(pl.format("{} is exactly {} (trimmed, case-sensitive)", where,
@@ -576,6 +587,8 @@ def literal() -> Check:
         .when(mode == "contains").then(pl.when(ok).then(found).otherwise(
             pl.format("no {} in {}", quoted(lit), where)))
         .when(mode.is_in(["starts", "first_line"])).then(pl.format("first line: {}", start))
+        .when(mode.is_in(["last_line", "last_line_starts"])).then(pl.format(
+            "last line: {}", quoted(excerpt(last_line.fill_null(""), 160))))
         .when((mode == "ends") & heading).then(pl.format(
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
             .otherwise(quoted(last_heading))))
