@@ -67,6 +67,9 @@ CASES = [
     ("a table with two columns and a total row", (), {"fields": []}),
     # a backticked name before what it is; capitalised section titles
     ("valid JSON with a `status` key", (), {"fields": [("status", False)]}),
+    ('a JSON object with keys "name" and "age"', (),
+     {"fields": [("name", False), ("age", False)]}),
+    ('a CSV with columns "date", "amount"', (), {"fields": [("date", False), ("amount", False)]}),
     ("an object with an `id` field and a `title` field", (),
      {"fields": [("id", False), ("title", False)]}),
     ("JSON containing the `claims` and `sources` keys", (),
@@ -101,6 +104,13 @@ CASES = [
     ("a price, at most 2 decimals", (), {"unchecked_text": "at most 2 decimals"}),
     # a clause that is one value of a type
     ("an integer", (), {"value_type": "integer", "unchecked_text": None}),
+    # a date or time written as a mask
+    ("a date in the format DD/MM/YYYY", (),
+     {"value_type": "masked", "value_mask": "DD/MM/YYYY", "unchecked_text": None}),
+    ("a time in HH:MM format", (), {"value_type": "masked", "value_mask": "HH:MM"}),
+    ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
+    ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
+    ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
     # a clause that only names a kind of output asks whether the output is one
     ("a haiku", (), {"unchecked_text": "haiku", "unchecked_words": ["haiku"]}),
     ("a phone number", (), {"unchecked_text": "phone number", "unchecked_words": ["number"]}),

@@ -571,6 +571,16 @@ CASES = [
          "enum_value", "failed", "partially_satisfied",
          "“platinum” is not one of “gold”, “silver”, “bronze”",
          details=("`tier`: gold, silver or bronze",)),
+    # a date or time written as a mask; quoted key names
+    Case("date-mask-fails", "a date in the format DD/MM/YYYY", "2026-01-02", "value_type",
+         "failed", "violated", "`out` is not written as DD/MM/YYYY: “2026-01-02”"),
+    Case("date-mask-passes", "a date in the format DD/MM/YYYY", "02/01/2026", "value_type",
+         "passed", "satisfied", "`out` is written as DD/MM/YYYY"),
+    Case("time-mask-passes", "a time in HH:MM format", "09:45", "value_type", "passed",
+         "satisfied", "`out` is written as HH:MM"),
+    Case("quoted-keys-fail", 'a JSON object with keys "name" and "age"', '{"name": "a"}',
+         "required_field", "failed", "partially_satisfied", "top-level keys: name",
+         select="`age`"),
     # the last line, not the first
     Case("last-line-starts-passes", 'a response whose last line begins with "Answer:"',
          "Because x.\nAnswer: 4\n", "literal", "passed", "satisfied", "last line: “Answer: 4”"),

@@ -114,7 +114,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       counted repeats);
 #     - 'whose last line begins with "Answer:"' ('on the last line, prefixed with', 'ending
 #       with a line that starts with') and 'whose last line is "DONE"' read the output's last
-#       line (v5 checked "begins with" on the first line, and dropped "last line is").
+#       line (v5 checked "begins with" on the first line, and dropped "last line is");
+#     - 'a date in the format DD/MM/YYYY', 'a time in HH:MM format' are checked against the
+#       mask (value type `masked`, new column `value_mask`; v5: any date, or a question);
+#     - quoted names of keys, fields or columns ('keys "name" and "age"') are required fields
+#       (v5 asked about them).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

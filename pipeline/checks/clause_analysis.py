@@ -14,9 +14,10 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   json_elements  str        string | number | integer | object | array | boolean: what a JSON
                             array's elements are ("a JSON array of strings")
   value_type     str        integer | number | boolean | url | date | iso_date | datetime |
-                            iso_datetime | uuid |
-                            email, when the clause is one such value ("an integer", "an ISO
-                            8601 date", "an email address")
+                            iso_datetime | uuid | email | masked, when the clause is one such
+                            value ("an integer", "an ISO 8601 date", "an email address", "a
+                            date in the format DD/MM/YYYY")
+  value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
@@ -354,6 +355,12 @@ VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+
 VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|^\s*(?:and|&|/|-)"
                       r"\s*times?\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?|tables?|objects?"
                       r"|json|yaml|csv|per|each|for\s+every)\b")
+# A date or time written as a mask ("DD/MM/YYYY", "HH:MM", "DD.MM.YY HH:mm"); group 1 (a
+# colon after the opening noun, "a time in HH:MM", is held as COLON then)
+MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|YY|MM|DD|HH|hh"
+        r"|mm|ss)){1,5})\b)")
+# A clause that opens with a time ("a time in HH:MM format", "the meeting time, as HH:MM")
+TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
                "timestamp": "datetime", "datetime": "datetime", "date-time": "datetime",
@@ -395,8 +402,10 @@ FIELD_LIST = (r"\b(?:fields?|keys?|columns?|properties|attributes|headers?|secti
 # (kind, pattern): how the names are taken out of the match (see `_fields`)
 FIELD_FORMS = [
     ("ticked", r"(?i)" + FIELD_LIST),
-    # 'sections "Features", "Fixes" and "Known issues"': quoted names of sections or headings
-    ("quoted", r"(?i)\b(?:sections?|headings?|headers?)\s*(?::|named|called|titled)?\s*"
+    # 'sections "Features", "Fixes" and "Known issues"': quoted names of sections or headings;
+    # 'with keys "name" and "age"': of keys, fields or columns
+    ("quoted", r"(?i)\b(?:sections?|headings?|headers?|keys?|fields?|columns?|properties)\s*"
+     r"(?::|named|called|titled)?\s*"
      + QUOTED + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + ")*"),
     # "each with `claim`, `status` and `evidence_url`"
     ("ticked", r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*"
@@ -992,8 +1001,8 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | boolean | url | date | iso_date | datetime |
-    iso_datetime | uuid | email)
-    and take its phrase out of the text; only where no format was read."""
+    iso_datetime | uuid | email | masked) and `value_mask`, and take their phrases out of the
+    text; only where no format was read."""
     t = pl.col("t")
     word = t.str.extract(VALUE_TYPE, 3)
     after = t.str.replace(VALUE_TYPE, "")
@@ -1005,7 +1014,19 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
     kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
         r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
-    return df.with_columns(kind.alias("value_type")).with_columns(
+    # "a date in the format DD/MM/YYYY", "a time in HH:MM format": the whole output is a date
+    # or time written so (YYYY-MM-DD is an ISO date, read above)
+    mask = t.str.extract(MASK, 1)
+    masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & (pl.col("_part") == 0)
+              & (pl.col("formats").list.len() == 0)
+              & (kind.is_in(["date", "datetime"]) | t.str.contains(TIME_VALUE)))
+    return df.with_columns(
+        pl.when(masked).then(pl.lit("masked")).otherwise(kind).alias("value_type"),
+        pl.when(masked).then(mask.str.replace_all(COLON, ":", literal=True)).alias("value_mask"),
+    ).with_columns(
+        pl.when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
+        .otherwise(t).alias("t")
+    ).with_columns(
         pl.when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 

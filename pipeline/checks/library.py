@@ -293,16 +293,32 @@ def _trimmed_value(text: pl.Expr) -> pl.Expr:
         r"\.$", "")
 
 
+def _mask_pattern(mask: pl.Expr) -> pl.Expr:
+    """The regex of a date or time mask ("DD/MM/YYYY", "HH:MM"): MM is the month beside a day
+    or a year, else minutes."""
+    dated = mask.str.contains("DD|YY")
+    p = mask.str.replace_all(".", "\\.", literal=True)
+    for part, digits in (("YYYY", r"\d{4}"), ("YY", r"\d{2}"), ("DD", r"(?:0[1-9]|[12]\d|3[01])"),
+                         ("HH", r"(?:[01]\d|2[0-3])"), ("hh", r"(?:[01]\d|2[0-3])"),
+                         ("mm", r"[0-5]\d"), ("ss", r"[0-5]\d")):
+        p = p.str.replace_all(part, digits, literal=True)
+    p = (pl.when(dated).then(p.str.replace_all("MM", "(?:0[1-9]|1[0-2])", literal=True))
+         .otherwise(p.str.replace_all("MM", r"[0-5]\d", literal=True)))
+    return pl.concat_str(pl.lit("^"), p, pl.lit("$"))
+
+
 @check("value_type")
 def value_type() -> Check:
     """The output is one value of the type the clause is ("an integer", "a URL", "an ISO 8601
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
     period."""
     kind = pl.col("value_type")
-    # one search per row, with the pattern of its type
-    ok = _trimmed_value(pl.col("output_text")).str.contains(
-        kind.replace_strict(VALUE_PATTERNS, default=None, return_dtype=pl.String)).fill_null(False)
-    named = kind.replace_strict(VALUE_NAMES, default=kind)
+    # one search per row, with the pattern of its type (or of its mask)
+    pattern = pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask"))).otherwise(
+        kind.replace_strict(VALUE_PATTERNS, default=None, return_dtype=pl.String))
+    ok = _trimmed_value(pl.col("output_text")).str.contains(pattern).fill_null(False)
+    named = pl.when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask"))) \
+        .otherwise(kind.replace_strict(VALUE_NAMES, default=kind))
     return Check(
         applies=NAMED & kind.is_not_null(),
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
