@@ -40,6 +40,10 @@ CASES = [
     ("the fix as a git patch", (), {"formats": ["diff"]}),
     ("a summary of the diff", (), {"formats": []}),
     ("plain prose, not a diff", (), {"formats": [], "excluded_formats": ["diff"]}),
+    # a file name's extension is no format; it ends the output
+    ("a filename ending in .csv", (), {"formats": [], "literals": [(".csv", "ends")]}),
+    ("the path of the report, with a .md extension", (), {"literals": [(".md", "ends")]}),
+    ("the config as YAML, saved to config.yaml", (), {"formats": ["yaml"]}),
     # a numbered or bulleted list said after its noun
     ("a list of steps, numbered", (), {"formats": ["numbered_list"]}),
     # a bound on a count rules no format out
@@ -155,6 +159,8 @@ CASES = [
     ("a clarifying question ending with a question mark", (),
      {"literals": [("?", "ends")]}),
     ("a sentence that ends in a full stop", (), {"literals": [(".", "ends")]}),
+    ("a reply, ending with a period", (), {"literals": [(".", "ends")]}),
+    ("a cheer that ends with an exclamation point", (), {"literals": [("!", "ends")]}),
     # the last line, not the first
     ('a response whose last line begins with "Answer:"', (),
      {"literals": [("Answer:", "last_line_starts")]}),
@@ -165,14 +171,17 @@ CASES = [
     ('a log whose last line is "DONE"', (), {"literals": [("DONE", "last_line")]}),
     # how every item or line begins
     ('a log where each line starts with "[INFO]"', (),
-     {"item_starts": [("line", "[INFO]", None)], "literals": []}),
+     {"item_edges": [("line", "start", "[INFO]", None)], "literals": []}),
     ("a list of events where every item begins with an ISO 8601 date", (),
-     {"item_starts": [("item", None, "iso_date")]}),
+     {"item_edges": [("item", "start", None, "iso_date")]}),
     ("a timeline, with each bullet starting with a date", (),
-     {"item_starts": [("item", None, "date")]}),
-    ("each item starts with a verb", (), {"item_starts": []}),
+     {"item_edges": [("item", "start", None, "date")]}),
+    ("each item starts with a verb", (), {"item_edges": []}),
+    ("a list of exactly 3 items, each ending with a period", (),
+     {"item_edges": [("item", "end", ".", None)], "literals": []}),
+    ('a list where every line ends with ";"', (), {"item_edges": [("line", "end", ";", None)]}),
     ('a JSON object with fields:', ('`log`: each line starts with "[INFO]"',),
-     {"item_starts": [], "unchecked_text": '`log`: starts with "[INFO]"'}),
+     {"item_edges": [], "unchecked_text": '`log`: starts with "[INFO]"'}),
     # counts and lengths, with their unit
     ("at least 5 sources", (), {"quantities": [q(5, None, "sources")]}),
     ("3+ items", (), {"quantities": [q(3, None, "items")]}),
@@ -189,6 +198,10 @@ CASES = [
     ("more than 3 findings", (), {"quantities": [q(4, None, "items")]}),
     ("5 or more distinct URLs", (), {"quantities": [q(5, None, "urls")]}),
     ("a 200-word abstract", (), {"quantities": [q(None, 200, "words")]}),
+    # none at all
+    ("a reply that does not include any URLs", (), {"quantities": [q(0, 0, "urls")]}),
+    ("a summary without any links, at most 50 words", (),
+     {"quantities": [q(0, 0, "urls"), q(None, 50, "words")]}),
     # thousands grouped with commas are one number
     ("a reply under 2,000 characters", (),
      {"quantities": [q(None, 1999, "chars")], "unchecked_text": None}),
@@ -487,8 +500,8 @@ def _shape(column: str, value):
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
-    if column == "item_starts":
-        return [(v["unit"], v["text"], v["type"]) for v in value]
+    if column == "item_edges":
+        return [(v["unit"], v["side"], v["text"], v["type"]) for v in value]
     if column == "field_types":
         return [(v["field"], v["type"]) for v in value]
     if column == "field_lengths":

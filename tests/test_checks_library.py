@@ -588,6 +588,13 @@ CASES = [
          "Answer: 4\nBecause x.", "literal", "failed", "violated", "last line: “Because x.”"),
     Case("last-line-fails", 'a log whose last line is "DONE"', "DONE\nwork", "literal",
          "failed", "violated", "last line: “work”"),
+    # no URLs at all; a file name's extension
+    Case("no-urls-fails", "a reply that does not include any URLs", "see https://a.example",
+         "count", "failed", "violated", "`out` has 1 distinct URLs"),
+    Case("no-links-passes", "a reply with no links", "plain words", "count", "passed",
+         "satisfied", "`out` has 0 distinct URLs"),
+    Case("extension-fails", "a filename ending in .csv", "data.txt", "literal", "failed",
+         "violated", "ends: “data.txt”"),
     # distinct items count once
     Case("distinct-items-fail", "a list of at least 3 unique tags", "- ai\n- AI\n- ai.\n- ml",
          "count", "failed", "partially_satisfied", "`out` has 2 distinct list items"),
@@ -596,18 +603,23 @@ CASES = [
     Case("repeated-items-count", "a list of at least 3 tags", "- ai\n- ai\n- ai", "count",
          "passed", "satisfied", "`out` has 3 list items"),
     # how every item or line begins
-    Case("item-start-type-passes", "a list of events where each item starts with a date",
-         "- 2026-01-02 launch\n- 2026-02-03 review", "item_start", "passed", "satisfied",
+    Case("item-edge-type-passes", "a list of events where each item starts with a date",
+         "- 2026-01-02 launch\n- 2026-02-03 review", "item_edge", "passed", "satisfied",
          "all 2 list item(s) begin with a date; first: “2026-01-02 launch”"),
-    Case("item-start-type-fails", "a changelog, each entry starting with an ISO 8601 date",
-         "2026-01-02: x\nJan 3, 2026: y", "item_start", "failed", "violated",
+    Case("item-edge-type-fails", "a changelog, each entry starting with an ISO 8601 date",
+         "2026-01-02: x\nJan 3, 2026: y", "item_edge", "failed", "violated",
          "line 2 of 2 does not begin with an ISO 8601 date (YYYY-MM-DD): “Jan 3, 2026: y”"),
-    Case("item-start-text-passes", 'a log where each line is prefixed with "[INFO]"',
-         "[INFO] a\n**[INFO]** b", "item_start", "passed", "satisfied",
+    Case("item-edge-text-passes", 'a log where each line is prefixed with "[INFO]"',
+         "[INFO] a\n**[INFO]** b", "item_edge", "passed", "satisfied",
          "all 2 line(s) begin with “[INFO]”"),
-    Case("item-start-text-fails", 'a checklist where every item begins with "TODO:"',
-         "- TODO: a\n- FIX: b\n- TODO: c", "item_start", "failed", "violated",
+    Case("item-edge-text-fails", 'a checklist where every item begins with "TODO:"',
+         "- TODO: a\n- FIX: b\n- TODO: c", "item_edge", "failed", "violated",
          "list item 2 of 3 does not begin with “TODO:”: “FIX: b”"),
+    Case("item-edge-end-fails", "a list of exactly 3 items, each ending with a period",
+         "- a.\n- b\n- c.", "item_edge", "failed", "partially_satisfied",
+         "list item 2 of 3 does not end with “.”: “b”"),
+    Case("item-edge-end-passes", 'a list where every line ends with ";"', "- a;\n- **b;**",
+         "item_edge", "passed", "satisfied", "all 2 list item(s) end with “;”"),
     # a sub-item's exact phrase is asked, not dropped
     Case("sub-item-phrase-is-asked", "a JSON object with fields:", '{"log": "x"}',
          "meets_description", "undecided", "satisfied", '“{"log": "x"}”',
@@ -653,7 +665,7 @@ def test_check(graded, case: Case):
 
 def test_every_deciding_check_is_tested_both_ways():
     deciding = {"format", "excluded_format", "json_shape", "count", "literal", "enum_value",
-                "required_field", "numeric_range", "item_start"}
+                "required_field", "numeric_range", "item_edge"}
     seen = {(c.check, c.outcome) for c in CASES}
     for name in deciding:
         assert {(name, "passed"), (name, "failed")} <= seen, name

@@ -105,9 +105,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       a format ruled out, and failed every bulleted output);
 #     - 'no more than 2 decimal places' (at most, up to, a bare '2 decimals') is asked, like
 #       'rounded to 2 decimals' (v5 dropped it);
-#     - 'each line starts with "TODO:"', 'every item begins with a date' are checked on every
-#       list item (else every line) by the new `item_start` check (v5 checked a quoted text
-#       on the output's first line, and asked about a type);
+#     - 'each line starts with "TODO:"', 'every item begins with a date', 'each ending with a
+#       period' are checked on every list item (else every line) by the new `item_edge` check
+#       (v5 checked a quoted text on the output's first line or end, and asked about a type);
+#     - 'ending with a period' (a full stop, a question or exclamation mark) is read (v5
+#       dropped "a period": the clause was satisfied);
 #     - a sub-item's exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions
 #       "password"') is asked (v5 read it and dropped it: the clause was satisfied);
 #     - 'at least 3 unique tags' (distinct, different) counts a list's items once each (v5
@@ -118,7 +120,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'a date in the format DD/MM/YYYY', 'a time in HH:MM format' are checked against the
 #       mask (value type `masked`, new column `value_mask`; v5: any date, or a question);
 #     - quoted names of keys, fields or columns ('keys "name" and "age"') are required fields
-#       (v5 asked about them).
+#       (v5 asked about them);
+#     - 'no URLs', 'without any links', 'does not include any URLs' count 0 URLs (v5 asked);
+#     - a file name's extension ('a filename ending in .csv', 'with a .md extension') is the
+#       end of the output, not a format (v5 failed "data.csv": "no CSV").
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

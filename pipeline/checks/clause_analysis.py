@@ -33,9 +33,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
                             mark" ends with the literal "?"
-  item_starts    list[struct{unit, text, type, phrase}]  how every list item (else every
-                            line) begins: a quoted text ('each line starts with "TODO:"') or a
-                            value type as value_type ("each item begins with a date")
+  item_edges     list[struct{unit, side, text, type, phrase}]  how every list item (else
+                            every line) begins (side start: a quoted text, 'each line starts
+                            with "TODO:"', or a value type as value_type, "each item begins
+                            with a date") or ends (side end: a quoted text or a mark, "each
+                            ending with a period")
   alternative    str        "..., or the single line "none"": an output equal to it is enough
   enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
                             null means the whole output must be one of the values
@@ -175,6 +177,10 @@ QUANTITY_FORMS = [
      + UNIT),
     ("exact", START + SCOPE + r"top\s+(\d+)()\s+" + ADJ + UNIT),
     ("hyphen", START + SCOPE + NUM + r"()-" + UNIT),
+    # "no URLs", "without any links", "does not include any hyperlinks": none at all
+    ("none", START + SCOPE + r"(?:no|zero|without(?:\s+any)?|(?:does\s+not|doesn't|do\s+not|"
+     r"don't|must\s+not|never)\s+(?:include|includes|contain|contains|have|has|use|uses)"
+     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?)\b"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
@@ -284,6 +290,8 @@ TIMES_WORDS = {"twice": 2, "thrice": 3, "more than once": 2, "two": 2, "three": 
 END_MARKS = {"question": "?", "period": ".", "full": ".", "exclamation": "!"}
 END_MARK = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?(?:question\s+mark|period"
             r"|full\s+stop|exclamation\s+(?:mark|point))")
+EXTENSION = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(\.[\p{L}\p{N}]{1,10})\b|\b(?:a|an|the)\s+"
+             r"(\.[\p{L}\p{N}]{1,10})\s+extension\b")
 # (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
@@ -311,6 +319,8 @@ LITERAL_FORMS = [
      + LIT_FILLER + QUOTED),
     ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
     ("ends", END_MARK),
+    # "a file name ending in .csv", "with a .md extension"
+    ("ends", EXTENSION),
     ("exact", r"(?i)(?:exactly|nothing\s+but|solely|precisely|verbatim|only\s+the\s+(?:text|"
      r"string|word|phrase|value))\s+(?:the\s+(?:text|string|word|phrase|value|line)\s+)?"
      + QUOTED),
@@ -324,9 +334,11 @@ LITERAL_FORMS = [
      r"[^\s\"“‘`'][^,;.\n\"”]*"),
 ]
 FORMAT_FORMS = [
-    ("json", r"(?i)\bjson\b"),
-    ("yaml", r"(?i)\bya?ml\b"),
-    ("csv", r"(?i)\bcsv\b|comma[\s\-]separated\s+values?\b"),
+    # ".json", ".csv": a file name's extension names no format of the output (see
+    # _format_names)
+    ("json", r"(?i)\.?\bjson\b"),
+    ("yaml", r"(?i)\.?\bya?ml\b"),
+    ("csv", r"(?i)\.?\bcsv\b|comma[\s\-]separated\s+values?\b"),
     ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+table\b(?:\s+(?:of\s+contents|names?|"
      r"of\s+names))?"),
     ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
@@ -438,12 +450,17 @@ FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)
               + TYPE_WORDS + r")\s*\)")
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
 # begins with a date", "with each bullet starting with an ISO 8601 date"; group 1 is the unit,
-# 2 says ISO 8601, 3 a type (a quoted text otherwise).
+# 2 says ISO 8601, 3 a type (a quoted text otherwise). ITEM_END: how each ends ("3 items, each
+# ending with a period", 'every line ends with ";"'); group 1 is the unit, 2 a named mark.
 ITEM_START = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|entry|entries|point"
               r"|step|finding|task|row)s?\s+(?:must\s+|should\s+|will\s+)?(?:starts?|starting"
               r"|begins?|beginning|opens?|opening|leads?|leading|(?:is\s+|are\s+)?prefixed)\s+"
               r"(?:with|by)\s+(?:" + LIT_FILLER + QUOTED + r"|(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?("
               + TYPE_WORDS + r")\b)")
+ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|entry|entries|point"
+            r"|step|finding|task|row|sentence)s?\s+)?(?:must\s+|should\s+|will\s+)?(?:ends?|ending"
+            r"|closes?|closing|finish|finishes|finishing)\s+(?:with|in)\s+(?:" + LIT_FILLER + QUOTED
+            + r"|(?:a|an)\s+(question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point)))")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -636,6 +653,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         bounds = {
             "range": (a, b), "min": (a, None), "over": (a + 1, None), "max": (None, a),
             "under": (None, a - 1), "exact": (a, a), "one": (pl.lit(1), None),
+            "none": (pl.lit(0), pl.lit(0)),
         }
         if kind == "hyphen":  # "a 200-word abstract" caps the length; "one-sentence" is exact
             is_length = unit.is_in(["word", "words", "character", "characters", "char", "chars"])
@@ -754,8 +772,10 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
         if i == len(LITERAL_FORMS) - 1:  # "the exact phrase Final answer", maybe unquoted
             text = _unquote(e.str.replace(r"(?i)^(?:the\s+)?exact\s+(?:phrase|text|words?|"
                                           r"string|sentence)\s+", "").str.strip_chars())
+        elif pattern == EXTENSION:
+            text = e.str.extract(r"(\.[\p{L}\p{N}]+)", 1)
         elif pattern == END_MARK:  # "ending with a question mark": the mark itself
-            text = e.str.extract(r"(?i)(question|period|full|exclamation)\s+\w+$", 1) \
+            text = e.str.extract(r"(?i)(question|period|full|exclamation)(?:\s+\w+)?$", 1) \
                 .str.to_lowercase().replace_strict(END_MARKS, default=None)
         else:
             text = _first_literal(e)
@@ -775,25 +795,34 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))])
 
 
-def _item_starts(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `item_starts` (see ITEM_START) in the clause, not its sub-items (theirs stay for
+def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `item_edges` (see ITEM_START) in the clause, not its sub-items (theirs stay for
     the judgment question); taken before literals, so "begins with" is not read as the start
     of the whole output."""
     clause = pl.col("_part") == 0
-    df = df.with_columns(
-        pl.when(clause).then(pl.col("t").str.extract_all(ITEM_START))
-        .otherwise(pl.lit([], pl.List(pl.String))).alias("_starts"),
-        pl.when(clause).then(pl.col("t").str.replace_all(ITEM_START, GAP))
-        .otherwise(pl.col("t")))
     e = pl.element()
-    unit = e.str.extract(ITEM_START, 1).str.to_lowercase()
-    return df.with_columns(pl.col("_starts").list.eval(pl.struct(
-        pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
-        .alias("unit"),
-        _first_literal(e).alias("text"),
-        _type_of(e.str.extract(ITEM_START, 3), e.str.extract(ITEM_START, 2).is_not_null())
-        .alias("type"),
-        e.str.strip_chars().alias("phrase"))).alias("item_starts")).drop("_starts")
+    found = []
+    for side, pattern in (("start", ITEM_START), ("end", ITEM_END)):
+        df = df.with_columns(
+            pl.when(clause).then(pl.col("t").str.extract_all(pattern))
+            .otherwise(pl.lit([], pl.List(pl.String))).alias(f"_{side}"),
+            pl.when(clause).then(pl.col("t").str.replace_all(pattern, GAP))
+            .otherwise(pl.col("t")))
+        unit = e.str.extract(pattern, 1).str.to_lowercase()
+        if side == "start":
+            text = _first_literal(e)
+            kind = _type_of(e.str.extract(pattern, 3), e.str.extract(pattern, 2).is_not_null())
+        else:  # a quoted text, or a named mark ("a period": ".")
+            text = pl.coalesce(_first_literal(e), e.str.extract(pattern, 2).str.to_lowercase()
+                               .str.extract(r"^(\w+)", 1)
+                               .replace_strict(END_MARKS, default=None))
+            kind = pl.lit(None, pl.String)
+        found.append(pl.col(f"_{side}").list.eval(pl.struct(
+            pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
+            .alias("unit"),
+            pl.lit(side).alias("side"), text.alias("text"), kind.alias("type"),
+            e.str.strip_chars().alias("phrase"))))
+    return df.with_columns(pl.concat_list(found).alias("item_edges")).drop("_start", "_end")
 
 
 def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
@@ -926,6 +955,8 @@ def _format_names(text: pl.Expr) -> pl.Expr:
         if name == "table":  # "table names", "table of contents" name no table
             hits = hits.list.eval(pl.element().filter(
                 ~pl.element().str.contains(r"(?i)\s(?:of|names?)")))
+        elif name in ("json", "yaml", "csv"):  # "a file name ending in .csv"
+            hits = hits.list.eval(pl.element().filter(~pl.element().str.starts_with(".")))
         elif name == "diff":  # "a summary of the diff" asks for no diff
             hits = hits.list.eval(pl.element().filter(
                 ~pl.element().str.contains(r"(?i)^of\s")))
@@ -1073,7 +1104,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
-    df = _item_starts(df)
+    df = _item_edges(df)
     df = _enums(df)
     df = _fields(df)
     df = _literals(df)
@@ -1288,7 +1319,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("fields").list.len() > 0) | (pl.col("ranges").list.len() > 0)
         | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
         | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
-        | pl.col("value_type").is_not_null() | (pl.col("item_starts").list.len() > 0)
+        | pl.col("value_type").is_not_null() | (pl.col("item_edges").list.len() > 0)
     )
     # A clause that only names a kind of output other than a generic one ("`out`: a haiku",
     # "a phone number") states nothing the checks read: whether the output is one is a

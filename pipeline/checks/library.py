@@ -2,7 +2,7 @@
 
 Every check is a set of polars expressions over the analysed clause frame. Deciding checks
 (format, excluded_format, count, literal, enum_value, required_field, numeric_range,
-no_extra_fields, field_length, field_type, item_start, json_shape, value_type,
+no_extra_fields, field_length, field_type, item_edge, json_shape, value_type,
 alternative_output)
 settle both ways: `passed` or `failed`, and `undecided` only when the output offers nothing
 to measure. One-sided detectors (forbidden_literal, no_secrets) give `failed` or `undecided`,
@@ -934,47 +934,55 @@ def field_type() -> Check:
 START_PATTERNS = {name: pattern[:-1] + r"(?:[^\p{L}\p{N}]|$)"
                   for name, pattern in VALUE_PATTERNS.items()}
 SEPARATOR = "\x1f"
-BEGINS = "\x02"
+MARK = "\x02"
 
 
-@check("item_start")
-def item_start() -> Check:
-    """Every list item (every line of an output without a list) begins as the clause says:
-    with a quoted text ('each line starts with "TODO:"', case-sensitive), or with a value of a
-    type ("each item begins with a date"). Leading spaces and bold marks are not read."""
-    s = pl.col("item_starts")
-    text, kind = s.struct.field("text"), s.struct.field("type")
+@check("item_edge")
+def item_edge() -> Check:
+    """Every list item (every line of an output without a list) begins or ends as the clause
+    says: with a quoted text ('each line starts with "TODO:"', case-sensitive), a value of a
+    type ("each item begins with a date") or a mark ("each ending with a period"). Spaces and
+    bold marks around an item are not read."""
+    s = pl.col("item_edges")
+    text, kind, side = s.struct.field("text"), s.struct.field("type"), s.struct.field("side")
     let = Lets()
     listed = pl.col("list_items").list.len() > 0
     items = let("_items", pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines"))
-                .list.eval(pl.element().str.replace(r"^\s*(?:\*\*|__)?", "")))
+                .list.eval(pl.element().str.replace(r"^\s*(?:\*\*|__)?", "")
+                           .str.replace(r"(?:\*\*|__)?\s*$", "")))
     what = let("_what", pl.when(listed).then(pl.lit("list item")).otherwise(pl.lit("line")))
-    # a text: items joined after a separator each; those that begin with it are marked (a
-    # split on the row's own text, joined again: polars replaces no pattern read from a row)
-    marked = (pl.concat_str(pl.lit(SEPARATOR), items.list.join(SEPARATOR))
-              .str.split(pl.concat_str(pl.lit(SEPARATOR), text)).list.join(SEPARATOR + BEGINS)
-              .str.split(SEPARATOR).list.slice(1)
-              .list.eval(pl.element().str.starts_with(BEGINS)))
+    # a text: each item is joined between separators, and those that begin (end) with it are
+    # marked (a split on the row's own text, joined again: polars replaces no pattern read
+    # from a row)
+    joined = pl.concat_str(pl.lit(SEPARATOR), items.list.join(SEPARATOR), pl.lit(SEPARATOR))
+    begins = (joined.str.split(pl.concat_str(pl.lit(SEPARATOR), text))
+              .list.join(SEPARATOR + MARK).str.split(SEPARATOR).list.slice(1, items.list.len())
+              .list.eval(pl.element().str.starts_with(MARK)))
+    ends = (joined.str.split(pl.concat_str(text, pl.lit(SEPARATOR)))
+            .list.join(MARK + SEPARATOR).str.split(SEPARATOR).list.slice(1, items.list.len())
+            .list.eval(pl.element().str.ends_with(MARK)))
     fits = pl.lit(None, pl.List(pl.Boolean))
     for name, pattern in START_PATTERNS.items():  # a pattern per type, as in field_type
         fits = pl.when(kind == name).then(items.list.eval(
             pl.element().str.contains(pattern))).otherwise(fits)
-    fits = let("_fits", pl.when(text.is_not_null()).then(marked).otherwise(fits))
+    fits = let("_fits", pl.when(text.is_not_null() & (side == "end")).then(ends)
+               .when(text.is_not_null()).then(begins).otherwise(fits))
     bad = let("_bad", fits.list.eval(pl.element().not_()).list.arg_max())
     outcome = let("_outcome", pl.when(items.list.len() == 0).then(UNDECIDED)
                   .when(fits.list.all()).then(PASSED).otherwise(FAILED))
-    start = pl.when(text.is_not_null()).then(quoted(text)).otherwise(
+    edge = pl.when(text.is_not_null()).then(quoted(text)).otherwise(
         kind.replace_strict(VALUE_NAMES, default=kind))
+    verb = let("_verb", pl.when(side == "end").then(pl.lit("end")).otherwise(pl.lit("begin")))
     return Check(
-        applies=CONTENT, each="item_starts", let=let,
+        applies=CONTENT, each="item_edges", let=let,
         outcome=outcome,
-        detail=pl.format("every item (or line) of {} begins with {}", label(), start),
+        detail=pl.format("every item (or line) of {} {}s with {}", label(), verb, edge),
         evidence=pl.when(outcome == UNDECIDED).then(pl.format("no item or line in {}", label()))
         .when(outcome == PASSED).then(pl.format(
-            "all {} {}(s) begin with {}; first: {}", items.list.len(), what, start,
+            "all {} {}(s) {} with {}; first: {}", items.list.len(), what, verb, edge,
             quoted(excerpt(items.list.first(), 120))))
-        .otherwise(pl.format("{} {} of {} does not begin with {}: {}", what, bad + 1,
-                             items.list.len(), start,
+        .otherwise(pl.format("{} {} of {} does not {} with {}: {}", what, bad + 1,
+                             items.list.len(), verb, edge,
                              quoted(excerpt(items.list.get(bad, null_on_oob=True), 120)))),
         confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
     )
@@ -1089,5 +1097,5 @@ def content_checks() -> list[Check]:
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
         required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
-        item_start(), judgment(), meets_description(),
+        item_edge(), judgment(), meets_description(),
     ]
