@@ -198,6 +198,9 @@ CASES = [
     ("more than 3 findings", (), {"quantities": [q(4, None, "items")]}),
     ("5 or more distinct URLs", (), {"quantities": [q(5, None, "urls")]}),
     ("a 200-word abstract", (), {"quantities": [q(None, 200, "words")]}),
+    # nested items are not counted as the list's items
+    ("a bulleted list with at least one sub-bullet", (),
+     {"quantities": [], "unchecked_text": "bulleted list with at least one sub-bullet"}),
     # none at all
     ("a reply that does not include any URLs", (), {"quantities": [q(0, 0, "urls")]}),
     ("a summary without any links, at most 50 words", (),

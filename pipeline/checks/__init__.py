@@ -123,7 +123,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       (v5 asked about them);
 #     - 'no URLs', 'without any links', 'does not include any URLs' count 0 URLs (v5 asked);
 #     - a file name's extension ('a filename ending in .csv', 'with a .md extension') is the
-#       end of the output, not a format (v5 failed "data.csv": "no CSV").
+#       end of the output, not a format (v5 failed "data.csv": "no CSV");
+#     - 'at least one sub-bullet' (sub-items, sub-lists) is asked (v5 counted the top-level
+#       items).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

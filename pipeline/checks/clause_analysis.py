@@ -131,6 +131,9 @@ NOT_UNITS = [
     "be", "that", "which", "with", "for", "by", "from", "on", "at", "as", "if", "it", "its",
     "ms", "kb", "mb", "gb", "am", "pm", "scale", "stars", "star", "out", "decimal-places",
     "fenced", "code",
+    # nested items are not the list's items ("at least one sub-bullet"): asked
+    "sub-bullet", "sub-bullets", "sub-item", "sub-items", "sub-point", "sub-points", "subitem",
+    "subitems", "sub-list", "sub-lists", "sublist", "sublists", "sub-task", "sub-tasks",
 ]
 MEASURES = {
     "word": "words", "character": "chars", "char": "chars", "letter": "chars",
