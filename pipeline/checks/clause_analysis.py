@@ -545,13 +545,13 @@ SECRETS = (
     r"auth(?:entication)?\s+|bearer\s+)?tokens?|private\s+keys?|access\s+keys?)\b"
 )
 FENCES = r"(?ms)^[ \t]*(?:```|~~~).*?(?:^[ \t]*(?:```|~~~)[^\n]*|\z)"
-# Words that carry no testable property of their own once the requirements are taken out.
 # A clause of one or two words after its article ("a haiku", "the final report"); group 1.
 BARE_NOUN = r"(?i)^\s*(?:(?:a|an|the|one)\s+)?((?:\p{L}[\p{L}\-]*\s+)?\p{L}[\p{L}\-]*)\s*\.?\s*$"
 # Nouns that name no kind of output beyond "some output" ("`out`: the result")
 GENERIC_NOUNS = ["output", "result", "text", "answer", "response", "reply", "content", "value",
                  "data", "file", "document", "doc", "message", "string", "body", "artifact",
                  "artefact", "thing", "information", "info"]
+# Words that carry no testable property of their own once the requirements are taken out.
 FILLER = (
     r"(?i)\b(?:a|an|the|of|with|and|or|in|on|at|to|for|by|from|as|is|are|be|that|which|who|"
     r"whose|where|when|it|its|their|each|every|all|any|per|one|this|these|those|has|have|"
