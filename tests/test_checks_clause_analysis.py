@@ -160,6 +160,10 @@ CASES = [
      {"literals": [("?", "ends")]}),
     ("a sentence that ends in a full stop", (), {"literals": [(".", "ends")]}),
     ("a reply, ending with a period", (), {"literals": [(".", "ends")]}),
+    # ... not where the clause rules the ending out: asked
+    ("a subject line under 80 characters, not ending with a period", (),
+     {"literals": [], "unchecked_text": "not ending with a period"}),
+    ("a file name that does not end in .tmp", (), {"literals": []}),
     ("a cheer that ends with an exclamation point", (), {"literals": [("!", "ends")]}),
     # the last line, not the first
     ('a response whose last line begins with "Answer:"', (),

@@ -595,6 +595,9 @@ CASES = [
          "satisfied", "`out` has 0 distinct URLs"),
     Case("extension-fails", "a filename ending in .csv", "data.txt", "literal", "failed",
          "violated", "ends: “data.txt”"),
+    Case("not-ending-is-asked", "a subject line, not ending with a period", "Hello there.",
+         "meets_description", "undecided", "not_evaluable", "“Hello there.”",
+         select="not ending with a period"),
     # distinct items count once
     Case("distinct-items-fail", "a list of at least 3 unique tags", "- ai\n- AI\n- ai.\n- ml",
          "count", "failed", "partially_satisfied", "`out` has 2 distinct list items"),

@@ -109,7 +109,7 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       period' are checked on every list item (else every line) by the new `item_edge` check
 #       (v5 checked a quoted text on the output's first line or end, and asked about a type);
 #     - 'ending with a period' (a full stop, a question or exclamation mark) is read (v5
-#       dropped "a period": the clause was satisfied);
+#       dropped "a period": the clause was satisfied); 'not ending with a period' is asked;
 #     - a sub-item's exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions
 #       "password"') is asked (v5 read it and dropped it: the clause was satisfied);
 #     - 'at least 3 unique tags' (distinct, different) counts a list's items once each (v5

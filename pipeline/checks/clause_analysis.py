@@ -507,7 +507,11 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
            r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
            # "without the field `debug`", "no columns `a`, `b`": not fields to require
-           + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?" + FIELD_LIST)
+           + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?" + FIELD_LIST
+           # "not ending with a period", "doesn't end in .tmp": no mark or extension to require
+           + r"|(?i)(?:\bnot|\bnever|n't|\bwithout)\s+(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|"
+           r"an\s+)?(?:question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point)|\.[\p{L}"
+           r"\p{N}]{1,10}\b)")
 # A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
 # "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
