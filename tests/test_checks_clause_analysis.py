@@ -59,7 +59,9 @@ CASES = [
     # lines, not a markdown list; one line of values, no CSV table
     ("a list of URLs, one per line", (), {"formats": []}),
     ("a markdown list of the pages fetched, one per line", (), {"formats": ["markdown_list"]}),
-    ("a comma-separated list of tags", (), {"formats": []}),
+    ("a comma-separated list of tags", (), {"formats": [], "inline_list": ","}),
+    ("up to 3 tags, separated by semicolons", (), {"inline_list": ";"}),
+    ("comma-separated values with a header", (), {"inline_list": None}),
     ("a list of 3 keywords separated by commas", (), {"formats": []}),
     ("up to 5 keywords, comma-separated", (), {"formats": []}),
     ("comma-separated values with a header", (), {"formats": ["csv"]}),

@@ -598,6 +598,11 @@ CASES = [
     Case("not-ending-is-asked", "a subject line, not ending with a period", "Hello there.",
          "meets_description", "undecided", "not_evaluable", "“Hello there.”",
          select="not ending with a period"),
+    # the values of a one-line list are counted
+    Case("inline-values-fail", "a comma-separated list of 3 to 5 keywords", "ai, ml",
+         "count", "failed", "violated", "`out` has 2 values separated by “,”"),
+    Case("inline-values-pass", "a comma-separated list of 3 to 5 keywords", "ai, ml, nlp",
+         "count", "passed", "satisfied", "`out` has 3 values separated by “,”"),
     # distinct items count once
     Case("distinct-items-fail", "a list of at least 3 unique tags", "- ai\n- AI\n- ai.\n- ml",
          "count", "failed", "partially_satisfied", "`out` has 2 distinct list items"),

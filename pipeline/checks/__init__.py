@@ -125,7 +125,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a file name's extension ('a filename ending in .csv', 'with a .md extension') is the
 #       end of the output, not a format (v5 failed "data.csv": "no CSV");
 #     - 'at least one sub-bullet' (sub-items, sub-lists) is asked (v5 counted the top-level
-#       items).
+#       items);
+#     - 'a comma-separated list of 3 to 5 keywords' counts the values of a one-line output
+#       (new column `inline_list`; v5 found nothing to count: undecided).
 DEFAULT_GRADER_ID = "prose.contract.grader/v6"
 
 

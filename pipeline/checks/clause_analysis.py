@@ -10,6 +10,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             markdown list" only by list markers)
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
+  inline_list    str        "," or ";": the clause asks for one line of values so separated
+                            ("a comma-separated list of tags", "separated by semicolons")
   json_shape     str        object | array, when the clause says "JSON object/array"
   json_elements  str        string | number | integer | object | array | boolean: what a JSON
                             array's elements are ("a JSON array of strings")
@@ -1020,8 +1022,14 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     elements = (pl.when(~between.str.contains(r"(?i)\b(?:with|and|or|for|per|whose|where|that"
                                               r"|which|their|its|containing|of)\b"))
                 .then(pl.col("t").str.extract(elements_of, 2).str.to_lowercase()))
+    # "a comma-separated list of 3 to 5 keywords": the separator of its values
+    t = pl.col("t")
+    inline = (t.str.contains(INLINE_LIST) | (t.str.contains(r"(?i)\b(?:comma|semicolon)[\s\-]"
+              r"(?:separated|delimited)\b") & ~t.str.contains(r"(?i)\bseparated\s+values?\b")))
     return df.with_columns(
         formats.alias("formats"),
+        pl.when(inline).then(pl.when(t.str.contains(r"(?i)semicolon")).then(pl.lit(";"))
+                             .otherwise(pl.lit(","))).alias("inline_list"),
         shape.replace({"list": "array", "map": "object", "dict": "object",
                        "dictionary": "object"}).alias("json_shape"),
         elements.str.replace(r"^whole\s+numbers$", "integers").str.replace(r"s$", "")

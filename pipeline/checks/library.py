@@ -336,8 +336,14 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     """(number of items, what was counted): the named format first, else what the output has."""
     fmts = pl.col("formats")
     lists = pl.col("n_bullets") + pl.col("n_numbered")
+    # "a comma-separated list of 3 to 5 keywords": the values of a one-line output
+    inline = pl.col("inline_list").is_not_null() & ~pl.col("output_text").str.contains("\n")
     n = (
-        pl.when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
+        pl.when(inline).then(pl.col("output_text").str.split(pl.col("inline_list"))
+                             .list.eval(pl.element().str.strip_chars())
+                             .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
+                             .list.len())
+        .when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.col("n_numbered"))
         .when(fmts.list.contains("bulleted_list")).then(pl.col("n_bullets"))
         .when(fmts.list.contains("markdown_list")).then(lists)
@@ -347,7 +353,8 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         .when(lists > 0).then(lists)
     )
     what = (
-        pl.when(fmts.list.contains("table")).then(pl.lit("table rows"))
+        pl.when(inline).then(pl.format("values separated by “{}”", pl.col("inline_list")))
+        .when(fmts.list.contains("table")).then(pl.lit("table rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
         .when(fmts.list.contains("list") & (pl.col("n_line_items") > 0)).then(pl.lit("lines"))
