@@ -293,10 +293,12 @@ TIMES_WORDS = {"twice": 2, "thrice": 3, "more than once": 2, "two": 2, "three": 
                "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 # An output that ends with a mark, named rather than quoted ("ending with a question mark").
 END_MARKS = {"question": "?", "period": ".", "full": ".", "exclamation": "!"}
-END_MARK = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?(?:question\s+mark|period"
-            r"|full\s+stop|exclamation\s+(?:mark|point))")
-EXTENSION = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(\.[\p{L}\p{N}]{1,10})\b|\b(?:a|an|the)\s+"
-             r"(\.[\p{L}\p{N}]{1,10})\s+extension\b")
+MARK_NAME = r"(?:question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point))"
+END_MARK = r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?" + MARK_NAME
+# A file name's extension (".csv"), and an output that ends with one
+FILE_EXTENSION = r"\.[\p{L}\p{N}]{1,10}\b"
+EXTENSION = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(" + FILE_EXTENSION + r")|\b(?:a|an|the)\s+("
+             + FILE_EXTENSION + r")\s+extension\b")
 # (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
@@ -456,7 +458,7 @@ FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
 # begins with a date", "with each bullet starting with an ISO 8601 date"; group 1 is the unit,
 # 2 says ISO 8601, 3 a type (a quoted text otherwise). ITEM_END: how each ends ("3 items, each
-# ending with a period", 'every line ends with ";"'); group 1 is the unit, 2 a named mark.
+# ending with a period", 'every line ends with ";"'); group 1 is the unit.
 ITEM_START = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|entry|entries|point"
               r"|step|finding|task|row)s?\s+(?:must\s+|should\s+|will\s+)?(?:starts?|starting"
               r"|begins?|beginning|opens?|opening|leads?|leading|(?:is\s+|are\s+)?prefixed)\s+"
@@ -465,7 +467,7 @@ ITEM_START = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|ent
 ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|entry|entries|point"
             r"|step|finding|task|row|sentence)s?\s+)?(?:must\s+|should\s+|will\s+)?(?:ends?|ending"
             r"|closes?|closing|finish|finishes|finishing)\s+(?:with|in)\s+(?:" + LIT_FILLER + QUOTED
-            + r"|(?:a|an)\s+(question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point)))")
+            + r"|(?:a|an)\s+" + MARK_NAME + ")")
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -511,9 +513,8 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            # "without the field `debug`", "no columns `a`, `b`": not fields to require
            + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?" + FIELD_LIST
            # "not ending with a period", "doesn't end in .tmp": no mark or extension to require
-           + r"|(?i)(?:\bnot|\bnever|n't|\bwithout)\s+(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|"
-           r"an\s+)?(?:question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point)|\.[\p{L}"
-           r"\p{N}]{1,10}\b)")
+           + r"|(?i)(?:\bnot|\bnever|n't|\bwithout)\s+(?:" + ENDS + r")\s+(?:with|in)\s+(?:(?:a\s+|"
+           r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")")
 # A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
 # "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
@@ -764,6 +765,12 @@ def _times(phrase: pl.Expr) -> pl.Expr:
                        word.replace_strict(TIMES_WORDS, default=None, return_dtype=pl.Int64))
 
 
+def _end_mark(phrase: pl.Expr) -> pl.Expr:
+    """The mark a phrase ending in its name asks for ("ending with a question mark": "?")."""
+    return (phrase.str.extract(r"(?i)\b(question|period|full|exclamation)(?:\s+\w+)?$", 1)
+            .str.to_lowercase().replace_strict(END_MARKS, default=None))
+
+
 def _literals(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     once = pl.lit(None, pl.Int64).alias("times")
@@ -782,10 +789,9 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
             text = _unquote(e.str.replace(r"(?i)^(?:the\s+)?exact\s+(?:phrase|text|words?|"
                                           r"string|sentence)\s+", "").str.strip_chars())
         elif pattern == EXTENSION:
-            text = e.str.extract(r"(\.[\p{L}\p{N}]+)", 1)
+            text = e.str.extract("(" + FILE_EXTENSION + ")", 1)
         elif pattern == END_MARK:  # "ending with a question mark": the mark itself
-            text = e.str.extract(r"(?i)(question|period|full|exclamation)(?:\s+\w+)?$", 1) \
-                .str.to_lowercase().replace_strict(END_MARKS, default=None)
+            text = _end_mark(e)
         else:
             text = _first_literal(e)
             if pattern.endswith(TIMES):
@@ -822,9 +828,7 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
             text = _first_literal(e)
             kind = _type_of(e.str.extract(pattern, 3), e.str.extract(pattern, 2).is_not_null())
         else:  # a quoted text, or a named mark ("a period": ".")
-            text = pl.coalesce(_first_literal(e), e.str.extract(pattern, 2).str.to_lowercase()
-                               .str.extract(r"^(\w+)", 1)
-                               .replace_strict(END_MARKS, default=None))
+            text = pl.coalesce(_first_literal(e), _end_mark(e))
             kind = pl.lit(None, pl.String)
         found.append(pl.col(f"_{side}").list.eval(pl.struct(
             pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))

@@ -37,6 +37,8 @@ EDGE_BEFORE = r"(?:^|(?-i:[^\p{L}\p{N}_]))"
 EDGE_AFTER = r"(?:(?-i:[^\p{L}\p{N}_])|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
 DISTINCT = r"(?i)\b(?:distinct|unique|different)\b"
+# Heading marks, quotes, emphasis and spaces before a text's first word
+LEADING_MARKDOWN = r"^[#>*_\s\"“]+"
 FORMAT_NAMES = {
     "json": "valid JSON", "yaml": "YAML", "csv": "CSV", "table": "a markdown table",
     "numbered_list": "a numbered list", "bulleted_list": "a bulleted list",
@@ -337,9 +339,10 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     fmts = pl.col("formats")
     lists = pl.col("n_bullets") + pl.col("n_numbered")
     # "a comma-separated list of 3 to 5 keywords": the values of a one-line output
-    inline = pl.col("inline_list").is_not_null() & ~pl.col("output_text").str.contains("\n")
+    one_line = pl.when(pl.col("inline_list").is_not_null()).then(pl.col("output_text"))
+    inline = ~one_line.str.contains("\n", literal=True).fill_null(True)
     n = (
-        pl.when(inline).then(pl.col("output_text").str.split(pl.col("inline_list"))
+        pl.when(inline).then(one_line.str.split(pl.col("inline_list"))
                              .list.eval(pl.element().str.strip_chars())
                              .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
                              .list.len())
@@ -429,7 +432,7 @@ def count() -> Check:
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64))
-                  .when(distinct).then(pl.col("list_items").list.eval(
+                  .when(distinct).then(pl.when(distinct).then(pl.col("list_items")).list.eval(
                       pl.element().str.to_lowercase().str.strip_chars(" .;,"))
                       .list.n_unique().cast(pl.Int64))
                   .otherwise(whole))
@@ -545,7 +548,7 @@ def literal() -> Check:
     text = pl.when(mode == "contains").then(pl.col("binding_text"))
     out = pl.col("output_text")
     # leading markdown (heading marks, emphasis, quotes) does not hide how a text begins
-    bare_start = pl.when(mode == "starts").then(out).str.replace(r"^[#>*_\s\"“]+", "")
+    bare_start = pl.when(mode == "starts").then(out).str.replace(LEADING_MARKDOWN, "")
     bare_end = pl.when(mode == "ends").then(out).str.replace(r"[*_\s\"”]+$", "")
     let = Lets()
     # the last line that holds something, as a text's start is read (leading markdown aside)
@@ -571,7 +574,7 @@ def literal() -> Check:
         .when(mode == "last_line").then(last_line == lit.str.strip_chars())
         .when(mode == "last_line_starts").then(
             last_line.str.starts_with(lit)
-            | last_line.str.replace(r"^[#>*_\s\"“]+", "").str.starts_with(lit))
+            | last_line.str.replace(LEADING_MARKDOWN, "").str.starts_with(lit))
         .when(mode == "exact").then(out == lit)
     ))
     where = let("_label", label())
@@ -962,18 +965,23 @@ def item_edge() -> Check:
     # marked (a split on the row's own text, joined again: polars replaces no pattern read
     # from a row)
     joined = pl.concat_str(pl.lit(SEPARATOR), items.list.join(SEPARATOR), pl.lit(SEPARATOR))
-    begins = (joined.str.split(pl.concat_str(pl.lit(SEPARATOR), text))
-              .list.join(SEPARATOR + MARK).str.split(SEPARATOR).list.slice(1, items.list.len())
-              .list.eval(pl.element().str.starts_with(MARK)))
-    ends = (joined.str.split(pl.concat_str(text, pl.lit(SEPARATOR)))
-            .list.join(MARK + SEPARATOR).str.split(SEPARATOR).list.slice(1, items.list.len())
-            .list.eval(pl.element().str.ends_with(MARK)))
+
+    def marked(begins: bool) -> pl.Expr:
+        """Per item, whether it begins (else ends) with the text: the joined items are split
+        on the text beside a separator and joined again with MARK in its place."""
+        sep = pl.lit(SEPARATOR)
+        needle = pl.concat_str(sep, text) if begins else pl.concat_str(text, sep)
+        mark = SEPARATOR + MARK if begins else MARK + SEPARATOR
+        found = pl.element().str.starts_with(MARK) if begins else pl.element().str.ends_with(MARK)
+        return (joined.str.split(needle).list.join(mark).str.split(SEPARATOR)
+                .list.slice(1, items.list.len()).list.eval(found))
+
     fits = pl.lit(None, pl.List(pl.Boolean))
     for name, pattern in START_PATTERNS.items():  # a pattern per type, as in field_type
         fits = pl.when(kind == name).then(items.list.eval(
             pl.element().str.contains(pattern))).otherwise(fits)
-    fits = let("_fits", pl.when(text.is_not_null() & (side == "end")).then(ends)
-               .when(text.is_not_null()).then(begins).otherwise(fits))
+    fits = let("_fits", pl.when(text.is_not_null() & (side == "end")).then(marked(False))
+               .when(text.is_not_null()).then(marked(True)).otherwise(fits))
     bad = let("_bad", fits.list.eval(pl.element().not_()).list.arg_max())
     outcome = let("_outcome", pl.when(items.list.len() == 0).then(UNDECIDED)
                   .when(fits.list.all()).then(PASSED).otherwise(FAILED))
