@@ -128,7 +128,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       items);
 #     - 'a comma-separated list of 3 to 5 keywords' counts the values of a one-line output
 #       (new column `inline_list`; v5 found nothing to count: undecided).
-DEFAULT_GRADER_ID = "prose.contract.grader/v6"
+# v7: v6 left as questions what text settles, and read one scope word as the whole output:
+#     - 'each bullet is one sentence', 'each paragraph has at most 3 sentences' count the
+#       sentences of every list item, paragraph or line (new measures item_sentences,
+#       paragraph_sentences, line_sentences; v6: undecided, "cannot be counted per item");
+#     - 'every line a single sentence', 'every bullet under 10 words' bound every line or
+#       item, as "each" does (v6 bounded the whole output).
+DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 
 def builtin_checks() -> list[Check]:

@@ -122,7 +122,8 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
 # The unit ends a word: "2 H2 sections" counts no "H".
 UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?"
         r"|records?|lines?|bullets?|points?))?")
-SCOPE = r"(each\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS + r"\s+)??)?"
+SCOPE = (r"((?:each|every)\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS
+         + r"\s+)??)?")
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
 NOT_UNITS = [
@@ -676,7 +677,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
-            pl.when(scope.str.to_lowercase().str.starts_with("each")).then(pl.lit("each"))
+            pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
             .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
             .alias("scope"),
             scope.str.strip_chars().alias("scope_text"),

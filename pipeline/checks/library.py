@@ -56,6 +56,11 @@ MEASURE_NAMES = {
 }
 
 
+def _number_of(n: pl.Expr, what: pl.Expr) -> pl.Expr:
+    """`what` (a plural: "sentences", "distinct URLs") in the singular when `n` is 1."""
+    return pl.when(n == 1).then(what.str.replace(r"s$", "")).otherwise(what)
+
+
 def label() -> pl.Expr:
     """How evidence names what was read: `output`, or the outputs of a service."""
     return (pl.when(pl.col("output_scope") == "named")
@@ -445,11 +450,13 @@ def count() -> Check:
                  .otherwise(pl.lit("line")))
     unit = let("_unit", pl.when(measure == "words").then(pl.lit("words"))
                  .when(measure == "chars").then(pl.lit("chars"))
+                 .when(measure == "sentences").then(pl.lit("sentences"))
                  .when(measure.is_in(["urls", "sources"])).then(pl.lit("urls")))
 
     def per_kind(of: str) -> pl.Expr:
         return (pl.when(unit == "words").then(pl.col(f"{of}_words"))
                 .when(unit == "chars").then(pl.col(f"{of}_chars"))
+                .when(unit == "sentences").then(pl.col(f"{of}_sentences"))
                 .otherwise(pl.col(f"{of}_urls")))
 
     per = let("_per", pl.when(unit.is_null()).then(None)
@@ -478,11 +485,12 @@ def count() -> Check:
             "{} cannot be counted per {} of {}", what, kind, label()))
         .when(each_ok).then(pl.format(
             "all {} {}s within bounds; the longest has {} {}: {}", per.list.len(), kind,
-            per.list.max(), what, quoted(excerpt(texts.list.get(worst_high, null_on_oob=True)
-                                                 .fill_null(""), 160))))
+            per.list.max(), _number_of(per.list.max(), what),
+            quoted(excerpt(texts.list.get(worst_high, null_on_oob=True).fill_null(""), 160))))
         .otherwise(pl.format(
             "{} {} of {} has {} {}: {}", kind, worst + 1, per.list.len(),
-            per.list.get(worst, null_on_oob=True), what,
+            per.list.get(worst, null_on_oob=True),
+            _number_of(per.list.get(worst, null_on_oob=True), what),
             quoted(excerpt(texts.list.get(worst, null_on_oob=True).fill_null(""), 200))))
     )
     evidence = (
@@ -527,7 +535,8 @@ def count() -> Check:
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each,
                "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),
-               "json": items_or_sources | (raw_measure == "keys")},
+               "json": items_or_sources | (raw_measure == "keys"),
+               "sentences_each": raw_each & (raw_measure == "sentences")},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
         evidence=evidence,

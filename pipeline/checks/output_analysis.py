@@ -21,6 +21,8 @@ or where no check needs them: see the families below):
   paragraphs, lines (the texts of the prose paragraphs and of the non-empty lines)
   item_words, paragraph_words, line_words, item_chars, paragraph_chars, line_chars,
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
+  item_sentences, paragraph_sentences, line_sentences  (likewise, sentences as n_sentences
+                    counts them)
   has_table, table_header (normalised cell names), n_table_rows
   has_code_block, urls (distinct), n_urls, has_markdown, yaml_like, csv_like
   is_diff           a unified diff: at least one hunk header ("@@ -12,7 +12,8 @@") at a
@@ -56,6 +58,8 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
                  json_element_kinds
   fields         field_values (after json, table and headings)
+  sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
+                 and lines)
 `output_facts(frame, demand)` measures a family only on the rows its demand selects; the
 grader's `measure` derives that demand from the columns each check reads (grader.py).
 """
@@ -241,6 +245,13 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _sentences_each(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(
+        pl.col(texts).list.eval(_sentences_in(pl.element())).alias(f"{prefix}_sentences")
+        for texts, prefix in (("list_items", "item"), ("paragraphs", "paragraph"),
+                              ("lines", "line")))
+
+
 def _headings(df: pl.DataFrame) -> pl.DataFrame:
     return (df.with_columns(pl.col("output_text").str.extract_all(HEADING)
                             .list.eval(pl.element().str.strip_chars()).alias("headings"))
@@ -348,6 +359,8 @@ FAMILIES = (
     Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
                     "json_element_kinds"), _json),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
+    Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
+           _sentences_each, after=("lists", "prose", "lines")),
 )
 FAMILY = {f.name: f for f in FAMILIES}
 # Every measured row has these: the trimmed output, its length in characters, its first line.
