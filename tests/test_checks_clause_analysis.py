@@ -166,6 +166,14 @@ CASES = [
     ("a subject line under 80 characters, not ending with a period", (),
      {"literals": [], "unchecked_text": "not ending with a period"}),
     ("a file name that does not end in .tmp", (), {"literals": []}),
+    # an element of a named tag: its name, never a field or a phrase
+    ("the final answer wrapped in <answer></answer> tags", (),
+     {"literals": [("answer", "tagged")], "fields": []}),
+    ("reasoning in `<think>` tags, then the answer in <answer> tags", (),
+     {"literals": [("think", "tagged"), ("answer", "tagged")], "fields": []}),
+    ("the answer between <answer> and </answer>", (), {"literals": [("answer", "tagged")]}),
+    ("the answer, never wrapped in <answer> tags", (),
+     {"literals": [], "unchecked_text": "never wrapped in <answer> tags"}),
     ("a cheer that ends with an exclamation point", (), {"literals": [("!", "ends")]}),
     # the last line, not the first
     ('a response whose last line begins with "Answer:"', (),

@@ -133,7 +133,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       sentences of every list item, paragraph or line (new measures item_sentences,
 #       paragraph_sentences, line_sentences; v6: undecided, "cannot be counted per item");
 #     - 'every line a single sentence', 'every bullet under 10 words' bound every line or
-#       item, as "each" does (v6 bounded the whole output).
+#       item, as "each" does (v6 bounded the whole output);
+#     - 'the final answer wrapped in <answer></answer> tags' ('enclosed in <final> tags',
+#       'between <answer> and </answer>') requires that element, opened and closed, in the
+#       output (literal mode `tagged`; v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -502,6 +502,16 @@ JUDGMENT_WORDS = (
     r"|greek|czech|ukrainian|russian|turkish|arabic|hebrew|hindi|japanese|chinese|mandarin"
     r"|korean|vietnamese|thai|indonesian))\b"
 )
+# An element the output must hold, named by its tag: "wrapped in <answer></answer> tags",
+# "enclosed in `<final>` tags", "between <answer> and </answer>", "inside <answer>...</answer>".
+# Group 1 is the tag's name (letters, digits, "_" and "-": never a regex metacharacter).
+TAG_NAME = r"<([A-Za-z][A-Za-z0-9_\-]*)>"
+TAGGED_BODY = (r"(?:wrapped|enclosed|inside|within|in|between|surrounded|delimited|placed|put)"
+               r"(?:\s+(?:in|by|with|inside|within|between))?\s+(?:(?:an?|the|a\s+pair\s+of|xml"
+               r"|html)\s+)*[`\"“']?" + TAG_NAME + r"[`\"”']?(?:\s*(?:\.{3}|…|and)?\s*[`\"“']?"
+               r"</[A-Za-z][A-Za-z0-9_\-]*>[`\"”']?)?(?:\s+(?:xml\s+|html\s+)?(?:tags?|elements?|"
+               r"blocks?))?")
+TAGGED = r"(?i)\b" + TAGGED_BODY
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
@@ -515,7 +525,9 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            + r"|(?i)(?:\bwithout|\bnot|\bnever|n't|\bno)\s+(?:(?:a|an|the|any)\s+)?" + FIELD_LIST
            # "not ending with a period", "doesn't end in .tmp": no mark or extension to require
            + r"|(?i)(?:\bnot|\bnever|n't|\bwithout)\s+(?:" + ENDS + r")\s+(?:with|in)\s+(?:(?:a\s+|"
-           r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")")
+           r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")"
+           # "not wrapped in <answer> tags": no element to require
+           + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?" + TAGGED_BODY)
 # A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
 # "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
@@ -800,6 +812,10 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
         parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
             text.alias("text"), pl.lit(mode).alias("mode"),
             e.str.strip_chars().alias("phrase"), times)))
+    e = pl.element()
+    parts.append(pl.col("_tagged").list.eval(pl.struct(
+        e.str.extract(TAG_NAME, 1).alias("text"), pl.lit("tagged").alias("mode"),
+        e.str.strip_chars().alias("phrase"), once)))
     literals = pl.concat_list(parts).list.eval(pl.element().filter(
         pl.element().struct.field("text").str.len_chars() > 0))
     return df.with_columns(
@@ -808,7 +824,7 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
         literals.list.eval(pl.element().filter(
             pl.element().struct.field("mode") == "alternative")
             .struct.field("text")).list.first().alias("alternative"),
-    ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))])
+    ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))] + ["_tagged"])
 
 
 def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
@@ -1124,6 +1140,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
+    df = _take(df, "_tagged", TAGGED)
     df = _item_edges(df)
     df = _enums(df)
     df = _fields(df)

@@ -549,7 +549,7 @@ def count() -> Check:
 @check("literal")
 def literal() -> Check:
     """An exact phrase is where the clause says: contained (as often as it says), first, last,
-    first line, or all."""
+    first line, or all; or an element of a named tag is there, opened and closed."""
     lit = pl.col("literals").struct.field("text")
     mode = pl.col("literals").struct.field("mode")
     times = pl.col("literals").struct.field("times")
@@ -563,6 +563,11 @@ def literal() -> Check:
     # the last line that holds something, as a text's start is read (leading markdown aside)
     last_line = let("_last_line", pl.when(mode.is_in(["last_line", "last_line_starts"]))
                     .then(out).str.extract(r"([^\n]*\S[^\n]*)\s*$", 1).str.strip_chars())
+    # "wrapped in <answer></answer> tags": an element of that tag, opened and closed (the
+    # tag's name holds no regex metacharacter, see TAG_NAME)
+    tagged = pl.when(mode == "tagged").then(out)
+    opening = pl.concat_str(pl.lit("<"), lit, pl.lit(r"(?:\s[^>]*)?>"))
+    element = pl.concat_str(opening, pl.lit(r"(?s:.*?)</"), lit, pl.lit(r"\s*>"))
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
@@ -585,6 +590,7 @@ def literal() -> Check:
             last_line.str.starts_with(lit)
             | last_line.str.replace(LEADING_MARKDOWN, "").str.starts_with(lit))
         .when(mode == "exact").then(out == lit)
+        .when(mode == "tagged").then(tagged.str.contains(element))
     ))
     where = let("_label", label())
     detail = (
@@ -601,6 +607,8 @@ def literal() -> Check:
                                                          where, quoted(lit)))
         .when(mode == "first_line").then(pl.format("the first line of {} is exactly {}",
                                                    where, quoted(lit)))
+        .when(mode == "tagged").then(pl.format("{} holds the element <{}>…</{}>", where, lit,
+                                               lit))
         .otherwise(pl.format("{} is exactly {} (trimmed, case-sensitive)", where,
                              quoted(lit)))
     )
@@ -628,6 +636,11 @@ def literal() -> Check:
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
             .otherwise(quoted(last_heading))))
         .when(mode == "ends").then(pl.format("ends: {}", end))
+        .when((mode == "tagged") & ok).then(around(tagged, element, 40))
+        .when((mode == "tagged") & tagged.str.contains(opening)).then(pl.format(
+            "<{}> is opened but never closed by </{}>: {}", lit, lit, around(tagged, opening, 40)))
+        .when(mode == "tagged").then(pl.format("no <{}> tag in {}: {}", lit, where,
+                                               quoted(excerpt(out, 160))))
         .otherwise(pl.format("the output is {}", quoted(excerpt(out, 300))))
     )
     confidence = (
