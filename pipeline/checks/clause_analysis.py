@@ -31,10 +31,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase, times}]  exact phrases in quotes or backticks,
                             with mode contains | starts | ends | first_line | last_line |
-                            last_line_starts | exact | absent;
+                            last_line_starts | exact | absent | tagged;
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
-                            mark" ends with the literal "?"
+                            mark" ends with the literal "?"; tagged: text is the name of a tag
+                            whose element the output holds ("wrapped in <answer> tags")
   item_edges     list[struct{unit, side, text, type, phrase}]  how every list item (else
                             every line) begins (side start: a quoted text, 'each line starts
                             with "TODO:"', or a value type as value_type, "each item begins
