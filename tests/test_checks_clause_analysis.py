@@ -166,6 +166,18 @@ CASES = [
     ("a subject line under 80 characters, not ending with a period", (),
      {"literals": [], "unchecked_text": "not ending with a period"}),
     ("a file name that does not end in .tmp", (), {"literals": []}),
+    # an order: the field to order by (never a field to require), the direction, and
+    # whether text is compared alphabetically
+    ("a list of tools, sorted alphabetically", (),
+     {"orders": [(None, "asc", True)], "formats": ["list"]}),
+    ("a table sorted by Score descending", (), {"orders": [("score", "desc", False)]}),
+    ("a JSON array sorted by `score`, highest first", (),
+     {"orders": [("score", "desc", False)], "fields": []}),
+    ("results in ascending order of `rank`", (), {"orders": [("rank", "asc", False)]}),
+    ("contacts sorted by last-name, Z to A", (), {"orders": [("last-name", "desc", True)]}),
+    ("results ranked by score", (), {"orders": [("score", "any", False)]}),
+    ("an alphabetical list of tools", (), {"orders": [(None, "asc", True)]}),
+    ("a summary in plain words", (), {"orders": []}),
     # an element of a named tag: its name, never a field or a phrase
     ("the final answer wrapped in <answer></answer> tags", (),
      {"literals": [("answer", "tagged")], "fields": []}),
@@ -517,6 +529,8 @@ def _shape(column: str, value):
         return [(v["field"], v["values"]) for v in value]
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
+    if column == "orders":
+        return [(v["by"], v["direction"], v["alphabetical"]) for v in value]
     if column == "item_edges":
         return [(v["unit"], v["side"], v["text"], v["type"]) for v in value]
     if column == "field_types":

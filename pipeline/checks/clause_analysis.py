@@ -41,6 +41,10 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             with "TODO:"', or a value type as value_type, "each item begins
                             with a date") or ends (side end: a quoted text or a mark, "each
                             ending with a period")
+  orders         list[struct{by, direction, alphabetical, phrase}]  an order the list items
+                            (by null) or a field's values (by: its normalised name) keep:
+                            direction asc | desc | any; alphabetical: text may be compared
+                            ("sorted alphabetically"), else only numbers and ISO dates are
   alternative    str        "..., or the single line "none"": an output equal to it is enough
   enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
                             null means the whole output must be one of the values
@@ -513,6 +517,32 @@ TAGGED_BODY = (r"(?:wrapped|enclosed|inside|within|in|between|surrounded|delimit
                r"</[A-Za-z][A-Za-z0-9_\-]*>[`\"”']?)?(?:\s+(?:xml\s+|html\s+)?(?:tags?|elements?|"
                r"blocks?))?")
 TAGGED = r"(?i)\b" + TAGGED_BODY
+# An order the output's items or values keep: "sorted alphabetically", "in alphabetical
+# order", "sorted by `score`, highest first", "ranked by score descending", "in descending
+# order of score". `orders` holds the field (normalised, null for the items themselves), the
+# direction (asc, desc, or any when none is said) and whether text may be compared
+# alphabetically (only when the clause says so: "sorted by severity" orders high, medium,
+# low, which no comparison of the words reads).
+ORDER_ASC = (r"ascending|increasing|lowest\s+first|smallest\s+first|oldest\s+first|earliest"
+             r"\s+first|(?:from\s+)?low(?:est)?\s+to\s+high(?:est)?|(?:from\s+)?a\s+to\s+z|a-z")
+ORDER_DESC = (r"descending|decreasing|highest\s+first|largest\s+first|biggest\s+first|newest"
+              r"\s+first|most\s+recent\s+first|latest\s+first|(?:from\s+)?high(?:est)?\s+to\s+"
+              r"low(?:est)?|(?:from\s+)?z\s+to\s+a|z-a|reverse\s+alphabetical(?:ly)?")
+ALPHABETICAL = r"alphabetical(?:ly)?|in\s+alphabetical\s+order"
+ORDER_FIELD = r"(?:the\s+|their\s+|its\s+)?(" + TICKED + r"|[\"“][^\"”\n]{1,40}[\"”]|" + IDENT + ")"
+ORDER_DIRECTION = (r"(?:\s*,?\s*(?:in\s+|and\s+)?(?:" + ORDER_ASC + "|" + ORDER_DESC + "|"
+                   + ALPHABETICAL + r")(?:\s+order)?)?")
+ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
+         # "sorted by score, highest first"; "sorted alphabetically by name"
+         r"(?:(?:" + ALPHABETICAL + "|" + ORDER_ASC + "|" + ORDER_DESC + r")\s+)?by\s+"
+         + ORDER_FIELD + ORDER_DIRECTION
+         # "sorted alphabetically", "ordered from A to Z"
+         + r"|(?:" + ALPHABETICAL + "|" + ORDER_ASC + "|" + ORDER_DESC + r")(?:\s+order)?)"
+         # "in descending order of score", "in alphabetical order"
+         + r"|in\s+(?:" + ORDER_ASC + "|" + ORDER_DESC + r"|(?:reverse\s+)?alphabetical)\s+order"
+         r"(?:\s+(?:of|by)\s+" + ORDER_FIELD + ")?"
+         # "an alphabetical list", "alphabetically sorted"
+         + r"|alphabetical(?:ly\s+(?:sorted|ordered)|\s+list)\b)")
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
@@ -826,6 +856,23 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
             pl.element().struct.field("mode") == "alternative")
             .struct.field("text")).list.first().alias("alternative"),
     ).drop([f"_l{i}" for i in range(len(LITERAL_FORMS))] + ["_tagged"])
+
+
+def _orders(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `orders` (see ORDER) in the clause and its sub-items, before any reader of field
+    names: "sorted by `score`" names the field to order by, not one to require."""
+    df = _take(df, "_orders", ORDER)
+    e = pl.element()
+    lowered = e.str.to_lowercase()
+    by = pl.coalesce(e.str.extract(r"(?i)\bby\s+" + ORDER_FIELD, 1),
+                     e.str.extract(r"(?i)\border\s+of\s+" + ORDER_FIELD, 1))
+    return df.with_columns(pl.col("_orders").list.eval(pl.struct(
+        normalise_key(by).alias("by"),
+        pl.when(lowered.str.contains("(?:" + ORDER_DESC + ")")).then(pl.lit("desc"))
+        .when(lowered.str.contains("(?:" + ORDER_ASC + "|alphabetical)")).then(pl.lit("asc"))
+        .otherwise(pl.lit("any")).alias("direction"),
+        lowered.str.contains("alphabetical|a-z|z-a|a to z|z to a").alias("alphabetical"),
+        e.str.strip_chars().alias("phrase"))).alias("orders")).drop("_orders")
 
 
 def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
@@ -1142,6 +1189,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                          pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
     df = _take(df, "_tagged", TAGGED)
+    df = _orders(df)
     df = _item_edges(df)
     df = _enums(df)
     df = _fields(df)
@@ -1358,6 +1406,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
         | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
         | pl.col("value_type").is_not_null() | (pl.col("item_edges").list.len() > 0)
+        | (pl.col("orders").list.len() > 0)
     )
     # A clause that only names a kind of output other than a generic one ("`out`: a haiku",
     # "a phone number") states nothing the checks read: whether the output is one is a

@@ -1025,6 +1025,79 @@ def item_edge() -> Check:
     )
 
 
+@check("order")
+def order() -> Check:
+    """The output's items, or a field's values in the order they appear, keep the order the
+    clause states ("sorted alphabetically", "sorted by `score`, highest first"): numbers as
+    numbers, ISO dates as dates, and text without case, only where the clause says
+    alphabetically. Without a field the list items are ordered (else a table's first column).
+    Values of another kind ("high", "medium", "low") leave the order a question."""
+    o = pl.col("orders")
+    by, direction, alpha = (o.struct.field(n) for n in ("by", "direction", "alphabetical"))
+    let = Lets()
+    listed = pl.col("list_items").list.len() > 0
+    values = let("_values", (
+        pl.when(by.is_not_null()).then(_values_of(by))
+        .when(listed).then(pl.col("list_items"))
+        .when(pl.col("has_table")).then(_values_of(pl.col("table_header").list.first()))
+    ).list.eval(pl.element().str.replace_all(r"[*`\"“”]", "").str.strip_chars(" \t.;,")))
+    where = let("_where", pl.when(by.is_not_null()).then(pl.format("the values of `{}`", by))
+                .when(listed).then(pl.lit("the list items"))
+                .otherwise(pl.lit("the first column's cells")))
+    numbers = values.list.eval(pl.element().str.replace_all(r"[,$€£%\s]", "")
+                               .cast(pl.Float64, strict=False))
+    is_number = numbers.list.eval(pl.element().is_not_null()).list.all()
+    is_date = values.list.eval(pl.element().str.contains(r"^\d{4}-\d{2}-\d{2}")).list.all()
+    # each step from one value to the next: 1 up, -1 down, 0 equal
+    e = pl.element()
+    text_steps = values.list.eval(
+        pl.when(e.str.to_lowercase() > e.str.to_lowercase().shift(1)).then(1)
+        .when(e.str.to_lowercase() < e.str.to_lowercase().shift(1)).then(-1)
+        .when(e.is_not_null() & e.shift(1).is_not_null()).then(0).drop_nulls())
+    steps = let("_steps", pl.when(is_number).then(
+        numbers.list.eval(pl.element().diff().sign().drop_nulls().cast(pl.Int32)))
+        .when(is_date | alpha).then(text_steps.cast(pl.List(pl.Int32))))
+    up, down = steps.list.min() >= 0, steps.list.max() <= 0
+    # "any" direction: the one the first change of value takes
+    first_move = steps.list.eval(pl.element().filter(pl.element() != 0)).list.first()
+    rising = let("_rising", pl.when(direction == "asc").then(True)
+                 .when(direction == "desc").then(False).otherwise(first_move.fill_null(1) > 0))
+    ok = pl.when(rising).then(up).otherwise(down)
+    bad = let("_bad", pl.when(rising).then(steps.list.eval(pl.element() < 0).list.arg_max())
+              .otherwise(steps.list.eval(pl.element() > 0).list.arg_max()))
+    outcome = let("_outcome", pl.when(values.list.len() < 2).then(UNDECIDED)
+                  .when(steps.is_null()).then(UNDECIDED)
+                  .when(ok).then(PASSED).otherwise(FAILED))
+    kind = pl.when(is_number).then(pl.lit("numbers")).when(is_date).then(pl.lit("dates")) \
+        .otherwise(pl.lit("text, without case"))
+    order_name = pl.when(rising).then(pl.lit("ascending")).otherwise(pl.lit("descending"))
+    return Check(
+        applies=CONTENT, each="orders", let=let,
+        outcome=outcome,
+        detail=pl.format("{} keeps the order stated: {}", label(), o.struct.field("phrase")),
+        evidence=(
+            pl.when(by.is_not_null() & (values.list.len() == 0)).then(pl.format(
+                "no values of `{}` in {} to order", by, label()))
+            .when(values.list.len() < 2).then(pl.format(
+                "{} in {}: {} value(s), nothing to order", where, label(), values.list.len()))
+            .when(outcome == UNDECIDED).then(pl.format(
+                "{} are neither numbers nor dates (first: {}): whether they are in order is a "
+                "question", where, quoted(excerpt(values.list.first(), 60))))
+            .when(outcome == PASSED).then(pl.format(
+                "{} are in {} order ({} values, compared as {}): first {}, last {}", where,
+                order_name, values.list.len(), kind, quoted(excerpt(values.list.first(), 60)),
+                quoted(excerpt(values.list.last(), 60))))
+            .otherwise(pl.format(
+                "{} are not in {} order (compared as {}): {} (value {}) comes after {}",
+                where, order_name, kind,
+                quoted(excerpt(values.list.get(bad + 1, null_on_oob=True), 60)), bad + 2,
+                quoted(excerpt(values.list.get(bad, null_on_oob=True), 60))))),
+        confidence=pl.when(outcome == UNDECIDED).then(0)
+        .when(is_number | is_date).then(90).otherwise(85),
+        needs={"lists": by.is_null(), "table": by.is_null(), "fields": by.is_not_null()},
+    )
+
+
 @check("field_length")
 def field_length() -> Check:
     """Every value of a field is as long as its sub-item says ("`summary`: at most 50 words",
@@ -1134,5 +1207,5 @@ def content_checks() -> list[Check]:
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
         required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
-        item_edge(), judgment(), meets_description(),
+        item_edge(), order(), judgment(), meets_description(),
     ]
