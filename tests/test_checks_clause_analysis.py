@@ -169,15 +169,19 @@ CASES = [
     # an order: the field to order by (never a field to require), the direction, and
     # whether text is compared alphabetically
     ("a list of tools, sorted alphabetically", (),
-     {"orders": [(None, "asc", True)], "formats": ["list"]}),
-    ("a table sorted by Score descending", (), {"orders": [("score", "desc", False)]}),
+     {"orders": [(None, "asc", True, False)], "formats": ["list"]}),
+    ("a table sorted by Score descending", (), {"orders": [("score", "desc", False, False)]}),
     ("a JSON array sorted by `score`, highest first", (),
-     {"orders": [("score", "desc", False)], "fields": []}),
-    ("results in ascending order of `rank`", (), {"orders": [("rank", "asc", False)]}),
-    ("contacts sorted by last-name, Z to A", (), {"orders": [("last-name", "desc", True)]}),
-    ("results ranked by score", (), {"orders": [("score", "any", False)]}),
-    ("an alphabetical list of tools", (), {"orders": [(None, "asc", True)]}),
+     {"orders": [("score", "desc", False, False)], "fields": []}),
+    ("results in ascending order of `rank`", (), {"orders": [("rank", "asc", False, False)]}),
+    ("contacts sorted by last-name, Z to A", (),
+     {"orders": [("last-name", "desc", True, False)]}),
+    ("results ranked by score", (), {"orders": [("score", "any", False, False)]}),
+    ("an alphabetical list of tools", (), {"orders": [(None, "asc", True, False)]}),
     ("a summary in plain words", (), {"orders": []}),
+    ("a timeline in reverse chronological order", (),
+     {"orders": [(None, "desc", False, True)]}),
+    ("a changelog, oldest first", (), {"orders": [(None, "asc", False, True)]}),
     # an element of a named tag: its name, never a field or a phrase
     ("the final answer wrapped in <answer></answer> tags", (),
      {"literals": [("answer", "tagged")], "fields": []}),
@@ -530,7 +534,8 @@ def _shape(column: str, value):
     if column == "fields":
         return [(v["name"], v["nested"]) for v in value]
     if column == "orders":
-        return [(v["by"], v["direction"], v["alphabetical"]) for v in value]
+        return [(v["by"], v["direction"], v["alphabetical"], v["chronological"])
+                for v in value]
     if column == "item_edges":
         return [(v["unit"], v["side"], v["text"], v["type"]) for v in value]
     if column == "field_types":

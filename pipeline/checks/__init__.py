@@ -138,9 +138,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       'between <answer> and </answer>') requires that element, opened and closed, in the
 #       output (literal mode `tagged`; v6: a question for judgment);
 #     - 'sorted alphabetically', 'a table sorted by Score descending', 'a JSON array sorted by
-#       `score`, highest first', 'in ascending order of `rank`' are checked on the list items
-#       or the field's values by the new `order` check (numbers, ISO dates, and text only
-#       where the clause says alphabetically; v6: a question for judgment).
+#       `score`, highest first', 'in ascending order of `rank`', 'in chronological order'
+#       are checked on the list items, the field's values or the dates the items hold by the
+#       new `order` check (numbers, ISO dates, and text only where the clause says
+#       alphabetically; v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -41,10 +41,12 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             with "TODO:"', or a value type as value_type, "each item begins
                             with a date") or ends (side end: a quoted text or a mark, "each
                             ending with a period")
-  orders         list[struct{by, direction, alphabetical, phrase}]  an order the list items
-                            (by null) or a field's values (by: its normalised name) keep:
-                            direction asc | desc | any; alphabetical: text may be compared
-                            ("sorted alphabetically"), else only numbers and ISO dates are
+  orders         list[struct{by, direction, alphabetical, chronological, phrase}]  an order
+                            the list items (by null) or a field's values (by: its normalised
+                            name) keep: direction asc | desc | any; alphabetical: text may be
+                            compared ("sorted alphabetically"), else only numbers and ISO dates
+                            are; chronological: by the ISO date each item holds ("in
+                            chronological order", "newest first")
   alternative    str        "..., or the single line "none"": an output equal to it is enough
   enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
                             null means the whole output must be one of the values
@@ -542,7 +544,10 @@ ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
          + r"|in\s+(?:" + ORDER_ASC + "|" + ORDER_DESC + r"|(?:reverse\s+)?alphabetical)\s+order"
          r"(?:\s+(?:of|by)\s+" + ORDER_FIELD + ")?"
          # "an alphabetical list", "alphabetically sorted"
-         + r"|alphabetical(?:ly\s+(?:sorted|ordered)|\s+list)\b)")
+         + r"|alphabetical(?:ly\s+(?:sorted|ordered)|\s+list)\b"
+         # by date: "in chronological order", "reverse chronologically", "newest first"
+         + r"|in\s+(?:reverse\s+)?chronological\s+order|(?:reverse[\s\-]+)?chronologically"
+         + r"|(?:newest|oldest|most\s+recent|earliest)\s+first)")
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
@@ -868,10 +873,15 @@ def _orders(df: pl.DataFrame) -> pl.DataFrame:
                      e.str.extract(r"(?i)\border\s+of\s+" + ORDER_FIELD, 1))
     return df.with_columns(pl.col("_orders").list.eval(pl.struct(
         normalise_key(by).alias("by"),
-        pl.when(lowered.str.contains("(?:" + ORDER_DESC + ")")).then(pl.lit("desc"))
-        .when(lowered.str.contains("(?:" + ORDER_ASC + "|alphabetical)")).then(pl.lit("asc"))
+        pl.when(lowered.str.contains("(?:" + ORDER_DESC + r"|reverse[\s\-]+chronolog)"))
+        .then(pl.lit("desc"))
+        .when(lowered.str.contains("(?:" + ORDER_ASC + "|alphabetical|chronolog)"))
+        .then(pl.lit("asc"))
         .otherwise(pl.lit("any")).alias("direction"),
         lowered.str.contains("alphabetical|a-z|z-a|a to z|z to a").alias("alphabetical"),
+        # by the date each item holds (without a field to order by)
+        (by.is_null() & lowered.str.contains(r"chronolog|newest|oldest|most\s+recent|earliest"))
+        .alias("chronological"),
         e.str.strip_chars().alias("phrase"))).alias("orders")).drop("_orders")
 
 

@@ -1030,24 +1030,35 @@ def order() -> Check:
     """The output's items, or a field's values in the order they appear, keep the order the
     clause states ("sorted alphabetically", "sorted by `score`, highest first"): numbers as
     numbers, ISO dates as dates, and text without case, only where the clause says
-    alphabetically. Without a field the list items are ordered (else a table's first column).
+    alphabetically. Without a field the list items are ordered (else a table's first column),
+    or, "in chronological order", the ISO date each item (else each line) holds.
     Values of another kind ("high", "medium", "low") leave the order a question."""
     o = pl.col("orders")
-    by, direction, alpha = (o.struct.field(n) for n in ("by", "direction", "alphabetical"))
+    by, direction, alpha, chrono = (o.struct.field(n) for n in (
+        "by", "direction", "alphabetical", "chronological"))
     let = Lets()
     listed = pl.col("list_items").list.len() > 0
-    values = let("_values", (
+    table = pl.col("has_table").fill_null(False)
+    values = (
         pl.when(by.is_not_null()).then(_values_of(by))
         .when(listed).then(pl.col("list_items"))
-        .when(pl.col("has_table")).then(_values_of(pl.col("table_header").list.first()))
-    ).list.eval(pl.element().str.replace_all(r"[*`\"“”]", "").str.strip_chars(" \t.;,")))
+        .when(table).then(_values_of(pl.col("table_header").list.first()))
+        .when(chrono).then(pl.col("lines"))
+    ).list.eval(pl.element().str.replace_all(r"[*`\"“”]", "").str.strip_chars(" \t.;,"))
+    # "in chronological order": the ISO date each item holds (null where one holds none)
+    values = let("_values", pl.when(chrono).then(values.list.eval(
+        pl.element().str.extract(r"(\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?)", 1)))
+        .otherwise(values))
     where = let("_where", pl.when(by.is_not_null()).then(pl.format("the values of `{}`", by))
+                .when(chrono & listed).then(pl.lit("the dates of the list items"))
+                .when(chrono & ~table).then(pl.lit("the dates of the lines"))
                 .when(listed).then(pl.lit("the list items"))
                 .otherwise(pl.lit("the first column's cells")))
     numbers = values.list.eval(pl.element().str.replace_all(r"[,$€£%\s]", "")
                                .cast(pl.Float64, strict=False))
     is_number = numbers.list.eval(pl.element().is_not_null()).list.all()
-    is_date = values.list.eval(pl.element().str.contains(r"^\d{4}-\d{2}-\d{2}")).list.all()
+    is_date = values.list.eval(pl.element().str.contains(r"^\d{4}-\d{2}-\d{2}")
+                               .fill_null(False)).list.all()
     # each step from one value to the next: 1 up, -1 down, 0 equal
     e = pl.element()
     text_steps = values.list.eval(
@@ -1080,6 +1091,9 @@ def order() -> Check:
                 "no values of `{}` in {} to order", by, label()))
             .when(values.list.len() < 2).then(pl.format(
                 "{} in {}: {} value(s), nothing to order", where, label(), values.list.len()))
+            .when((outcome == UNDECIDED) & chrono).then(pl.format(
+                "{} in {}: not every one is an ISO date (YYYY-MM-DD), so their order is a "
+                "question", where, label()))
             .when(outcome == UNDECIDED).then(pl.format(
                 "{} are neither numbers nor dates (first: {}): whether they are in order is a "
                 "question", where, quoted(excerpt(values.list.first(), 60))))
@@ -1094,7 +1108,8 @@ def order() -> Check:
                 quoted(excerpt(values.list.get(bad, null_on_oob=True), 60))))),
         confidence=pl.when(outcome == UNDECIDED).then(0)
         .when(is_number | is_date).then(90).otherwise(85),
-        needs={"lists": by.is_null(), "table": by.is_null(), "fields": by.is_not_null()},
+        needs={"lists": by.is_null(), "table": by.is_null(), "lines": chrono,
+               "fields": by.is_not_null()},
     )
 
 
