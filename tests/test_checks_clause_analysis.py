@@ -22,6 +22,11 @@ def q(lo, hi, measure, scope="whole"):
 CASES = [
     # formats
     ("a markdown table", (), {"formats": ["table"]}),
+    # a table named by what it holds; not any noun before "table"
+    ("a comparison table of the three options", (), {"formats": ["table"]}),
+    ("a summary table with one row per service", (), {"formats": ["table"]}),
+    ("the DDL for a new table", (), {"formats": []}),
+    ("a table of contents", (), {"formats": []}),
     ("a JSON array of table names", (), {"formats": ["json"], "json_shape": "array"}),
     ("a JSON object with fields:", (), {"formats": ["json"], "json_shape": "object"}),
     ("a JSON array of at least 3 URL strings", (),

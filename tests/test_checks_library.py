@@ -43,6 +43,8 @@ CASES = [
          "format", "passed", "satisfied", "(inside one fenced block)"),
     Case("table-passes", "a markdown table", TABLE.format(sev="low"), "format", "passed",
          "satisfied", "table header “| claim | severity |”"),
+    Case("named-table-fails", "a summary table with one row per service", "svc a: ok", "format",
+         "failed", "violated", "no markdown table"),
     Case("table-fails", "a markdown table", "claim, severity\nrates fell, high", "format",
          "failed", "violated", "no markdown table"),
     Case("numbered-passes", "a numbered list", "1. first\n2. second", "format", "passed",

@@ -141,7 +141,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       `score`, highest first', 'in ascending order of `rank`', 'in chronological order'
 #       are checked on the list items, the field's values or the dates the items hold by the
 #       new `order` check (numbers, ISO dates, and text only where the clause says
-#       alphabetically; v6: a question for judgment).
+#       alphabetically; v6: a question for judgment);
+#     - a table named by what it holds ('a comparison table', 'a summary table with one row
+#       per service', 'a markdown summary table') is a markdown table (v6 read no format:
+#       'a summary table with one row per service' was satisfied by any published text).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

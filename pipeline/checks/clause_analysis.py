@@ -354,8 +354,12 @@ FORMAT_FORMS = [
     ("json", r"(?i)\.?\bjson\b"),
     ("yaml", r"(?i)\.?\bya?ml\b"),
     ("csv", r"(?i)\.?\bcsv\b|comma[\s\-]separated\s+values?\b"),
-    ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+table\b(?:\s+(?:of\s+contents|names?|"
-     r"of\s+names))?"),
+    # "a table", "a markdown table", and a table named by what it holds ("a comparison table",
+    # "a markdown summary table"); not any noun before it ("the DDL for a new table")
+    ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+(?:(?:markdown|comparison|summary|"
+     r"results?|scoring|score|status|feature|decision|risk|pricing|ranking|overview|trade-?offs?"
+     r"|side-by-side|(?:two|three|four|five|\d+)-column)\s+)?table\b(?:\s+(?:of\s+contents|names?"
+     r"|of\s+names))?"),
     ("numbered_list", r"(?i)\b(?:numbered|ordered|enumerated)\s+(?:list|steps|items|entries|"
      r"points|lines)\b|\b(?:list|steps|items|entries|points)\b[^.;:\n]{0,60}?,\s*(?:each\s+)?"
      r"(?:numbered|enumerated)\b"),
