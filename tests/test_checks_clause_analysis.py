@@ -171,6 +171,9 @@ CASES = [
     ("a subject line under 80 characters, not ending with a period", (),
      {"literals": [], "unchecked_text": "not ending with a period"}),
     ("a file name that does not end in .tmp", (), {"literals": []}),
+    ("exactly 3 hashtags", (), {"quantities": [(3, 3, "hashtags", "whole")]}),
+    ("no emojis", (), {"quantities": [(0, 0, "emojis", "whole")]}),
+    ("at most one emoji", (), {"quantities": [(None, 1, "emojis", "whole")]}),
     # an order: the field to order by (never a field to require), the direction, and
     # whether text is compared alphabetically
     ("a list of tools, sorted alphabetically", (),

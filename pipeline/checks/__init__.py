@@ -144,7 +144,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       alphabetically; v6: a question for judgment);
 #     - a table named by what it holds ('a comparison table', 'a summary table with one row
 #       per service', 'a markdown summary table') is a markdown table (v6 read no format:
-#       'a summary table with one row per service' was satisfied by any published text).
+#       'a summary table with one row per service' was satisfied by any published text);
+#     - 'exactly 3 hashtags', 'no emojis', 'at most one emoji' count them in the output (v6:
+#       undecided, "no list ... in which to count hashtags"; "no emojis" was asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

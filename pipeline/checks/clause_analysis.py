@@ -152,6 +152,7 @@ MEASURES = {
     "url": "urls", "link": "urls", "hyperlink": "urls",
     "source": "sources", "reference": "sources", "citation": "sources",
     "column": "columns", "key": "keys", "field": "keys", "property": "keys",
+    "hashtag": "hashtags", "emoji": "emojis",
 }
 
 # A negation and the verb it may take before a bound ("is not", "never has", "does not").
@@ -193,7 +194,7 @@ QUANTITY_FORMS = [
     # "no URLs", "without any links", "does not include any hyperlinks": none at all
     ("none", START + SCOPE + r"(?:no|zero|without(?:\s+any)?|(?:does\s+not|doesn't|do\s+not|"
      r"don't|must\s+not|never)\s+(?:include|includes|contain|contains|have|has|use|uses)"
-     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?)\b"),
+     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji)\b"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),

@@ -52,8 +52,17 @@ MEASURE_NAMES = {
     "words": "words", "chars": "characters", "sentences": "sentences",
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
-    "columns": "table columns", "keys": "top-level keys",
+    "columns": "table columns", "keys": "top-level keys", "hashtags": "hashtags",
+    "emojis": "emojis",
 }
+# A hashtag: "#" then a letter or "_", not inside a word, a URL or an entity ("C#", "page#x",
+# "&#39;"); a heading's "# " is none
+HASHTAG = r"(?:^|[^\p{L}\p{N}_&#/])#[\p{L}_][\p{L}\p{N}_]*"
+# An emoji, counted once with its modifiers and joined parts (a flag is two regional
+# indicators; "👨‍👩‍👧" is one); text symbols such as © and ™ are none
+EMOJI = (r"\p{Regional_Indicator}{2}|(?:\p{Emoji_Presentation}|\p{Extended_Pictographic}\x{FE0F})"
+         r"(?:\p{Emoji_Modifier}|\x{FE0F}|\x{200D}(?:\p{Emoji_Presentation}"
+         r"|\p{Extended_Pictographic}\x{FE0F}?))*")
 
 
 def _number_of(n: pl.Expr, what: pl.Expr) -> pl.Expr:
@@ -408,6 +417,11 @@ def count() -> Check:
         .when(below_title).then(pl.col("n_headings") - 1)
         .when(measure == "headings").then(pl.col("n_headings"))
         .when(measure == "urls").then(pl.col("n_urls"))
+        # only the rows that count them scan their output
+        .when(measure == "hashtags").then(
+            pl.when(measure == "hashtags").then(pl.col("output_text")).str.count_matches(HASHTAG))
+        .when(measure == "emojis").then(
+            pl.when(measure == "emojis").then(pl.col("output_text")).str.count_matches(EMOJI))
         .when(measure == "sources").then(pl.coalesce(
             items, pl.max_horizontal("n_urls", "n_citations")))
         .when(measure == "items").then(items)
@@ -504,10 +518,10 @@ def count() -> Check:
             q.struct.field("unit")))
         .when(measure.is_in(["items", "sources"]) & items.is_not_null()
               & (pl.col("list_items").list.len() > 0)).then(pl.format(
-            "{} has {} {}; first: {}; last: {}", label(), value, what,
+            "{} has {} {}; first: {}; last: {}", label(), value, _number_of(value, what),
             quoted(excerpt(pl.col("list_items").list.first(), 100)),
             quoted(excerpt(pl.col("list_items").list.last(), 100))))
-        .otherwise(pl.format("{} has {} {}{}: {}", label(), value, what,
+        .otherwise(pl.format("{} has {} {}{}: {}", label(), value, _number_of(value, what),
                              pl.when(scope == "rest").then(pl.lit(" after its first line"))
                              .otherwise(pl.lit("")),
                              quoted(excerpt(pl.col("output_text"), 160))))
