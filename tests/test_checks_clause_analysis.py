@@ -172,6 +172,12 @@ CASES = [
      {"literals": [], "unchecked_text": "not ending with a period"}),
     ("a file name that does not end in .tmp", (), {"literals": []}),
     ("exactly 3 hashtags", (), {"quantities": [(3, 3, "hashtags", "whole")]}),
+    # the case of the whole output; a field's, or a negated one, is asked
+    ("all lowercase", (), {"letter_case": "lower", "unchecked_text": None}),
+    ("in ALL CAPS", (), {"letter_case": "upper"}),
+    ("no uppercase letters", (), {"letter_case": "lower"}),
+    ("a reply, not in all caps", (), {"letter_case": None}),
+    ("a JSON object", ("`id`: lowercase",), {"letter_case": None}),
     ("no emojis", (), {"quantities": [(0, 0, "emojis", "whole")]}),
     ("at most one emoji", (), {"quantities": [(None, 1, "emojis", "whole")]}),
     # an order: the field to order by (never a field to require), the direction, and

@@ -144,6 +144,15 @@ CASES = [
     Case("distinct-urls-fails", "at least 2 distinct URLs",
          "See https://a.example/x and https://a.example/x again.", "count", "failed",
          "violated", "`out` has 1 distinct URL"),
+    # the case of every letter
+    Case("lowercase-passes", "a slug, all lowercase", "my-post-42", "letter_case", "passed",
+         "satisfied", "all lowercase: “my-post-42”"),
+    Case("lowercase-fails", "a slug, lowercase only", "my-Post", "letter_case", "failed",
+         "violated", "an uppercase letter “P” in “my-Post”"),
+    Case("all-caps-fails", "a headline in ALL CAPS", "BREAKING: rates Fall", "letter_case",
+         "failed", "violated", "a lowercase letter “r”"),
+    Case("not-all-caps-is-asked", "a reply, not in all caps", "HELLO", "meets_description",
+         "undecided", "not_evaluable", "“HELLO”"),
     # hashtags and emojis, counted in the output
     Case("hashtags-pass", "a post with exactly 3 hashtags", "Launch day! #ai #ml #nlp",
          "count", "passed", "satisfied", "`out` has 3 hashtags"),

@@ -146,7 +146,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       per service', 'a markdown summary table') is a markdown table (v6 read no format:
 #       'a summary table with one row per service' was satisfied by any published text);
 #     - 'exactly 3 hashtags', 'no emojis', 'at most one emoji' count them in the output (v6:
-#       undecided, "no list ... in which to count hashtags"; "no emojis" was asked).
+#       undecided, "no list ... in which to count hashtags"; "no emojis" was asked);
+#     - 'all lowercase', 'in ALL CAPS', 'no uppercase letters' are checked on every letter of
+#       the output by the new `letter_case` check (v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -41,6 +41,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             with "TODO:"', or a value type as value_type, "each item begins
                             with a date") or ends (side end: a quoted text or a mark, "each
                             ending with a period")
+  letter_case    str        lower | upper: every letter of the output is ("all lowercase",
+                            "ALL CAPS", "no uppercase letters"); null when the clause says none
   orders         list[struct{by, direction, alphabetical, chronological, phrase}]  an order
                             the list items (by null) or a field's values (by: its normalised
                             name) keep: direction asc | desc | any; alphabetical: text may be
@@ -553,6 +555,12 @@ ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
          # by date: "in chronological order", "reverse chronologically", "newest first"
          + r"|in\s+(?:reverse\s+)?chronological\s+order|(?:reverse[\s\-]+)?chronologically"
          + r"|(?:newest|oldest|most\s+recent|earliest)\s+first)")
+# The case of every letter of the output: "all lowercase", "in uppercase", "ALL CAPS",
+# "lowercase only", "no uppercase letters" (of the whole output: a sub-item's is asked).
+LETTER_CASE = (r"(?i)\b(?:(?:all|entirely|only|written|in|using|use|uses)\s+(?:in\s+)?(?:(?:lower|"
+               r"upper)[\s\-]?case|caps|capitals|capital\s+letters)(?:\s+(?:letters|only))?|(?:lower"
+               r"|upper)[\s\-]?case\s+only|all[\s\-]caps|no\s+(?:upper|lower)[\s\-]?case(?:\s+"
+               r"letters)?|no\s+capital\s+letters)\b")
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
@@ -568,7 +576,10 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            + r"|(?i)(?:\bnot|\bnever|n't|\bwithout)\s+(?:" + ENDS + r")\s+(?:with|in)\s+(?:(?:a\s+|"
            r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")"
            # "not wrapped in <answer> tags": no element to require
-           + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?" + TAGGED_BODY)
+           + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?" + TAGGED_BODY
+           # "not all caps", "never in uppercase": no case to require
+           + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|written|in|all|entirely|only|use|using)\s+)"
+           r"{0,3}(?:(?:lower|upper)[\s\-]?case|caps|capitals|capital\s+letters)\b")
 # A choice of phrases to begin or end with ('begins with either "Yes" or "No"', 'starts with
 # "Hi" or "Hello"'): no check reads
 # it (a literal holds one phrase), and the enumeration reader would hold the whole output to
@@ -890,6 +901,19 @@ def _orders(df: pl.DataFrame) -> pl.DataFrame:
         e.str.strip_chars().alias("phrase"))).alias("orders")).drop("_orders")
 
 
+def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's stays asked."""
+    found = pl.when(pl.col("_part") == 0).then(pl.col("t").str.extract(
+        "(" + LETTER_CASE + ")", 1).str.to_lowercase())
+    return df.with_columns(
+        pl.when(found.str.contains(r"no\s+upper|no\s+capital")).then(pl.lit("lower"))
+        .when(found.str.contains(r"no\s+lower")).then(pl.lit("upper"))
+        .when(found.str.contains("lower")).then(pl.lit("lower"))
+        .when(found.is_not_null()).then(pl.lit("upper")).alias("letter_case"),
+        pl.when(pl.col("_part") == 0).then(pl.col("t").str.replace(LETTER_CASE, GAP))
+        .otherwise(pl.col("t")))
+
+
 def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
     """Read `item_edges` (see ITEM_START) in the clause, not its sub-items (theirs stay for
     the judgment question); taken before literals, so "begins with" is not read as the start
@@ -1205,6 +1229,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                          .str.replace_all(FIELD_TYPE, "${1}"))
     df = _take(df, "_tagged", TAGGED)
     df = _orders(df)
+    df = _letter_case(df)
     df = _item_edges(df)
     df = _enums(df)
     df = _fields(df)
@@ -1421,7 +1446,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("field_lengths").list.len() > 0) | (pl.col("field_types").list.len() > 0)
         | (pl.col("only_fields") & (pl.col("fields").list.len() > 0))
         | pl.col("value_type").is_not_null() | (pl.col("item_edges").list.len() > 0)
-        | (pl.col("orders").list.len() > 0)
+        | (pl.col("orders").list.len() > 0) | pl.col("letter_case").is_not_null()
     )
     # A clause that only names a kind of output other than a generic one ("`out`: a haiku",
     # "a phone number") states nothing the checks read: whether the output is one is a

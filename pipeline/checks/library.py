@@ -1039,6 +1039,29 @@ def item_edge() -> Check:
     )
 
 
+@check("letter_case")
+def letter_case() -> Check:
+    """Every letter of the output is lowercase (uppercase) as the clause says ("all lowercase",
+    "ALL CAPS"); letters without case (digits, CJK) never fail it."""
+    case = pl.col("letter_case")
+    out = pl.when(case.is_not_null()).then(pl.col("output_text"))
+    lower = case == "lower"
+    ok = pl.when(lower).then(out == out.str.to_lowercase()).otherwise(out == out.str.to_uppercase())
+    wrong = pl.when(lower).then(pl.lit(r"\p{Lu}")).otherwise(pl.lit(r"\p{Ll}"))
+    named = pl.when(lower).then(pl.lit("lowercase")).otherwise(pl.lit("uppercase"))
+    return Check(
+        applies=CONTENT & case.is_not_null(),
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=pl.format("every letter of {} is {}", label(), named),
+        evidence=pl.when(ok).then(pl.format("all {}: {}", named, quoted(excerpt(out, 120))))
+        .otherwise(pl.format("{} letter “{}” in {}", pl.when(lower).then(pl.lit("an uppercase"))
+                             .otherwise(pl.lit("a lowercase")), out.str.extract(
+                                 pl.concat_str(pl.lit("("), wrong, pl.lit(")")), 1),
+                             around(out, wrong, 40))),
+        confidence=pl.lit(95),
+    )
+
+
 @check("order")
 def order() -> Check:
     """The output's items, or a field's values in the order they appear, keep the order the
@@ -1236,5 +1259,5 @@ def content_checks() -> list[Check]:
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
         required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
-        item_edge(), order(), judgment(), meets_description(),
+        item_edge(), order(), letter_case(), judgment(), meets_description(),
     ]
