@@ -357,10 +357,11 @@ CASES = [
     ("a two-column markdown table", (), {"quantities": [q(2, 2, "columns")]}),
     ("a table with 3 columns and at least 4 rows", (),
      {"quantities": [q(3, 3, "columns"), q(4, None, "items")]}),
-    # headings of one level are not counted (the count check counts every level)
+    # headings of one level are counted by their level
     ("a markdown document with an H1 title and at least 2 H2 sections", (),
-     {"quantities": [], "unchecked_text": "markdown document with an H1 title and at least 2 "
-                                          "H2 sections"}),
+     {"quantities": [q(2, None, "h2")], "unchecked_text": "markdown document with an H1 title"}),
+    ("exactly one H1 heading and 2-4 H3 headers", (),
+     {"quantities": [q(1, 1, "h1"), q(2, 4, "h3")]}),
     # a bare bound closing a list's clause counts its items; elsewhere it bounds a number
     ("a plan with numbered steps, at most 7", (),
      {"quantities": [q(None, 7, "items")], "ranges": []}),

@@ -144,6 +144,12 @@ CASES = [
     Case("distinct-urls-fails", "at least 2 distinct URLs",
          "See https://a.example/x and https://a.example/x again.", "count", "failed",
          "violated", "`out` has 1 distinct URL"),
+    # headings of one level
+    Case("h2-sections-pass", "a markdown report with at least 3 H2 sections",
+         "# R\n## A\n## B\n## C", "count", "passed", "satisfied", "`out` has 3 H2 headings (##)"),
+    Case("h2-sections-fail", "a markdown report with at least 3 H2 sections",
+         "# R\n## A\n## B\n### C", "count", "failed", "partially_satisfied",
+         "`out` has 2 H2 headings (##)"),
     # the case of every letter
     Case("lowercase-passes", "a slug, all lowercase", "my-post-42", "letter_case", "passed",
          "satisfied", "all lowercase: “my-post-42”"),

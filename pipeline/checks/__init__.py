@@ -148,7 +148,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'exactly 3 hashtags', 'no emojis', 'at most one emoji' count them in the output (v6:
 #       undecided, "no list ... in which to count hashtags"; "no emojis" was asked);
 #     - 'all lowercase', 'in ALL CAPS', 'no uppercase letters' are checked on every letter of
-#       the output by the new `letter_case` check (v6: a question for judgment).
+#       the output by the new `letter_case` check (v6: a question for judgment);
+#     - 'at least 3 H2 sections', 'exactly one H1 heading' count the headings of that level
+#       (v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

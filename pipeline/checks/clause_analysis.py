@@ -147,6 +147,7 @@ NOT_UNITS = [
     "sub-bullet", "sub-bullets", "sub-item", "sub-items", "sub-point", "sub-points", "subitem",
     "subitems", "sub-list", "sub-lists", "sublist", "sublists", "sub-task", "sub-tasks",
 ]
+LEVEL_WORDS = ("one", "two", "three", "four", "five", "six")  # heading levels, spelled
 MEASURES = {
     "word": "words", "character": "chars", "char": "chars", "letter": "chars",
     "sentence": "sentences", "paragraph": "paragraphs", "line": "lines",
@@ -155,6 +156,8 @@ MEASURES = {
     "source": "sources", "reference": "sources", "citation": "sources",
     "column": "columns", "key": "keys", "field": "keys", "property": "keys",
     "hashtag": "hashtags", "emoji": "emojis",
+    **{f"level-{word}-{noun}": f"h{n}" for n, word in enumerate(LEVEL_WORDS, 1)
+       for noun in ("section", "heading", "header")},
 }
 
 # A negation and the verb it may take before a bound ("is not", "never has", "does not").
@@ -407,17 +410,17 @@ ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|
 # and nothing else
 ONLY_FIELDS = (r"(?i)\b(?:exactly|only)\s+(?:the\s+|these\s+|those\s+)?(?:fields?|keys?|columns?"
                r"|properties)\b|\bno\s+other\s+(?:fields?|keys?|columns?|properties)\b")
-# A precision no check reads ("rounded to 2 decimals") and a count of headings of one level
-# ("at least 2 H2 sections"; the count check counts headings of every level): left to
-# judgment, never dropped or miscounted.
+# A precision no check reads ("rounded to 2 decimals"): left to judgment, never dropped or
+# miscounted.
 DECIMALS = (r"(?i)(?:\b(?:(?:rounded\s+)?to|with|of|in|has|having)\s+)?(?:(?:exactly|at\s+most"
             r"|at\s+least|up\s+to|no\s+more\s+than|not\s+more\s+than)\s+)?\b(?:\d+|one|two"
             r"|three|four)\s+decimal(?:s|\s+places?|\s+digits?)?\b")
 # "mentions at least one of "low", "medium" or "high"": a mention, no value of the output
 AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
-LEVELED_HEADINGS = (r"(?i)(?:(?:at\s+(?:least|most)|no\s+(?:more|fewer|less)\s+than|up\s+to|exactly"
-                    r"|between)\s+)?\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)"
-                    r"(?:\s*(?:-|to|and)\s*\d+)?\s+H[1-6]\s+(?:sections?|headings?|headers?)\b")
+# Headings of one level ("at least 3 H2 sections", "exactly one H1 heading"): the level is
+# spelled into the unit ("level-two-sections", see LEVEL_WORDS) so the count forms read it
+# as one word
+LEVELED_HEADINGS = r"(?i)\bH([1-6])\s+(sections?|headings?|headers?)\b"
 EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\s+of\s+objects\b"
 # The output goes on after what the clause opens with ("…, followed by one sentence", ", then
 # the answer").
@@ -711,7 +714,10 @@ NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
 
 
 def _quantities(df: pl.DataFrame) -> pl.DataFrame:
-    df = df.with_columns(pl.col("t").str.replace_all(EACH_AFTER, "each ${1}")
+    t = pl.col("t")
+    for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
+        t = t.str.replace_all(LEVELED_HEADINGS.replace("([1-6])", f"({n})"), f"level-{word}-$2")
+    df = df.with_columns(t.str.replace_all(EACH_AFTER, "each ${1}")
                          .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}"))
     parts = []
     for i, (kind, pattern) in enumerate(QUANTITY_FORMS):
@@ -738,6 +744,8 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         lo = pl.lit(None, pl.Int64) if lo is None else lo
         hi = pl.lit(None, pl.Int64) if hi is None else hi
         phrase = e.str.replace(r"^[^\p{L}\p{N}]+", "").str.strip_chars()
+        for n, word in enumerate(LEVEL_WORDS, 1):
+            phrase = phrase.str.replace(f"level-{word}-", f"H{n} ", literal=True)
         parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
@@ -1218,7 +1226,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
-    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS, LEVELED_HEADINGS,
+    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS,
                              AT_LEAST_ONE_OF]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;

@@ -53,8 +53,9 @@ MEASURE_NAMES = {
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
     "columns": "table columns", "keys": "top-level keys", "hashtags": "hashtags",
-    "emojis": "emojis",
+    "emojis": "emojis", **{f"h{n}": f"H{n} headings ({'#' * n})" for n in range(1, 7)},
 }
+LEVELS = [f"h{n}" for n in range(1, 7)]
 # A hashtag: "#" then a letter or "_", not inside a word, a URL or an entity ("C#", "page#x",
 # "&#39;"); a heading's "# " is none
 HASHTAG = r"(?:^|[^\p{L}\p{N}_&#/])#[\p{L}_][\p{L}\p{N}_]*"
@@ -68,6 +69,17 @@ EMOJI = (r"\p{Regional_Indicator}{2}|(?:\p{Emoji_Presentation}|\p{Extended_Picto
 def _number_of(n: pl.Expr, what: pl.Expr) -> pl.Expr:
     """`what` (a plural: "sentences", "distinct URLs") in the singular when `n` is 1."""
     return pl.when(n == 1).then(what.str.replace(r"s$", "")).otherwise(what)
+
+
+def _level_count(measure: pl.Expr) -> pl.Expr:
+    """The headings of the level `measure` names ("h2": "## …"), on the rows that count them."""
+    marks = (pl.when(measure.is_in(LEVELS)).then(pl.col("headings"))
+             .list.eval(pl.element().str.extract(r"^(#+)", 1).str.len_chars()))
+    found = pl.lit(None, pl.Int64)
+    for n in range(1, 7):  # one pass per level: list.eval reads no other column
+        found = pl.when(measure == f"h{n}").then(
+            marks.list.eval(pl.element() == n).list.sum()).otherwise(found)
+    return found
 
 
 def label() -> pl.Expr:
@@ -416,6 +428,7 @@ def count() -> Check:
         .when(measure == "lines").then(pl.col("n_lines"))
         .when(below_title).then(pl.col("n_headings") - 1)
         .when(measure == "headings").then(pl.col("n_headings"))
+        .when(measure.is_in(LEVELS)).then(_level_count(measure))
         .when(measure == "urls").then(pl.col("n_urls"))
         # only the rows that count them scan their output
         .when(measure == "hashtags").then(
@@ -545,7 +558,7 @@ def count() -> Check:
                & raw_measure.is_in(["words", "sentences", "paragraphs"]),
                "prose": raw_measure.is_in(["sentences", "paragraphs"]) | raw_each,
                "lines": (raw_measure == "lines") | raw_each,
-               "headings": raw_measure == "headings",
+               "headings": raw_measure.is_in(["headings", *LEVELS]),
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each,
                "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),
