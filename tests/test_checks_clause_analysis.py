@@ -172,6 +172,11 @@ CASES = [
      {"literals": [], "unchecked_text": "not ending with a period"}),
     ("a file name that does not end in .tmp", (), {"literals": []}),
     ("exactly 3 hashtags", (), {"quantities": [(3, 3, "hashtags", "whole")]}),
+    ("exactly 3 strengths and 3 weaknesses", (), {"item_kinds": 2}),
+    ("a numbered list of 5 steps", (), {"item_kinds": 1}),
+    ("a phone number in E.164 format", (), {"quantities": []}),
+    ("a page that ends with a question and answer section", (), {"literals": []}),
+    ("a reply that ends with a question, under 50 words", (), {"literals": [("?", "ends")]}),
     # the case of the whole output; a field's, or a negated one, is asked
     ("all lowercase", (), {"letter_case": "lower", "unchecked_text": None}),
     ("in ALL CAPS", (), {"letter_case": "upper"}),

@@ -144,6 +144,17 @@ CASES = [
     Case("distinct-urls-fails", "at least 2 distinct URLs",
          "See https://a.example/x and https://a.example/x again.", "count", "failed",
          "violated", "`out` has 1 distinct URL"),
+    # a count of one kind of item among others is asked: a list is not told apart by kind
+    Case("kinds-of-items-are-asked", "a list of at least 2 pros and at least 2 cons",
+         "Pros:\n- fast\nCons:\n- costly", "count", "undecided", "satisfied",
+         "`out` has 2 list items in all; how many are pros is not told apart",
+         select="at least 2 pros"),
+    Case("generic-count-beside-a-kind", "a list of 5 items with at least 2 risks",
+         "- a\n- b\n- c\n- d", "count", "failed", "partially_satisfied",
+         "`out` has 4 list items", select="5 items"),
+    # "ends with a question" where the clause part closes
+    Case("ends-with-a-question-fails", "a response under 100 words that ends with a question",
+         "All done.", "literal", "failed", "partially_satisfied", "ends: “All done.”"),
     # headings of one level
     Case("h2-sections-pass", "a markdown report with at least 3 H2 sections",
          "# R\n## A\n## B\n## C", "count", "passed", "satisfied", "`out` has 3 H2 headings (##)"),

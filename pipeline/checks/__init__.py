@@ -150,7 +150,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'all lowercase', 'in ALL CAPS', 'no uppercase letters' are checked on every letter of
 #       the output by the new `letter_case` check (v6: a question for judgment);
 #     - 'at least 3 H2 sections', 'exactly one H1 heading' count the headings of that level
-#       (v6: a question for judgment).
+#       (v6: a question for judgment);
+#     - a count of one kind of item among others ('at least 2 pros and at least 2 cons') is
+#       undecided, the items not being told apart by kind (v6 counted every item for each:
+#       one pro and one con met both counts, six items failed 'exactly 3 strengths and 3
+#       weaknesses' twice);
+#     - 'a reply that ends with a question' ends with "?" (v6: a question for judgment);
+#       'in E.164 format' is no count (v6 read "164 format" as one).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -41,6 +41,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             with "TODO:"', or a value type as value_type, "each item begins
                             with a date") or ends (side end: a quoted text or a mark, "each
                             ending with a period")
+  item_kinds     int        how many kinds of items the clause counts ("at least 2 pros and
+                            at least 2 cons": 2); a list is not told apart by kind, so a count
+                            of one kind among others is asked (GENERIC_ITEM_UNITS aside)
   letter_case    str        lower | upper: every letter of the output is ("all lowercase",
                             "ALL CAPS", "no uppercase letters"); null when the clause says none
   orders         list[struct{by, direction, alphabetical, chronological, phrase}]  an order
@@ -142,7 +145,7 @@ NOT_UNITS = [
     "years", "score", "scores", "rating", "ratings", "version", "versions", "is", "are", "was",
     "be", "that", "which", "with", "for", "by", "from", "on", "at", "as", "if", "it", "its",
     "ms", "kb", "mb", "gb", "am", "pm", "scale", "stars", "star", "out", "decimal-places",
-    "fenced", "code",
+    "fenced", "code", "format", "formats", "standard",
     # nested items are not the list's items ("at least one sub-bullet"): asked
     "sub-bullet", "sub-bullets", "sub-item", "sub-items", "sub-point", "sub-points", "subitem",
     "subitems", "sub-list", "sub-lists", "sublist", "sublists", "sub-task", "sub-tasks",
@@ -307,7 +310,10 @@ TIMES_WORDS = {"twice": 2, "thrice": 3, "more than once": 2, "two": 2, "three": 
                "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 # An output that ends with a mark, named rather than quoted ("ending with a question mark").
 END_MARKS = {"question": "?", "period": ".", "full": ".", "exclamation": "!"}
-MARK_NAME = r"(?:question\s+mark|period|full\s+stop|exclamation\s+(?:mark|point))"
+# ... and "ends with a question" where the part closes there ("a reply that ends with a
+# question", not "ends with a question and answer section")
+MARK_NAME = (r"(?:question\s+mark|question(?:\s*$|\s*[,;.)])|period|full\s+stop|exclamation\s+"
+             r"(?:mark|point))")
 END_MARK = r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?" + MARK_NAME
 # A file name's extension (".csv"), and an output that ends with one
 FILE_EXTENSION = r"\.[\p{L}\p{N}]{1,10}\b"
@@ -765,12 +771,18 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
            <= pl.element().struct.field("max").fill_null(1 << 40))
         & (pl.element().struct.field("max").fill_null(0) >= 0)
     )
-    return df.with_columns(
+    df = df.with_columns(
         pl.concat_list(parts).list.eval(
             pl.element().struct.with_fields(measure.alias("measure")).filter(valid))
         .alias("quantities"),
         pl.col("t").str.replace_all(SHIELD, "", literal=True),
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
+    # "at least 2 pros and at least 2 cons": the kinds of items the clause counts
+    e = pl.element()
+    return df.with_columns(pl.col("quantities").list.eval(
+        e.filter((e.struct.field("measure") == "items") & (e.struct.field("scope") == "whole"))
+        .struct.field("unit").str.to_lowercase().str.replace(r"s$", "")).list.n_unique()
+        .cast(pl.Int32).alias("item_kinds"))
 
 
 def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
@@ -840,7 +852,7 @@ def _times(phrase: pl.Expr) -> pl.Expr:
 
 def _end_mark(phrase: pl.Expr) -> pl.Expr:
     """The mark a phrase ending in its name asks for ("ending with a question mark": "?")."""
-    return (phrase.str.extract(r"(?i)\b(question|period|full|exclamation)(?:\s+\w+)?$", 1)
+    return (phrase.str.extract(r"(?i)\b(question|period|full|exclamation)(?:\s+\w+)?[\s,;.)]*$", 1)
             .str.to_lowercase().replace_strict(END_MARKS, default=None))
 
 

@@ -56,6 +56,9 @@ MEASURE_NAMES = {
     "emojis": "emojis", **{f"h{n}": f"H{n} headings ({'#' * n})" for n in range(1, 7)},
 }
 LEVELS = [f"h{n}" for n in range(1, 7)]
+# Units that name a list's items as such ("5 items", "3 bullet points"), not one kind of them
+GENERIC_ITEM_UNITS = ["item", "entry", "entrie", "element", "bullet", "point", "step", "row",
+                      "record", "value", "string", "object", "number"]
 # A hashtag: "#" then a letter or "_", not inside a word, a URL or an entity ("C#", "page#x",
 # "&#39;"); a heading's "# " is none
 HASHTAG = r"(?:^|[^\p{L}\p{N}_&#/])#[\p{L}_][\p{L}\p{N}_]*"
@@ -502,7 +505,13 @@ def count() -> Check:
     is_each = scope == "each"
 
     in_bounds = (lo.is_null() | (value >= lo)) & (hi.is_null() | (value <= hi))
-    outcome = let("_outcome", pl.when(is_each & (per.is_null() | (per.list.len() == 0)))
+    # "at least 2 pros and at least 2 cons": one kind among others is not told apart
+    one_kind = let("_one_kind", (measure == "items") & (scope == "whole")
+                   & (pl.col("item_kinds") >= 2)
+                   & ~q.struct.field("unit").str.to_lowercase().str.replace(r"s$", "")
+                   .is_in(GENERIC_ITEM_UNITS))
+    outcome = let("_outcome", pl.when(one_kind).then(UNDECIDED)
+                    .when(is_each & (per.is_null() | (per.list.len() == 0)))
                     .then(UNDECIDED)
                     .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
                     .when(value.is_null()).then(UNDECIDED)
@@ -521,7 +530,10 @@ def count() -> Check:
             quoted(excerpt(texts.list.get(worst, null_on_oob=True).fill_null(""), 200))))
     )
     evidence = (
-        pl.when(is_each).then(each_evidence)
+        pl.when(one_kind).then(pl.format(
+            "{} has {} {} in all; how many are {} is not told apart from the other kinds the "
+            "clause counts", label(), value, _number_of(value, what), q.struct.field("unit")))
+        .when(is_each).then(each_evidence)
         .when(value.is_null() & (measure == "columns")).then(pl.format(
             "no markdown table in {} whose columns to count", label()))
         .when(value.is_null() & (measure == "keys")).then(pl.format(
