@@ -175,6 +175,9 @@ CASES = [
     ("exactly 3 strengths and 3 weaknesses", (), {"item_kinds": 2}),
     ("a numbered list of 5 steps", (), {"item_kinds": 1}),
     ("a phone number in E.164 format", (), {"quantities": []}),
+    ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
+    ("a single paragraph without line breaks", (),
+     {"quantities": [q(None, 1, "lines"), q(1, 1, "paragraphs")]}),
     ("a page that ends with a question and answer section", (), {"literals": []}),
     ("a reply that ends with a question, under 50 words", (), {"literals": [("?", "ends")]}),
     # the case of the whole output; a field's, or a negated one, is asked
@@ -329,7 +332,7 @@ CASES = [
     # ... while a length of the whole output stays a count
     ("a summary with a maximum of 100 words", (), {"quantities": [q(None, 100, "words")]}),
     ("a post of at most 280 characters, with a link", (),
-     {"quantities": [q(None, 280, "chars")]}),
+     {"quantities": [q(None, 280, "chars"), q(1, None, "urls")]}),
     ("a title followed by two paragraphs", (), {"quantities": [q(2, 2, "paragraphs", "rest")]}),
     ("a single paragraph with at most 3 sentences", (),
      {"quantities": [q(1, 1, "paragraphs"), q(None, 3, "sentences")]}),

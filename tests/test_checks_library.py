@@ -155,6 +155,11 @@ CASES = [
     # "ends with a question" where the clause part closes
     Case("ends-with-a-question-fails", "a response under 100 words that ends with a question",
          "All done.", "literal", "failed", "partially_satisfied", "ends: “All done.”"),
+    Case("a-link-fails", "a reply with a link to the PR", "See the PR.", "count", "failed",
+         "violated", "`out` has 0 distinct URLs"),
+    Case("no-line-breaks-fails", "a single paragraph without line breaks", "one\ntwo", "count",
+         "failed", "partially_satisfied", "`out` has 2 non-empty lines",
+         select="at most one line"),
     # headings of one level
     Case("h2-sections-pass", "a markdown report with at least 3 H2 sections",
          "# R\n## A\n## B\n## C", "count", "passed", "satisfied", "`out` has 3 H2 headings (##)"),

@@ -156,7 +156,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       one pro and one con met both counts, six items failed 'exactly 3 strengths and 3
 #       weaknesses' twice);
 #     - 'a reply that ends with a question' ends with "?" (v6: a question for judgment);
-#       'in E.164 format' is no count (v6 read "164 format" as one).
+#       'in E.164 format' is no count (v6 read "164 format" as one);
+#     - 'a link to the PR', 'with a source link' ask for at least one URL, 'without line
+#       breaks' for at most one line (v6: questions for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

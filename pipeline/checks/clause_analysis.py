@@ -206,8 +206,14 @@ QUANTITY_FORMS = [
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
+    # "a link to the PR", "with a source link": at least one URL
+    ("one", START + r"()(?:a|an)\s+()()(?:source\s+|reference\s+|working\s+|valid\s+)?"
+     r"(link|hyperlink)\b"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
+# "without line breaks", "no newlines": the output is one line (read as "at most one line")
+NO_LINE_BREAKS = (r"(?i)\b(?:without(?:\s+any)?|with\s+no|no|zero)\s+(?:line[\s\-]?breaks?"
+                  r"|newlines?|new\s+lines)\b")
 # A length stated of one part of an output of several ("a title and a summary of 2 sentences",
 # "a one-line verdict followed by a list", "a report with an executive summary of at most 100
 # words") is no length of the whole output, the only one a count measures: in such a clause
@@ -723,6 +729,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("t")
     for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
         t = t.str.replace_all(LEVELED_HEADINGS.replace("([1-6])", f"({n})"), f"level-{word}-$2")
+    t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
     df = df.with_columns(t.str.replace_all(EACH_AFTER, "each ${1}")
                          .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}"))
     parts = []
@@ -734,6 +741,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         df = _take(df, f"_q{i}", pattern)
         e = pl.element()
         scope = e.str.extract(pattern, 1)
+        scope = pl.when(scope != "").then(scope)  # an empty group: no scope
         a = _words_to_int(e.str.extract(pattern, 2))
         b = _words_to_int(e.str.extract(pattern, 3))
         unit = e.str.extract(pattern, 4).str.to_lowercase()
