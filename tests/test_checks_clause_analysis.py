@@ -176,6 +176,12 @@ CASES = [
     ("a numbered list of 5 steps", (), {"item_kinds": 1}),
     ("a phone number in E.164 format", (), {"quantities": []}),
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
+    # the output goes on after the value ("…, with a reason"): the values are asked
+    ("a decision: approve or reject, with a one-sentence reason", (),
+     {"enums": [], "unchecked_text": "decision with a one-sentence reason … approve or reject"}),
+    ("a JSON object with `summary` (at most 50 words) and `score` (0-10)", (),
+     {"quantities": [], "field_lengths": [("summary", None, 50, "words")],
+      "ranges": [("score", 0.0, 10.0)]}),
     ("a single paragraph without line breaks", (),
      {"quantities": [q(None, 1, "lines"), q(1, 1, "paragraphs")]}),
     ("a page that ends with a question and answer section", (), {"literals": []}),

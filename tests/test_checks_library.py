@@ -160,6 +160,17 @@ CASES = [
     Case("no-line-breaks-fails", "a single paragraph without line breaks", "one\ntwo", "count",
          "failed", "partially_satisfied", "`out` has 2 non-empty lines",
          select="at most one line"),
+    # values the output goes on after ("…, with a reason") are asked, not the whole output
+    Case("values-then-reason-are-asked", "a decision: approve or reject, with a one-sentence "
+         "reason", "approve - the tests pass.", "meets_description", "undecided",
+         "not_evaluable", "“approve - the tests pass.”"),
+    # a field's length in parentheses bounds the field, not the whole output
+    Case("inline-field-length-passes", "a JSON object with `summary` (at most 5 words) and "
+         "`notes`", '{"summary": "ok fine", "notes": "a b c d e f g h i j k"}', "field_length",
+         "passed", "satisfied", "the longest has 2 words: “ok fine”"),
+    Case("inline-field-length-fails", "a JSON object with `title` (under 20 characters)",
+         '{"title": "a very long title indeed here"}', "field_length", "failed",
+         "partially_satisfied", "one has 29 characters: “a very long title indeed here”"),
     # headings of one level
     Case("h2-sections-pass", "a markdown report with at least 3 H2 sections",
          "# R\n## A\n## B\n## C", "count", "passed", "satisfied", "`out` has 3 H2 headings (##)"),

@@ -158,7 +158,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'a reply that ends with a question' ends with "?" (v6: a question for judgment);
 #       'in E.164 format' is no count (v6 read "164 format" as one);
 #     - 'a link to the PR', 'with a source link' ask for at least one URL, 'without line
-#       breaks' for at most one line (v6: questions for judgment).
+#       breaks' for at most one line (v6: questions for judgment);
+#     - values the output goes on after ('a decision: approve or reject, with a one-sentence
+#       reason') are asked (v6 held the whole output to them: "approve - the tests pass."
+#       failed), as after "followed by" or ", then";
+#     - a field's length in parentheses ('`summary` (at most 50 words)') bounds the field's
+#       values, as the sub-item '`summary`: at most 50 words' does (v6 bounded the whole
+#       output).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

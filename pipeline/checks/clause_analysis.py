@@ -435,8 +435,9 @@ AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
 LEVELED_HEADINGS = r"(?i)\bH([1-6])\s+(sections?|headings?|headers?)\b"
 EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\s+of\s+objects\b"
 # The output goes on after what the clause opens with ("…, followed by one sentence", ", then
-# the answer").
-CONTINUES = r"(?i)\bfollowed\s+by\b|,\s*then\b"
+# the answer", "approve or reject, with a one-sentence reason").
+CONTINUES = (r"(?i)\bfollowed\s+by\b|,\s*then\b|,\s*(?:with|plus|and)\s+(?:a|an|the|its|one)"
+             r"\b")
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b|\b(?:separated|delimited)\s+by\s+(?:commas|semicolons)\b")
 # What a backticked name before it is ("a `status` key"), and a section's capitalised title.
@@ -981,7 +982,7 @@ def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
 def _enums(df: pl.DataFrame) -> pl.DataFrame:
     # 'a verdict of "approve" or "reject", followed by one sentence of reasoning': the output
     # goes on after the value, so it is not one of the values; the clause's values are asked
-    continues = (pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)
+    continues = pl.col("_continues")
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
         if kind in ("bare_or", "scalar_of"):  # taken only where no word says it is no choice
@@ -1028,9 +1029,11 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         pl.when(continues).then(enums.list.eval(pl.element().filter(~whole)))
         .otherwise(enums).alias("enums"),
-        pl.when(continues).then(enums.list.eval(pl.element().filter(whole).struct.field("phrase")))
+        pl.when(continues).then(enums.list.eval(pl.element().filter(whole).struct.field("phrase")
+                                                .str.replace_all(COLON, " ", literal=True)
+                                                .str.strip_chars(" ,;")))
         .alias("_asked"),
-    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))])
+    ).drop([f"_e{i}" for i in range(len(ENUM_FORMS))] + ["_continues"])
 
 
 def _fields(df: pl.DataFrame) -> pl.DataFrame:
@@ -1213,11 +1216,31 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
 
+# A field's length in parentheses ("`summary` (at most 50 words)"): read as the sub-item
+# "`summary`: at most 50 words" would be, not as the length of the whole output
+INLINE_FIELD_LENGTH = (r"(?i)(`[^`\n]+`)\s*\(\s*([^()\n]*?\b(?:words?|characters?|chars?)\b"
+                       r"[^()\n]*?)\s*\)")
+
+
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per clause (part 0) and per sub-item (part 1..), with the text to read."""
+    """One row per clause (part 0) and per sub-item (part 1..), with the text to read; a
+    field's length in parentheses in the clause is one more sub-item (INLINE_FIELD_LENGTH)."""
+    text = pl.col("description").fill_null("")
     clause = frame.select(
         "_row", pl.lit(0).alias("_part"), pl.lit(None, pl.String).alias("_field"),
-        pl.col("description").fill_null("").alias("t"))
+        text.str.replace_all(INLINE_FIELD_LENGTH, "${1}").alias("t"))
+    inline = (
+        frame.select("_row", text.str.extract_all(INLINE_FIELD_LENGTH).alias("_inline"),
+                     (pl.col("details").list.len().fill_null(0) + 1).alias("_first"))
+        .with_columns(pl.int_ranges(pl.col("_first"),
+                                    pl.col("_first") + pl.col("_inline").list.len())
+                      .alias("_part"))
+        .explode("_inline", "_part").drop_nulls("_inline")
+        .select("_row", "_part",
+                pl.col("_inline").str.extract(INLINE_FIELD_LENGTH, 1).str.strip_chars("`")
+                .alias("_field"),
+                pl.col("_inline").str.extract(INLINE_FIELD_LENGTH, 2).alias("t"))
+    )
     sub = (
         frame.select("_row", "details").with_columns(
             pl.int_ranges(1, pl.col("details").list.len() + 1).alias("_part"))
@@ -1230,13 +1253,16 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
                 .str.strip_chars().alias("_field"),
                 pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")).alias("t"))
     )
-    return pl.concat([clause, sub.cast({"_part": pl.Int32})], how="vertical_relaxed")
+    return pl.concat([clause, sub.cast({"_part": pl.Int32}), inline.cast({"_part": pl.Int32})],
+                     how="vertical_relaxed")
 
 
 def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = parts.with_columns(
         pl.col("t").str.contains(SECRETS).alias("forbids_secrets"),
         pl.col("t").str.contains(ONLY_FIELDS).alias("only_fields"),
+        # read before any reader takes or hides the words that say it
+        ((pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)).alias("_continues"),
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
