@@ -216,6 +216,9 @@ CASES = [
     ("reasoning in `<think>` tags, then the answer in <answer> tags", (),
      {"literals": [("think", "tagged"), ("answer", "tagged")], "fields": []}),
     ("the answer between <answer> and </answer>", (), {"literals": [("answer", "tagged")]}),
+    ("the answer in <answer> tags", (), {"literals": [("answer", "tagged")]}),
+    # a placeholder is no element: "in <name>" says tags only with "tags" or a closing tag
+    ("a commit message in <type>: <subject> form", (), {"literals": []}),
     ("the answer, never wrapped in <answer> tags", (),
      {"literals": [], "unchecked_text": "never wrapped in <answer> tags"}),
     ("a cheer that ends with an exclamation point", (), {"literals": [("!", "ends")]}),

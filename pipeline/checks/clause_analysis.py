@@ -536,11 +536,15 @@ JUDGMENT_WORDS = (
 # "enclosed in `<final>` tags", "between <answer> and </answer>", "inside <answer>...</answer>".
 # Group 1 is the tag's name (letters, digits, "_" and "-": never a regex metacharacter).
 TAG_NAME = r"<([A-Za-z][A-Za-z0-9_\-]*)>"
-TAGGED_BODY = (r"(?:wrapped|enclosed|inside|within|in|between|surrounded|delimited|placed|put)"
-               r"(?:\s+(?:in|by|with|inside|within|between))?\s+(?:(?:an?|the|a\s+pair\s+of|xml"
-               r"|html)\s+)*[`\"“']?" + TAG_NAME + r"[`\"”']?(?:\s*(?:\.{3}|…|and)?\s*[`\"“']?"
-               r"</[A-Za-z][A-Za-z0-9_\-]*>[`\"”']?)?(?:\s+(?:xml\s+|html\s+)?(?:tags?|elements?|"
-               r"blocks?))?")
+_TAG_OPEN = (r"(?:\s+(?:in|by|with|inside|within|between))?\s+(?:(?:an?|the|a\s+pair\s+of|xml|html)"
+             r"\s+)*[`\"“']?" + TAG_NAME + r"[`\"”']?")
+_TAG_CLOSE = r"\s*(?:\.{3}|…|and)?\s*[`\"“']?</[A-Za-z][A-Za-z0-9_\-]*>[`\"”']?"
+_TAG_WORD = r"\s+(?:xml\s+|html\s+)?(?:tags?|elements?|blocks?)"
+# "wrapped in <answer>" says tags by itself; "in <name>" only with its closing tag or the word
+# "tags" ("in <type>: <subject> form" holds a placeholder, no element)
+TAGGED_BODY = (r"(?:(?:wrapped|enclosed|surrounded|delimited|between)" + _TAG_OPEN + "(?:"
+               + _TAG_CLOSE + ")?(?:" + _TAG_WORD + ")?|(?:inside|within|in|placed|put)"
+               + _TAG_OPEN + "(?:" + _TAG_CLOSE + "(?:" + _TAG_WORD + ")?|" + _TAG_WORD + "))")
 TAGGED = r"(?i)\b" + TAGGED_BODY
 # An order the output's items or values keep: "sorted alphabetically", "in alphabetical
 # order", "sorted by `score`, highest first", "ranked by score descending", "in descending
