@@ -208,12 +208,12 @@ QUANTITY_FORMS = [
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
     # "a link to the PR", "with a source link": at least one URL
     ("one", START + r"()(?:a|an)\s+()()(?:source\s+|reference\s+|working\s+|valid\s+)?"
-     r"(link|hyperlink)\b"),
+     r"(link|hyperlink)(?:[^\-\p{L}\p{N}]|$)"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
 # "without line breaks", "no newlines": the output is one line (read as "at most one line")
 NO_LINE_BREAKS = (r"(?i)\b(?:without(?:\s+any)?|with\s+no|no|zero)\s+(?:line[\s\-]?breaks?"
-                  r"|newlines?|new\s+lines)\b")
+                  r"|newlines?|new\s+lines)(?:\s*$|\s*[,;.)])")  # not "no line breaks in cells"
 # A length stated of one part of an output of several ("a title and a summary of 2 sentences",
 # "a one-line verdict followed by a list", "a report with an executive summary of at most 100
 # words") is no length of the whole output, the only one a count measures: in such a clause
@@ -581,6 +581,11 @@ LETTER_CASE = (r"(?i)\b(?:(?:all|entirely|only|written|in|using|use|uses)\s+(?:i
                r"upper)[\s\-]?case|caps|capitals|capital\s+letters)(?:\s+(?:letters|only))?|(?:lower"
                r"|upper)[\s\-]?case\s+only|all[\s\-]caps|no\s+(?:upper|lower)[\s\-]?case(?:\s+"
                r"letters)?|no\s+capital\s+letters)\b")
+# Words naming something inside an output, whose case a clause may state ("keys in
+# lowercase"): the case is then not the whole output's
+CASE_OF_PARTS = (r"(?i)\b(?:names?|keys?|headings?|headers?|titles?|fields?|columns?|labels?|ids?"
+                 r"|identifiers?|tags?|values?|words?|letters?|acronyms?|sections?|items?|entries"
+                 r"|codes?|initials?|abbreviations?)\b")
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
@@ -597,6 +602,8 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")"
            # "not wrapped in <answer> tags": no element to require
            + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?" + TAGGED_BODY
+           # "not a link": no URL to require
+           + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?(?:a|an)\s+(?:link|hyperlink)\b"
            # "not all caps", "never in uppercase": no case to require
            + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|written|in|all|entirely|only|use|using)\s+)"
            r"{0,3}(?:(?:lower|upper)[\s\-]?case|caps|capitals|capital\s+letters)\b")
@@ -935,15 +942,19 @@ def _orders(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's stays asked."""
-    found = pl.when(pl.col("_part") == 0).then(pl.col("t").str.extract(
+    """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's stays asked, and so
+    does the case of something inside the output ("with keys in lowercase", "section names
+    in uppercase": CASE_OF_PARTS before it)."""
+    before = pl.col("t").str.extract("(?s)^(.*?)" + LETTER_CASE.removeprefix("(?i)"), 1)
+    whole = (pl.col("_part") == 0) & ~before.str.contains(CASE_OF_PARTS).fill_null(True)
+    found = pl.when(whole).then(pl.col("t").str.extract(
         "(" + LETTER_CASE + ")", 1).str.to_lowercase())
     return df.with_columns(
         pl.when(found.str.contains(r"no\s+upper|no\s+capital")).then(pl.lit("lower"))
         .when(found.str.contains(r"no\s+lower")).then(pl.lit("upper"))
         .when(found.str.contains("lower")).then(pl.lit("lower"))
         .when(found.is_not_null()).then(pl.lit("upper")).alias("letter_case"),
-        pl.when(pl.col("_part") == 0).then(pl.col("t").str.replace(LETTER_CASE, GAP))
+        pl.when(found.is_not_null()).then(pl.col("t").str.replace(LETTER_CASE, GAP))
         .otherwise(pl.col("t")))
 
 
