@@ -945,7 +945,7 @@ def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
     """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's stays asked, and so
     does the case of something inside the output ("with keys in lowercase", "section names
     in uppercase": CASE_OF_PARTS before it)."""
-    before = pl.col("t").str.extract("(?s)^(.*?)" + LETTER_CASE.removeprefix("(?i)"), 1)
+    before = pl.col("t").str.extract("(?is)^(.*?)" + LETTER_CASE.removeprefix("(?i)"), 1)
     whole = (pl.col("_part") == 0) & ~before.str.contains(CASE_OF_PARTS).fill_null(True)
     found = pl.when(whole).then(pl.col("t").str.extract(
         "(" + LETTER_CASE + ")", 1).str.to_lowercase())
