@@ -57,7 +57,7 @@ MEASURE_NAMES = {
 }
 LEVELS = [f"h{n}" for n in range(1, 7)]
 # Units that name a list's items as such ("5 items", "3 bullet points"), not one kind of them
-GENERIC_ITEM_UNITS = ["item", "entry", "entrie", "element", "bullet", "point", "step", "row",
+GENERIC_ITEM_UNITS = ["item", "entry", "entrie", "element", "bullet", "point", "row",
                       "record", "value", "string", "object", "number"]
 # A hashtag: "#" then a letter or "_", not inside a word, a URL or an entity ("C#", "page#x",
 # "&#39;"); a heading's "# " is none
