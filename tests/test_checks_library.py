@@ -138,6 +138,12 @@ CASES = [
     Case("followed-by-one-sentence-on-one-line", "a score from 0-100, followed by exactly one "
          "sentence", "**Risk: 68/100** — the change touches every request path.", "count",
          "passed", "satisfied", "`out` has 1 sentence after its first line"),
+    Case("followed-by-one-sentence-after-a-number", "a score from 0-100, followed by exactly "
+         "one sentence", "85 — the evidence is strong.", "count", "passed", "satisfied",
+         "`out` has 1 sentence after its first line"),
+    Case("followed-by-one-sentence-after-a-number-fails", "a score from 0-100, followed by "
+         "exactly one sentence", "85/100: strong. Very.", "count", "failed", "partially_satisfied",
+         "`out` has 2 sentences after its first line"),
     Case("distinct-urls-passes", "at least 2 distinct URLs",
          "See https://a.example/x and https://b.example/y.", "count", "passed", "satisfied",
          "`out` has 2 distinct URLs"),

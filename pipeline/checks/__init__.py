@@ -164,7 +164,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       failed), as after "followed by" or ", then";
 #     - a field's length in parentheses ('`summary` (at most 50 words)') bounds the field's
 #       values, as the sub-item '`summary`: at most 50 words' does (v6 bounded the whole
-#       output).
+#       output);
+#     - on a one-line output, a number set off by a dash, colon or comma ("85 — the evidence
+#       is strong.") is the lead that "followed by exactly one sentence" counts after (v6
+#       found no sentence after it: failed).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -143,12 +143,14 @@ def _sentences_in(block: pl.Expr) -> pl.Expr:
 
 def _rest(text: pl.Expr) -> pl.Expr:
     """What follows the lead of an output: its first line; on one line, a bold or labelled
-    lead ("**Risk: 68/100** — because …"), else its first sentence."""
+    lead ("**Risk: 68/100** — because …") or a number set off by a dash, colon or comma
+    ("85 — strong evidence."), else its first sentence."""
     after_line = text.str.splitn("\n", 2).struct.field("field_1")
     # the lead patterns only read one-line outputs (null elsewhere, so never scanned)
     single = pl.when(after_line.is_null()).then(text)
     after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|[^.!?:\n]{1,40}:"
-                                    r"[^\s.!?]*)\s*[—–\-:,]?\s*((?s:.+))$", 1)
+                                    r"[^\s.!?]*|-?\d+(?:\.\d+)?(?:\s*/\s*\d+|\s*%)?\s*(?:[—–:,]"
+                                    r"|\s-\s))\s*[—–\-:,]?\s*((?s:.+))$", 1)
     after_sentence = single.str.extract(r"^.*?[.!?…]+[\"'”’)\]*_]*\s+((?s:.*))$", 1)
     return pl.coalesce(after_line, after_lead, after_sentence, pl.lit("")).str.strip_chars()
 
