@@ -920,9 +920,14 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _orders(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `orders` (see ORDER) in the clause and its sub-items, before any reader of field
-    names: "sorted by `score`" names the field to order by, not one to require."""
-    df = _take(df, "_orders", ORDER)
+    """Read `orders` (see ORDER) in the clause, before any reader of field names: "sorted by
+    `score`" names the field to order by, not one to require. A sub-item's order stays in
+    its text, for the judgment question."""
+    clause = pl.col("_part") == 0
+    df = df.with_columns(
+        pl.when(clause).then(pl.col("t").str.extract_all(ORDER))
+        .otherwise(pl.lit([], pl.List(pl.String))).alias("_orders"),
+        pl.when(clause).then(pl.col("t").str.replace_all(ORDER, GAP)).otherwise(pl.col("t")))
     e = pl.element()
     lowered = e.str.to_lowercase()
     by = pl.coalesce(e.str.extract(r"(?i)\bby\s+" + ORDER_FIELD, 1),
