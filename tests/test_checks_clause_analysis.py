@@ -197,6 +197,11 @@ CASES = [
     ("a plain name, not a link", (), {"quantities": []}),
     ("a table, no line breaks inside cells", (), {"quantities": []}),
     ("a JSON object", ("`id`: lowercase",), {"letter_case": None}),
+    # a sub-item's order or letter case is asked, never dropped
+    ("a JSON object with fields:", ("`items`: sorted by date, newest first",
+                                    "`title`: all lowercase"),
+     {"orders": [], "letter_case": None,
+      "unchecked_text": "`items`: sorted by date, newest first … `title`: all lowercase"}),
     ("no emojis", (), {"quantities": [(0, 0, "emojis", "whole")]}),
     ("at most one emoji", (), {"quantities": [(None, 1, "emojis", "whole")]}),
     # an order: the field to order by (never a field to require), the direction, and

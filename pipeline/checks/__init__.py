@@ -167,7 +167,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       output);
 #     - on a one-line output, a number set off by a dash, colon or comma ("85 — the evidence
 #       is strong.") is the lead that "followed by exactly one sentence" counts after (v6
-#       found no sentence after it: failed).
+#       found no sentence after it: failed);
+#     - a sub-item's order or letter case ('`items`: sorted by date, newest first', '`title`:
+#       all lowercase') is asked (v6 dropped it with the sub-item's other words).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

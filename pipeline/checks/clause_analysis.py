@@ -921,12 +921,13 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
 
 def _orders(df: pl.DataFrame) -> pl.DataFrame:
     """Read `orders` (see ORDER) in the clause, before any reader of field names: "sorted by
-    `score`" names the field to order by, not one to require. A sub-item's order stays in
-    its text, for the judgment question."""
+    `score`" names the field to order by, not one to require. A sub-item's order is asked
+    (`_sub_said`, see `_sub_item_counts`)."""
     clause = pl.col("_part") == 0
+    found = pl.col("t").str.extract_all(ORDER)
     df = df.with_columns(
-        pl.when(clause).then(pl.col("t").str.extract_all(ORDER))
-        .otherwise(pl.lit([], pl.List(pl.String))).alias("_orders"),
+        pl.when(clause).then(found).otherwise(pl.lit([], pl.List(pl.String))).alias("_orders"),
+        pl.when(clause).then(pl.lit([], pl.List(pl.String))).otherwise(found).alias("_sub_said"),
         pl.when(clause).then(pl.col("t").str.replace_all(ORDER, GAP)).otherwise(pl.col("t")))
     e = pl.element()
     lowered = e.str.to_lowercase()
@@ -947,19 +948,22 @@ def _orders(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's stays asked, and so
-    does the case of something inside the output ("with keys in lowercase", "section names
-    in uppercase": CASE_OF_PARTS before it)."""
+    """Read `letter_case` (see LETTER_CASE) in the clause; a sub-item's is asked
+    (`_sub_said`), and the case of something inside the output stays in the judgment question
+    ("with keys in lowercase", "section names in uppercase": CASE_OF_PARTS before it)."""
     before = pl.col("t").str.extract("(?is)^(.*?)" + LETTER_CASE.removeprefix("(?i)"), 1)
     whole = (pl.col("_part") == 0) & ~before.str.contains(CASE_OF_PARTS).fill_null(True)
     found = pl.when(whole).then(pl.col("t").str.extract(
         "(" + LETTER_CASE + ")", 1).str.to_lowercase())
+    sub = pl.col("_part") > 0
     return df.with_columns(
+        pl.when(sub).then(pl.concat_list("_sub_said", pl.col("t").str.extract_all(LETTER_CASE)))
+        .otherwise(pl.col("_sub_said")).alias("_sub_said"),
         pl.when(found.str.contains(r"no\s+upper|no\s+capital")).then(pl.lit("lower"))
         .when(found.str.contains(r"no\s+lower")).then(pl.lit("upper"))
         .when(found.str.contains("lower")).then(pl.lit("lower"))
         .when(found.is_not_null()).then(pl.lit("upper")).alias("letter_case"),
-        pl.when(found.is_not_null()).then(pl.col("t").str.replace(LETTER_CASE, GAP))
+        pl.when(found.is_not_null() | sub).then(pl.col("t").str.replace_all(LETTER_CASE, GAP))
         .otherwise(pl.col("t")))
 
 
@@ -1418,7 +1422,8 @@ def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     parts = _analyse_parts(_parts(frame))
-    clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t", "_each_nested")
+    clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t", "_each_nested",
+                                                     "_sub_said")
     sub = parts.filter(pl.col("_part") > 0)
     fields = pl.concat([
         # a sub-item names a field of the output
@@ -1549,8 +1554,9 @@ def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
     A length in words or characters of a named field ("`summary`: at most 50 words") is
     checked on the field's values; any other count ("`Summary`: 2-3 sentences", a sub-item
-    naming no field) and any exact phrase ('`log`: starts with "[INFO]"', '`reply`: never
-    mentions "password"') is left to the judgment question, as "`field`: phrase"."""
+    naming no field), any exact phrase ('`log`: starts with "[INFO]"', '`reply`: never
+    mentions "password"'), order or letter case ("`items`: sorted by date", "`id`: all
+    lowercase") is left to the judgment question, as "`field`: phrase"."""
     counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
               .drop_nulls("quantities").unnest("quantities"))
     measurable = (pl.col("_field").is_not_null() & pl.col("measure").is_in(["words", "chars"])
@@ -1562,8 +1568,13 @@ def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     phrases = (sub.select("_row", "_part", "_field", "literals").explode("literals")
                .drop_nulls("literals")
                .select("_row", "_part", "_field", pl.col("literals").struct.field("phrase")))
+    # an order or a letter case a sub-item states ("`items`: sorted by date"): no check reads
+    # it per field
+    said = (sub.select("_row", "_part", "_field", pl.col("_sub_said").alias("phrase"))
+            .explode("phrase").drop_nulls("phrase")
+            .with_columns(pl.col("phrase").str.strip_chars(" ,;")))
     asked = pl.concat([counts.filter(~measurable).select("_row", "_part", "_field", "phrase"),
-                       phrases]).sort("_row", "_part", maintain_order=True)
+                       phrases, said]).sort("_row", "_part", maintain_order=True)
     open_counts = (asked.select(
         "_row", pl.when(pl.col("_field").is_not_null())
         .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("phrase")))
