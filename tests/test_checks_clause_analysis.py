@@ -176,6 +176,7 @@ CASES = [
     ("a numbered list of 5 steps", (), {"item_kinds": 1}),
     ("a phone number in E.164 format", (), {"quantities": []}),
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
+    ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
     # the output goes on after the value ("…, with a reason"): the values are asked
     ("a decision: approve or reject, with a one-sentence reason", (),
      {"enums": [], "unchecked_text": "decision with a one-sentence reason … approve or reject"}),

@@ -207,7 +207,7 @@ QUANTITY_FORMS = [
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
     # "a link to the PR", "with a source link": at least one URL
-    ("one", START + r"()(?:a|an)\s+()()(?:source\s+|reference\s+|working\s+|valid\s+)?"
+    ("one", START + r"()(?:a|an)\s+()()(?:source\s+|reference\s+|working\s+|valid\s+|markdown\s+)?"
      r"(link|hyperlink)(?:[^\-\p{L}\p{N}]|$)"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
