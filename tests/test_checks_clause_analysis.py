@@ -177,6 +177,9 @@ CASES = [
     ("a phone number in E.164 format", (), {"quantities": []}),
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
     ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
+    ("a list with no duplicates", (), {"quantities": [q(0, 0, "duplicates")]}),
+    ("a report with no duplicate entries", (), {"quantities": [q(0, 0, "duplicates")]}),
+    ("a reply with no repetitions", (), {"quantities": []}),
     # the output goes on after the value ("…, with a reason"): the values are asked
     ("a decision: approve or reject, with a one-sentence reason", (),
      {"enums": [], "unchecked_text": "decision with a one-sentence reason … approve or reject"}),

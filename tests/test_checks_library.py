@@ -177,6 +177,11 @@ CASES = [
     Case("inline-field-length-fails", "a JSON object with `title` (under 20 characters)",
          '{"title": "a very long title indeed here"}', "field_length", "failed",
          "partially_satisfied", "one has 29 characters: “a very long title indeed here”"),
+    # repeated items, compared without case or a final period (lines without a list)
+    Case("no-duplicates-fails", "a list of tags with no duplicates", "- ai\n- AI.\n- ml",
+         "count", "failed", "partially_satisfied", "`out` has 1 repeated item"),
+    Case("no-repeated-lines-passes", "a note, no repeated lines", "ok\n---\ntext\n---",
+         "count", "passed", "satisfied", "`out` has 0 repeated items"),
     # headings of one level
     Case("h2-sections-pass", "a markdown report with at least 3 H2 sections",
          "# R\n## A\n## B\n## C", "count", "passed", "satisfied", "`out` has 3 H2 headings (##)"),

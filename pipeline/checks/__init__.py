@@ -169,7 +169,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       is strong.") is the lead that "followed by exactly one sentence" counts after (v6
 #       found no sentence after it: failed);
 #     - a sub-item's order or letter case ('`items`: sorted by date, newest first', '`title`:
-#       all lowercase') is asked (v6 dropped it with the sub-item's other words).
+#       all lowercase') is asked (v6 dropped it with the sub-item's other words);
+#     - 'a list with no duplicates', 'no duplicate entries', 'no repeated lines' count the
+#       list items (else lines) that repeat an earlier one (v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

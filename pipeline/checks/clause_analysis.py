@@ -151,6 +151,8 @@ NOT_UNITS = [
     "subitems", "sub-list", "sub-lists", "sublist", "sublists", "sub-task", "sub-tasks",
 ]
 LEVEL_WORDS = ("one", "two", "three", "four", "five", "six")  # heading levels, spelled
+# What "no duplicates" / "no repeated items" may name (its items, not "repetitions" in prose)
+REPEATED_NOUNS = r"items?|entries|lines|values|bullets|tags|keywords|urls|links"
 MEASURES = {
     "word": "words", "character": "chars", "char": "chars", "letter": "chars",
     "sentence": "sentences", "paragraph": "paragraphs", "line": "lines",
@@ -158,7 +160,10 @@ MEASURES = {
     "url": "urls", "link": "urls", "hyperlink": "urls",
     "source": "sources", "reference": "sources", "citation": "sources",
     "column": "columns", "key": "keys", "field": "keys", "property": "keys",
-    "hashtag": "hashtags", "emoji": "emojis",
+    "hashtag": "hashtags", "emoji": "emojis", "duplicate": "duplicates",
+    "duplicated": "duplicates",
+    **{f"repeated {noun}": "duplicates" for noun in (
+        "item", "entrie", "line", "value", "bullet", "tag", "keyword", "url", "link")},
     **{f"level-{word}-{noun}": f"h{n}" for n, word in enumerate(LEVEL_WORDS, 1)
        for noun in ("section", "heading", "header")},
 }
@@ -202,7 +207,8 @@ QUANTITY_FORMS = [
     # "no URLs", "without any links", "does not include any hyperlinks": none at all
     ("none", START + SCOPE + r"(?:no|zero|without(?:\s+any)?|(?:does\s+not|doesn't|do\s+not|"
      r"don't|must\s+not|never)\s+(?:include|includes|contain|contains|have|has|use|uses)"
-     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji)\b"),
+     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|duplicates?|"
+     r"duplicated|repeated\s+(?:" + REPEATED_NOUNS + r"))\b(?:\s+(?:" + REPEATED_NOUNS + "))?"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),

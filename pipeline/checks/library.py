@@ -53,7 +53,8 @@ MEASURE_NAMES = {
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
     "columns": "table columns", "keys": "top-level keys", "hashtags": "hashtags",
-    "emojis": "emojis", **{f"h{n}": f"H{n} headings ({'#' * n})" for n in range(1, 7)},
+    "emojis": "emojis", "duplicates": "repeated items",
+    **{f"h{n}": f"H{n} headings ({'#' * n})" for n in range(1, 7)},
 }
 LEVELS = [f"h{n}" for n in range(1, 7)]
 # Units that name a list's items as such ("5 items", "3 bullet points"), not one kind of them
@@ -83,6 +84,16 @@ def _level_count(measure: pl.Expr) -> pl.Expr:
         found = pl.when(measure == f"h{n}").then(
             marks.list.eval(pl.element() == n).list.sum()).otherwise(found)
     return found
+
+
+def _repeats(measure: pl.Expr) -> pl.Expr:
+    """How many list items (lines, without a list) repeat an earlier one, on the rows that ask."""
+    listed = pl.col("list_items").list.len() > 0
+    texts = (pl.when(measure == "duplicates").then(
+        pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines")))
+        .list.eval(pl.element().str.to_lowercase().str.strip_chars(" .;,"))
+        .list.eval(pl.element().filter(pl.element().str.contains(r"[\p{L}\p{N}]"))))
+    return texts.list.len() - texts.list.n_unique()
 
 
 def label() -> pl.Expr:
@@ -438,6 +449,9 @@ def count() -> Check:
             pl.when(measure == "hashtags").then(pl.col("output_text")).str.count_matches(HASHTAG))
         .when(measure == "emojis").then(
             pl.when(measure == "emojis").then(pl.col("output_text")).str.count_matches(EMOJI))
+        # "no duplicates": the items (else the lines) beyond the first of each, compared
+        # without case or a final period
+        .when(measure == "duplicates").then(_repeats(measure))
         .when(measure == "sources").then(pl.coalesce(
             items, pl.max_horizontal("n_urls", "n_citations")))
         .when(measure == "items").then(items)
@@ -569,10 +583,10 @@ def count() -> Check:
                "rest": (raw_scope == "rest")
                & raw_measure.is_in(["words", "sentences", "paragraphs"]),
                "prose": raw_measure.is_in(["sentences", "paragraphs"]) | raw_each,
-               "lines": (raw_measure == "lines") | raw_each,
+               "lines": raw_measure.is_in(["lines", "duplicates"]) | raw_each,
                "headings": raw_measure.is_in(["headings", *LEVELS]),
                "urls": raw_measure.is_in(["urls", "sources"]),
-               "lists": items_or_sources | raw_each,
+               "lists": items_or_sources | raw_each | (raw_measure == "duplicates"),
                "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),
                "json": items_or_sources | (raw_measure == "keys"),
                "sentences_each": raw_each & (raw_measure == "sentences")},
