@@ -177,6 +177,9 @@ CASES = [
     Case("inline-field-length-fails", "a JSON object with `title` (under 20 characters)",
          '{"title": "a very long title indeed here"}', "field_length", "failed",
          "partially_satisfied", "one has 29 characters: “a very long title indeed here”"),
+    # a possessive before the quoted phrase hides it no more
+    Case("possessive-phrase-fails", 'a reply that mentions the user\'s name "Alice"',
+         "Hello Bob", "literal", "failed", "violated", "no “Alice” in `out`"),
     # repeated items, compared without case or a final period (lines without a list)
     Case("no-duplicates-fails", "a list of tags with no duplicates", "- ai\n- AI.\n- ml",
          "count", "failed", "partially_satisfied", "`out` has 1 repeated item"),

@@ -171,7 +171,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a sub-item's order or letter case ('`items`: sorted by date, newest first', '`title`:
 #       all lowercase') is asked (v6 dropped it with the sub-item's other words);
 #     - 'a list with no duplicates', 'no duplicate entries', 'no repeated lines' count the
-#       list items (else lines) that repeat an earlier one (v6: a question for judgment).
+#       list items (else lines) that repeat an earlier one (v6: a question for judgment);
+#     - a possessive or "name" before a quoted phrase ('mentions the user's name "Alice"') no
+#       longer hides it from the phrase reader (v6: a question for judgment).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

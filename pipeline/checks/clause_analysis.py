@@ -309,7 +309,8 @@ NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "
               "reply", "response", "file", "line", "only", "and", "where", "whose", "with",
               "its"]
 LIT_FILLER = (r"(?:(?:a|an|the|exact|exactly|phrase|text|word|words|string|line|heading|title"
-              r"|label|sign-off|signoff|signature|greeting|section|note|value|literal)\s+){0,4}")
+              r"|label|sign-off|signoff|signature|greeting|section|note|value|literal|name"
+              r"|[\p{L}\-]+['’]s)\s+){0,4}")
 # Verbs that say how an output begins or ends ("starts with", "ending with").
 STARTS = "begin|begins|beginning|start|starts|starting|open|opens|opening"
 ENDS = "end|ends|ending|close|closes|closing|finish|finishes|finishing"
