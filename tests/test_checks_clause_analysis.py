@@ -221,6 +221,12 @@ CASES = [
     ("results ranked by score", (), {"orders": [("score", "any", False, False)]}),
     ("an alphabetical list of tools", (), {"orders": [(None, "asc", True, False)]}),
     ("a summary in plain words", (), {"orders": []}),
+    ("a markdown table sorted by the Date column, oldest first", (),
+     {"orders": [("date", "asc", False, False)]}),
+    # "no item longer than N words" bounds each item; per sentence, nothing counts: asked
+    ("a bulleted list, no item longer than 10 words", (),
+     {"quantities": [q(None, 10, "words", "each")]}),
+    ("prose where no sentence is longer than 25 words", (), {"quantities": []}),
     ("a timeline in reverse chronological order", (),
      {"orders": [(None, "desc", False, True)]}),
     ("a changelog, oldest first", (), {"orders": [(None, "asc", False, True)]}),

@@ -173,7 +173,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'a list with no duplicates', 'no duplicate entries', 'no repeated lines' count the
 #       list items (else lines) that repeat an earlier one (v6: a question for judgment);
 #     - a possessive or "name" before a quoted phrase ('mentions the user's name "Alice"') no
-#       longer hides it from the phrase reader (v6: a question for judgment).
+#       longer hides it from the phrase reader (v6: a question for judgment);
+#     - 'no item longer than 10 words' bounds each item (v6 read "longer than 10 words" of the
+#       whole output: a long list passed, a short one failed); 'no sentence longer than 25
+#       words' is asked (no check counts words per sentence).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -217,6 +217,12 @@ QUANTITY_FORMS = [
      r"(link|hyperlink)(?:[^\-\p{L}\p{N}]|$)"),
     ("exact", START + SCOPE + NUM + r"()\s+" + ADJ + UNIT),
 ]
+# "no item longer than 10 words", "no line over 80 characters": a bound on each (read as
+# "each item at most 10 words"); "no sentence longer than 25 words" is hidden (NEGATED): no
+# check counts words per sentence
+NO_PART_LONGER = (r"(?i)\bno\s+(item|bullet|line|paragraph|entry|point|step|row)s?\s+(?:(?:is|may"
+                  r"\s+be|should\s+be|can\s+be)\s+)?(?:longer\s+than|more\s+than|over|above|exceeds?|"
+                  r"exceeding)\s+")
 # "without line breaks", "no newlines": the output is one line (read as "at most one line")
 NO_LINE_BREAKS = (r"(?i)\b(?:without(?:\s+any)?|with\s+no|no|zero)\s+(?:line[\s\-]?breaks?"
                   r"|newlines?|new\s+lines)(?:\s*$|\s*[,;.)])")  # not "no line breaks in cells"
@@ -565,7 +571,8 @@ ORDER_DESC = (r"descending|decreasing|highest\s+first|largest\s+first|biggest\s+
               r"\s+first|most\s+recent\s+first|latest\s+first|(?:from\s+)?high(?:est)?\s+to\s+"
               r"low(?:est)?|(?:from\s+)?z\s+to\s+a|z-a|reverse\s+alphabetical(?:ly)?")
 ALPHABETICAL = r"alphabetical(?:ly)?|in\s+alphabetical\s+order"
-ORDER_FIELD = r"(?:the\s+|their\s+|its\s+)?(" + TICKED + r"|[\"“][^\"”\n]{1,40}[\"”]|" + IDENT + ")"
+ORDER_FIELD = (r"(?:the\s+|their\s+|its\s+)?(" + TICKED + r"|[\"“][^\"”\n]{1,40}[\"”]|" + IDENT
+               + r")(?:\s+(?:column|field|key|values?))?")
 ORDER_DIRECTION = (r"(?:\s*,?\s*(?:in\s+|and\s+)?(?:" + ORDER_ASC + "|" + ORDER_DESC + "|"
                    + ALPHABETICAL + r")(?:\s+order)?)?")
 ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
@@ -609,6 +616,9 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
            r"an\s+)?" + MARK_NAME + "|" + FILE_EXTENSION + ")"
            # "not wrapped in <answer> tags": no element to require
            + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?" + TAGGED_BODY
+           # "no sentence longer than 25 words": no check counts words per sentence
+           + r"|(?i)\bno\s+sentences?\s+(?:(?:is|may\s+be|should\s+be)\s+)?(?:longer\s+than|more"
+           r"\s+than|over|above|exceeds?|exceeding)\s+\d+\s+\p{L}+"
            # "not a link": no URL to require
            + r"|(?i)(?:\bnot|\bnever|n't)\s+(?:be\s+)?(?:a|an)\s+(?:link|hyperlink)\b"
            # "not all caps", "never in uppercase": no case to require
@@ -749,6 +759,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
         t = t.str.replace_all(LEVELED_HEADINGS.replace("([1-6])", f"({n})"), f"level-{word}-$2")
     t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
+    t = t.str.replace_all(NO_PART_LONGER, "each $1 at most ")
     df = df.with_columns(t.str.replace_all(EACH_AFTER, "each ${1}")
                          .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}"))
     parts = []

@@ -1115,10 +1115,17 @@ def order() -> Check:
     let = Lets()
     listed = pl.col("list_items").list.len() > 0
     table = pl.col("has_table").fill_null(False)
+    # a JSON array of strings or numbers: its elements, in order
+    scalars = ((pl.col("json_kind") == "array") & (pl.col("json_len") > 0)
+               & (pl.col("json_element_kinds").list.set_difference(
+                   pl.lit(["string", "integer", "number"])).list.len() == 0)).fill_null(False)
+    json_values = pl.when(scalars).then(pl.col("output_text")).str.extract_all(
+        r"\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
     values = (
         pl.when(by.is_not_null()).then(_values_of(by))
         .when(listed).then(pl.col("list_items"))
         .when(table).then(_values_of(pl.col("table_header").list.first()))
+        .when(scalars).then(json_values)
         .when(chrono).then(pl.col("lines"))
     ).list.eval(pl.element().str.replace_all(r"[*`\"“”]", "").str.strip_chars(" \t.;,"))
     # "in chronological order": the ISO date each item holds (null where one holds none)
@@ -1129,7 +1136,9 @@ def order() -> Check:
                 .when(chrono & listed).then(pl.lit("the dates of the list items"))
                 .when(chrono & ~table).then(pl.lit("the dates of the lines"))
                 .when(listed).then(pl.lit("the list items"))
-                .otherwise(pl.lit("the first column's cells")))
+                .when(table).then(pl.lit("the first column's cells"))
+                .when(scalars).then(pl.lit("the JSON array's elements"))
+                .otherwise(pl.lit("the items")))
     numbers = values.list.eval(pl.element().str.replace_all(r"[,$€£%\s]", "")
                                .cast(pl.Float64, strict=False))
     is_number = numbers.list.eval(pl.element().is_not_null()).list.all()
@@ -1152,7 +1161,7 @@ def order() -> Check:
     ok = pl.when(rising).then(up).otherwise(down)
     bad = let("_bad", pl.when(rising).then(steps.list.eval(pl.element() < 0).list.arg_max())
               .otherwise(steps.list.eval(pl.element() > 0).list.arg_max()))
-    outcome = let("_outcome", pl.when(values.list.len() < 2).then(UNDECIDED)
+    outcome = let("_outcome", pl.when(values.list.len().fill_null(0) < 2).then(UNDECIDED)
                   .when(steps.is_null()).then(UNDECIDED)
                   .when(ok).then(PASSED).otherwise(FAILED))
     kind = pl.when(is_number).then(pl.lit("numbers")).when(is_date).then(pl.lit("dates")) \
@@ -1165,6 +1174,8 @@ def order() -> Check:
         evidence=(
             pl.when(by.is_not_null() & (values.list.len() == 0)).then(pl.format(
                 "no values of `{}` in {} to order", by, label()))
+            .when(values.is_null()).then(pl.format(
+                "no list, table or JSON array in {} whose items to order", label()))
             .when(values.list.len() < 2).then(pl.format(
                 "{} in {}: {} value(s), nothing to order", where, label(), values.list.len()))
             .when((outcome == UNDECIDED) & chrono).then(pl.format(
@@ -1184,8 +1195,8 @@ def order() -> Check:
                 quoted(excerpt(values.list.get(bad, null_on_oob=True), 60))))),
         confidence=pl.when(outcome == UNDECIDED).then(0)
         .when(is_number | is_date).then(90).otherwise(85),
-        needs={"lists": by.is_null(), "table": by.is_null(), "lines": chrono,
-               "fields": by.is_not_null()},
+        needs={"lists": by.is_null(), "table": by.is_null(), "json": by.is_null(),
+               "lines": chrono, "fields": by.is_not_null()},
     )
 
 
