@@ -178,6 +178,8 @@ CASES = [
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
     ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
     ("a list with no duplicates", (), {"quantities": [q(0, 0, "duplicates")]}),
+    ("a reply without any markdown headings", (),
+     {"quantities": [q(0, 0, "headings")], "excluded_formats": []}),
     ("a report with no duplicate entries", (), {"quantities": [q(0, 0, "duplicates")]}),
     ("a reply with no repetitions", (), {"quantities": []}),
     # the output goes on after the value ("…, with a reason"): the values are asked

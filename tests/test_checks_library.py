@@ -177,6 +177,12 @@ CASES = [
     Case("inline-field-length-fails", "a JSON object with `title` (under 20 characters)",
          '{"title": "a very long title indeed here"}', "field_length", "failed",
          "partially_satisfied", "one has 29 characters: “a very long title indeed here”"),
+    # "no headings", "without any markdown headings": none at all (other markdown allowed)
+    Case("no-headings-fails", "a summary with no more than 3 bullet points and no headings",
+         "# H\n- a", "count", "failed", "partially_satisfied", "`out` has 1 heading",
+         select="no headings"),
+    Case("no-markdown-headings-passes", "a reply without any markdown headings",
+         "**bold** text", "count", "passed", "satisfied", "`out` has 0 headings"),
     # a possessive before the quoted phrase hides it no more
     Case("possessive-phrase-fails", 'a reply that mentions the user\'s name "Alice"',
          "Hello Bob", "literal", "failed", "violated", "no “Alice” in `out`"),

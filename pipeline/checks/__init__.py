@@ -176,7 +176,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       longer hides it from the phrase reader (v6: a question for judgment);
 #     - 'no item longer than 10 words' bounds each item (v6 read "longer than 10 words" of the
 #       whole output: a long list passed, a short one failed); 'no sentence longer than 25
-#       words' is asked (no check counts words per sentence).
+#       words' is asked (no check counts words per sentence);
+#     - 'no headings' counts none (v6 dropped it), and 'without any markdown headings' rules
+#       out headings, not all markdown (v6 failed "**bold** text").
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -207,7 +207,7 @@ QUANTITY_FORMS = [
     # "no URLs", "without any links", "does not include any hyperlinks": none at all
     ("none", START + SCOPE + r"(?:no|zero|without(?:\s+any)?|(?:does\s+not|doesn't|do\s+not|"
      r"don't|must\s+not|never)\s+(?:include|includes|contain|contains|have|has|use|uses)"
-     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|duplicates?|"
+     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|headings?|duplicates?|"
      r"duplicated|repeated\s+(?:" + REPEATED_NOUNS + r"))\b(?:\s+(?:" + REPEATED_NOUNS + "))?"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
@@ -1307,7 +1307,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         ((pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)).alias("_continues"),
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
-    df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " "))
+    # "without any markdown headings" rules out headings, not markdown: read as "without any
+    # headings" (a count of none)
+    df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
+        r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
