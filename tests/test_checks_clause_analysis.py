@@ -178,6 +178,8 @@ CASES = [
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),
     ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
     ("a list with no duplicates", (), {"quantities": [q(0, 0, "duplicates")]}),
+    ('a response in JSON format with a "result" key', (), {"fields": [("result", False)]}),
+    ("a markdown report with a ## Summary section", (), {"fields": [("Summary", False)]}),
     ("a reply without any markdown headings", (),
      {"quantities": [q(0, 0, "headings")], "excluded_formats": []}),
     ("a report with no duplicate entries", (), {"quantities": [q(0, 0, "duplicates")]}),

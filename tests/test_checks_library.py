@@ -183,6 +183,12 @@ CASES = [
          select="no headings"),
     Case("no-markdown-headings-passes", "a reply without any markdown headings",
          "**bold** text", "count", "passed", "satisfied", "`out` has 0 headings"),
+    # a quoted key name before "key", and a section named with its heading marks
+    Case("quoted-key-fails", 'a response in JSON format with a "result" key', '{"res": 1}',
+         "required_field", "failed", "partially_satisfied", "top-level keys: res"),
+    Case("hashed-section-fails", "a markdown report with a ## Summary section",
+         "# R\n## Other\nx", "required_field", "failed", "partially_satisfied",
+         "no `Summary` field, label or heading in `out`"),
     # a possessive before the quoted phrase hides it no more
     Case("possessive-phrase-fails", 'a reply that mentions the user\'s name "Alice"',
          "Hello Bob", "literal", "failed", "violated", "no “Alice” in `out`"),

@@ -178,7 +178,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       whole output: a long list passed, a short one failed); 'no sentence longer than 25
 #       words' is asked (no check counts words per sentence);
 #     - 'no headings' counts none (v6 dropped it), and 'without any markdown headings' rules
-#       out headings, not all markdown (v6 failed "**bold** text").
+#       out headings, not all markdown (v6 failed "**bold** text");
+#     - 'with a "result" key' and 'a ## Summary section' require that key or heading (v6 read
+#       quoted names only after "keys", "fields" or "sections", and no "## " name).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -455,6 +455,9 @@ INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b|\b(?:separated|delimited)\s+by\s+(?:commas|semicolons)\b")
 # What a backticked name before it is ("a `status` key"), and a section's capitalised title.
 FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?)\b"
+# "a ## Summary section": group 1 is the heading as written
+HASHED_SECTION = (r"(?i)\b(?:a|an|the)\s+(#{1,6}\s+\p{L}[\p{L}\p{N} \-]{0,40}?)\s+"
+                  r"(?:section|heading|header)\b")
 TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
@@ -489,6 +492,11 @@ FIELD_FORMS = [
     # "a report with sections Summary, Findings and Known Issues": capitalised names
     ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
      + TITLE + r"(?:\s*,\s*" + TITLE + r")*\s*,?\s*(?:and|&)\s+" + TITLE),
+    # 'in JSON format with a "result" key', 'with a "status" field'
+    ("quoted", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)\s+"
+     r"(?:(?:a|an|the)\s+)?" + QUOTED + r"\s+" + FIELD_NOUN),
+    # "a markdown report with a ## Summary section": the heading, whatever its level
+    ("hashed", HASHED_SECTION),
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
@@ -1093,6 +1101,9 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                 _unquote(pl.element()).str.replace(r"^#+\s*", ""))
         elif kind == "ticked":
             names = e.str.extract_all(TICKED)
+        elif kind == "hashed":
+            names = pl.concat_list(e.str.extract(HASHED_SECTION, 1).str.replace(r"^#+\s*", "")
+                                   .str.strip_chars())
         elif kind == "bare":  # names after "columns" or "sections"
             names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?|sections?|headings?|"
                                    r"headers?)\s+(?:named\s+|called\s+|titled\s+)?", "")
