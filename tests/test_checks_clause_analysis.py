@@ -179,6 +179,8 @@ CASES = [
     ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
     ("a list with no duplicates", (), {"quantities": [q(0, 0, "duplicates")]}),
     ('a response in JSON format with a "result" key', (), {"fields": [("result", False)]}),
+    ('the report ends with a "Next steps" section', (),
+     {"literals": [("Next steps", "last_section")]}),
     ("a markdown report with a ## Summary section", (), {"fields": [("Summary", False)]}),
     ("a reply without any markdown headings", (),
      {"quantities": [q(0, 0, "headings")], "excluded_formats": []}),

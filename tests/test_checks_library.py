@@ -183,6 +183,13 @@ CASES = [
          select="no headings"),
     Case("no-markdown-headings-passes", "a reply without any markdown headings",
          "**bold** text", "count", "passed", "satisfied", "`out` has 0 headings"),
+    # 'ends with a "Next steps" section': the last heading, whatever its level or case
+    Case("last-section-passes", 'a report that ends with a "Next steps" section',
+         "## Intro\nx\n### next steps\ny", "literal", "passed", "satisfied",
+         "last heading: “### next steps”"),
+    Case("last-section-fails", 'a report that ends with a "Next steps" section',
+         "## Next steps\ny\n## Intro\nx", "literal", "failed", "violated",
+         "last heading: “## Intro”"),
     # a quoted key name before "key", and a section named with its heading marks
     Case("quoted-key-fails", 'a response in JSON format with a "result" key', '{"res": 1}',
          "required_field", "failed", "partially_satisfied", "top-level keys: res"),

@@ -180,7 +180,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'no headings' counts none (v6 dropped it), and 'without any markdown headings' rules
 #       out headings, not all markdown (v6 failed "**bold** text");
 #     - 'with a "result" key' and 'a ## Summary section' require that key or heading (v6 read
-#       quoted names only after "keys", "fields" or "sections", and no "## " name).
+#       quoted names only after "keys", "fields" or "sections", and no "## " name);
+#     - 'ends with a "Next steps" section' is the last heading's text, any level or case (v6
+#       read the output's last words: the right report failed).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

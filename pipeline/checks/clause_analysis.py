@@ -31,7 +31,7 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase, times}]  exact phrases in quotes or backticks,
                             with mode contains | starts | ends | first_line | last_line |
-                            last_line_starts | exact | absent | tagged;
+                            last_line_starts | last_section | exact | absent | tagged;
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
                             mark" ends with the literal "?"; tagged: text is the name of a tag
@@ -363,6 +363,9 @@ LITERAL_FORMS = [
      r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED_LIST),
     ("starts", r"(?i)(?:" + STARTS + r"|lead|leads|leading|prefixed)\s+(?:with|by)\s+"
      + LIT_FILLER + QUOTED),
+    # 'ends with a "Next steps" section': the last heading, not the last words
+    ("last_section", r"(?i)(?:" + ENDS + r")\s+with\s+(?:a|an|the)\s+" + QUOTED
+     + r"\s+(?:section|heading)\b"),
     ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
     ("ends", END_MARK),
     # "a file name ending in .csv", "with a .md extension"
@@ -927,8 +930,11 @@ def _literals(df: pl.DataFrame) -> pl.DataFrame:
             text = _first_literal(e)
             if pattern.endswith(TIMES):
                 times = _times(e.str.strip_chars()).alias("times")
+        # a section named with its heading marks ("## Sources") is that exact last heading
+        kind = (pl.when(text.str.starts_with("#")).then(pl.lit("ends")).otherwise(pl.lit(mode))
+                if mode == "last_section" else pl.lit(mode))
         parts.append(pl.col(f"_l{i}").list.eval(pl.struct(
-            text.alias("text"), pl.lit(mode).alias("mode"),
+            text.alias("text"), kind.alias("mode"),
             e.str.strip_chars().alias("phrase"), times)))
     e = pl.element()
     parts.append(pl.col("_tagged").list.eval(pl.struct(

@@ -623,6 +623,8 @@ def literal() -> Check:
     element = pl.concat_str(opening, pl.lit(r"(?s:.*?)</"), lit, pl.lit(r"\s*>"))
     heading = lit.str.starts_with("#")
     last_heading = pl.col("headings").list.last().str.strip_chars()
+    # 'ends with a "Next steps" section': the last heading's text, whatever its level or case
+    last_title = last_heading.str.replace(r"^#+\s*", "").str.to_lowercase()
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
     lowered = text.fill_null("").str.to_lowercase()
@@ -636,6 +638,8 @@ def literal() -> Check:
         .when(mode == "contains").then(any_case)
         .when(mode == "starts").then(out.str.starts_with(lit) | bare_start.str.starts_with(lit))
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
+        .when(mode == "last_section").then(
+            last_title == lit.str.replace(r"^#+\s*", "").str.strip_chars().str.to_lowercase())
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
         .when(mode == "last_line").then(last_line == lit.str.strip_chars())
@@ -651,8 +655,8 @@ def literal() -> Check:
                                                     quoted(lit), times))
         .when(mode == "contains").then(pl.format("{} contains {}", where, quoted(lit)))
         .when(mode == "starts").then(pl.format("{} begins with {}", where, quoted(lit)))
-        .when((mode == "ends") & heading).then(pl.format("the last section of {} is {}",
-                                                         where, quoted(lit)))
+        .when(((mode == "ends") & heading) | (mode == "last_section")).then(pl.format(
+            "the last section of {} is {}", where, quoted(lit)))
         .when(mode == "ends").then(pl.format("{} ends with {}", where, quoted(lit)))
         .when(mode == "last_line").then(pl.format("the last line of {} is exactly {}", where,
                                                   quoted(lit)))
@@ -685,7 +689,7 @@ def literal() -> Check:
         .when(mode.is_in(["starts", "first_line"])).then(pl.format("first line: {}", start))
         .when(mode.is_in(["last_line", "last_line_starts"])).then(pl.format(
             "last line: {}", quoted(excerpt(last_line.fill_null(""), 160))))
-        .when((mode == "ends") & heading).then(pl.format(
+        .when(((mode == "ends") & heading) | (mode == "last_section")).then(pl.format(
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
             .otherwise(quoted(last_heading))))
         .when(mode == "ends").then(pl.format("ends: {}", end))
