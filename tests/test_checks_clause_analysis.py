@@ -179,6 +179,8 @@ CASES = [
     ("a markdown link to the docs", (), {"quantities": [q(1, None, "urls")]}),
     ("a list with no duplicates", (), {"quantities": [q(0, 0, "duplicates")]}),
     ('a response in JSON format with a "result" key', (), {"fields": [("result", False)]}),
+    ("a table with columns `name` and `score`, where score is between 0 and 100", (),
+     {"ranges": [("score", 0.0, 100.0)], "unchecked_text": None}),
     ('the report ends with a "Next steps" section', (),
      {"literals": [("Next steps", "last_section")]}),
     ("a markdown report with a ## Summary section", (), {"fields": [("Summary", False)]}),

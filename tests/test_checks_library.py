@@ -183,6 +183,10 @@ CASES = [
          select="no headings"),
     Case("no-markdown-headings-passes", "a reply without any markdown headings",
          "**bold** text", "count", "passed", "satisfied", "`out` has 0 headings"),
+    # "where score is between 0 and 100" bounds that field, not the output's first number
+    Case("bare-field-range-passes", "a markdown table with columns `name` and `score`, where "
+         "score is between 0 and 100", "| year | name | score |\n|---|---|---|\n| 2026 | a | 50 |",
+         "numeric_range", "passed", "satisfied", "`score` values: 50"),
     # 'ends with a "Next steps" section': the last heading, whatever its level or case
     Case("last-section-passes", 'a report that ends with a "Next steps" section',
          "## Intro\nx\n### next steps\ny", "literal", "passed", "satisfied",

@@ -182,7 +182,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'with a "result" key' and 'a ## Summary section' require that key or heading (v6 read
 #       quoted names only after "keys", "fields" or "sections", and no "## " name);
 #     - 'ends with a "Next steps" section' is the last heading's text, any level or case (v6
-#       read the output's last words: the right report failed).
+#       read the output's last words: the right report failed);
+#     - 'where score is between 0 and 100' bounds that field's values (v6 bounded the output's
+#       first number: a table with a year column failed).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

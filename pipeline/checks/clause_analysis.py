@@ -503,9 +503,15 @@ FIELD_FORMS = [
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
-FIELD_RANGE = (r"(?i)(" + TICKED + r")\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be|of)\s+)?"
-               r"(?:between|from)\s+)(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"
-               r"(?:\s*\))?")
+# ... or a bare name after "where" or "whose" ("where score is between 0 and 100"); one
+# pattern, so the groups are the same either way
+BARE_RANGE_FIELD = (r"\b(?:where|whose)\s+(?:the\s+|each\s+|every\s+)?" + IDENT
+                    + r"(?:\s+(?:column|field|value|key))?(?:\s+(?:is|are|lies|falls))?\s+")
+RANGE_AFTER_FIELD = (r"\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be|of)\s+)?(?:between|from)\s+)"
+                     r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)(?:\s*\))?")
+FIELD_RANGE = r"(?i)(" + TICKED + "|" + BARE_RANGE_FIELD + ")" + RANGE_AFTER_FIELD
+# the bare form leaves nothing behind (a ticked name stays for the field lists)
+BARE_FIELD_RANGE = r"(?i)" + BARE_RANGE_FIELD + RANGE_AFTER_FIELD
 # A backticked field with its type in parentheses ("`total` (a number)", "`at` (an ISO 8601
 # date)"): group 2 says ISO 8601, 3 is the type.
 FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?("
@@ -1143,7 +1149,10 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
             e.str.strip_chars().alias("phrase"))))
     e = pl.element()
     parts.append(pl.col("_field_ranges").list.eval(pl.struct(
-        e.str.extract(FIELD_RANGE, 1).str.strip_chars("`").alias("field"),
+        e.str.extract(FIELD_RANGE, 1).str.strip_chars("` ")
+        .str.replace(r"(?i)^(?:where|whose)\s+(?:the\s+|each\s+|every\s+)?", "")
+        .str.replace(r"(?i)(?:\s+(?:column|field|value|key))?(?:\s+(?:is|are|lies|falls))?$", "")
+        .alias("field"),
         e.str.extract(FIELD_RANGE, 2).cast(pl.Float64, strict=False).alias("lo"),
         e.str.extract(FIELD_RANGE, 3).cast(pl.Float64, strict=False).alias("hi"),
         e.str.strip_chars().alias("phrase"))))
@@ -1341,7 +1350,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     # so is "`total` (a number)", the field's type
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
-                         pl.col("t").str.replace_all(FIELD_RANGE, "${1}")
+                         pl.col("t").str.replace_all(BARE_FIELD_RANGE, GAP)
+                         .str.replace_all(FIELD_RANGE, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
     df = _take(df, "_tagged", TAGGED)
     df = _orders(df)
