@@ -173,6 +173,8 @@ CASES = [
     ("a file name that does not end in .tmp", (), {"literals": []}),
     ("exactly 3 hashtags", (), {"quantities": [(3, 3, "hashtags", "whole")]}),
     ("exactly 3 strengths and 3 weaknesses", (), {"item_kinds": 2}),
+    ("at least 2 paragraphs, each under 50 words", (), {"each_of": "paragraphs"}),
+    ("a bulleted list, each under 5 words", (), {"each_of": None}),
     ("a numbered list of 5 steps", (), {"item_kinds": 1}),
     ("a phone number in E.164 format", (), {"quantities": []}),
     ("a link to the PR", (), {"quantities": [q(1, None, "urls")]}),

@@ -184,7 +184,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'ends with a "Next steps" section' is the last heading's text, any level or case (v6
 #       read the output's last words: the right report failed);
 #     - 'where score is between 0 and 100' bounds that field's values (v6 bounded the output's
-#       first number: a table with a year column failed).
+#       first number: a table with a year column failed);
+#     - a bare "each" after a count of paragraphs or lines ('at least 2 paragraphs, each under
+#       50 words') bounds each of them (v6 bounded each line).
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -44,6 +44,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   item_kinds     int        how many kinds of items the clause counts ("at least 2 pros and
                             at least 2 cons": 2); a list is not told apart by kind, so a count
                             of one kind among others is asked (GENERIC_ITEM_UNITS aside)
+  each_of        str        paragraphs | lines: what the clause counts as a whole, which a bare
+                            "each" bounds ("at least 2 paragraphs, each under 50 words")
   letter_case    str        lower | upper: every letter of the output is ("all lowercase",
                             "ALL CAPS", "no uppercase letters"); null when the clause says none
   orders         list[struct{by, direction, alphabetical, chronological, phrase}]  an order
@@ -832,12 +834,18 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         .alias("quantities"),
         pl.col("t").str.replace_all(SHIELD, "", literal=True),
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
-    # "at least 2 pros and at least 2 cons": the kinds of items the clause counts
+    # "at least 2 pros and at least 2 cons": the kinds of items the clause counts; "at least 2
+    # paragraphs, each under 50 words": the parts a bare "each" is each of
     e = pl.element()
-    return df.with_columns(pl.col("quantities").list.eval(
-        e.filter((e.struct.field("measure") == "items") & (e.struct.field("scope") == "whole"))
-        .struct.field("unit").str.to_lowercase().str.replace(r"s$", "")).list.n_unique()
-        .cast(pl.Int32).alias("item_kinds"))
+    whole = e.struct.field("scope") == "whole"
+    return df.with_columns(
+        pl.col("quantities").list.eval(
+            e.filter((e.struct.field("measure") == "items") & whole)
+            .struct.field("unit").str.to_lowercase().str.replace(r"s$", "")).list.n_unique()
+        .cast(pl.Int32).alias("item_kinds"),
+        pl.col("quantities").list.eval(
+            e.filter(whole & e.struct.field("measure").is_in(["paragraphs", "lines"]))
+            .struct.field("measure")).list.first().alias("each_of"))
 
 
 def _forbidden(df: pl.DataFrame) -> pl.DataFrame:

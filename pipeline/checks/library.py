@@ -488,8 +488,13 @@ def count() -> Check:
 
     # "each ..." applies the bound to every paragraph, line or list item
     noun = q.struct.field("scope_text").fill_null("").str.to_lowercase()
+    # a bare "each" ("at least 2 paragraphs, each under 50 words") is each of the parts the
+    # clause counts as a whole
+    bare = noun.str.contains(r"^\s*(?:each|every)\s*$")
     kind = let("_kind", pl.when(noun.str.contains("paragraph")).then(pl.lit("paragraph"))
                  .when(noun.str.contains("line")).then(pl.lit("line"))
+                 .when(bare & (pl.col("each_of") == "paragraphs")).then(pl.lit("paragraph"))
+                 .when(bare & (pl.col("each_of") == "lines")).then(pl.lit("line"))
                  .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
                  .otherwise(pl.lit("line")))
     unit = let("_unit", pl.when(measure == "words").then(pl.lit("words"))
