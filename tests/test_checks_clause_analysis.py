@@ -173,6 +173,8 @@ CASES = [
     ("a file name that does not end in .tmp", (), {"literals": []}),
     ("exactly 3 hashtags", (), {"quantities": [(3, 3, "hashtags", "whole")]}),
     ("exactly 3 strengths and 3 weaknesses", (), {"item_kinds": 2}),
+    # "comma-separated" said after the noun: one line of values too, no markdown list
+    ("a list of 5 keywords, comma-separated", (), {"formats": [], "inline_list": ","}),
     ("at least 2 paragraphs, each under 50 words", (), {"each_of": "paragraphs"}),
     ("a bulleted list, each under 5 words", (), {"each_of": None}),
     ("a numbered list of 5 steps", (), {"item_kinds": 1}),

@@ -714,6 +714,9 @@ CASES = [
     # the values of a one-line list are counted
     Case("inline-values-fail", "a comma-separated list of 3 to 5 keywords", "ai, ml",
          "count", "failed", "violated", "`out` has 2 values separated by “,”"),
+    Case("inline-values-said-after", "a list of 5 keywords, comma-separated",
+         "ai, ml, nlp, cv, rl", "count", "passed", "satisfied",
+         "`out` has 5 values separated by “,”"),
     Case("inline-values-pass", "a comma-separated list of 3 to 5 keywords", "ai, ml, nlp",
          "count", "passed", "satisfied", "`out` has 3 values separated by “,”"),
     # distinct items count once

@@ -186,7 +186,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'where score is between 0 and 100' bounds that field's values (v6 bounded the output's
 #       first number: a table with a year column failed);
 #     - a bare "each" after a count of paragraphs or lines ('at least 2 paragraphs, each under
-#       50 words') bounds each of them (v6 bounded each line).
+#       50 words') bounds each of them (v6 bounded each line);
+#     - 'a list of 5 keywords, comma-separated' is one line of values, no markdown list (v6
+#       counted the values but failed the format: "no list").
 DEFAULT_GRADER_ID = "prose.contract.grader/v7"
 
 

@@ -1223,7 +1223,12 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     # "a list of URLs, one per line": a list of lines, not a markdown list (unless it says
     # so: "markdown_list"); "a comma-separated list of tags": one line of values, neither a
     # markdown list nor a CSV table
-    formats = (pl.when(pl.col("t").str.contains(INLINE_LIST))
+    # "a comma-separated list of 3 to 5 keywords", "a list of keywords, comma-separated": one
+    # line of values, neither a markdown list nor a CSV table
+    t = pl.col("t")
+    inline = (t.str.contains(INLINE_LIST) | (t.str.contains(r"(?i)\b(?:comma|semicolon)[\s\-]"
+              r"(?:separated|delimited)\b") & ~t.str.contains(r"(?i)\bseparated\s+values?\b")))
+    formats = (pl.when(inline)
                .then(formats.list.set_difference(pl.lit(["list", "csv"])))
                .when(pl.col("t").str.contains(ONE_PER_LINE))
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
@@ -1237,10 +1242,6 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     elements = (pl.when(~between.str.contains(r"(?i)\b(?:with|and|or|for|per|whose|where|that"
                                               r"|which|their|its|containing|of)\b"))
                 .then(pl.col("t").str.extract(elements_of, 2).str.to_lowercase()))
-    # "a comma-separated list of 3 to 5 keywords": the separator of its values
-    t = pl.col("t")
-    inline = (t.str.contains(INLINE_LIST) | (t.str.contains(r"(?i)\b(?:comma|semicolon)[\s\-]"
-              r"(?:separated|delimited)\b") & ~t.str.contains(r"(?i)\bseparated\s+values?\b")))
     return df.with_columns(
         formats.alias("formats"),
         pl.when(inline).then(pl.when(t.str.contains(r"(?i)semicolon")).then(pl.lit(";"))
