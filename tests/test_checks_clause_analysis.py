@@ -122,6 +122,36 @@ CASES = [
     ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
     ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
     ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
+    # an output named by a date or time noun, then how it is written
+    ("the release date in ISO 8601 format", (),
+     {"value_type": "iso_date", "value_lead": False, "unchecked_text": None}),
+    ("the timestamp, in ISO-8601", (), {"value_type": "iso_datetime", "unchecked_text": None}),
+    ("the start time as YYYY-MM-DDTHH:MM:SSZ", (),
+     {"value_type": "iso_datetime", "value_mask": None, "unchecked_text": None}),
+    ("the start time in ISO 8601", (), {"value_type": None, "unchecked_text": "start time"
+                                        " in ISO 8601"}),
+    ("the report with its date in ISO 8601 format", (),
+     {"value_type": None, "unchecked_text": "report with its date in ISO 8601 format"}),
+    ("a JSON object whose `due` date is in ISO 8601 format", (), {"value_type": None}),
+    # a standard's number is no count, and stays in the question where no reader took it
+    ("a summary with dates in ISO 8601 format", (),
+     {"quantities": [], "unchecked_text": "summary with dates in ISO 8601 format"}),
+    ("ISO-8601 timestamps for every event", (), {"quantities": [], "ranges": []}),
+    # fenced code blocks and exclamation marks, counted
+    ("exactly 2 code blocks", (), {"quantities": [(2, 2, "code_blocks", "whole")],
+                                   "formats": ["code_block"], "ranges": []}),
+    ("an answer with at most one fenced code snippet", (),
+     {"quantities": [(None, 1, "code_blocks", "whole")], "formats": [], "ranges": []}),
+    ("a Python script in a fenced code block, at most 2 code blocks", (),
+     {"quantities": [(None, 2, "code_blocks", "whole")], "formats": ["code_block"]}),
+    ("no code blocks", (), {"quantities": [], "excluded_formats": ["code_block"]}),
+    ("no exclamation marks", (), {"quantities": [(0, 0, "exclamations", "whole")]}),
+    ("at most one exclamation point", (), {"quantities": [(None, 1, "exclamations", "whole")],
+                                           "unchecked_text": None}),
+    # a value that opens an output which goes on
+    ("an integer followed by a one-line note", (),
+     {"value_type": "integer", "value_lead": True}),
+    ("an ISO 8601 date, with a short reason", (), {"value_type": "iso_date", "value_lead": True}),
     # a clause that only names a kind of output asks whether the output is one
     ("a haiku", (), {"unchecked_text": "haiku", "unchecked_words": ["haiku"]}),
     ("a phone number", (), {"unchecked_text": "phone number", "unchecked_words": ["number"]}),
@@ -416,7 +446,9 @@ CASES = [
      {"quantities": [q(None, 7, "items")], "ranges": []}),
     ("a score, at most 7", (), {"quantities": [], "ranges": [(None, None, 7.0)]}),
     # things that look like counts and are not
-    ("the SQL migration as a single fenced code block", (), {"quantities": []}),
+    # (a single one is a count of fenced blocks: two blocks are not "a single" one)
+    ("the SQL migration as a single fenced code block", (),
+     {"quantities": [(1, 1, "code_blocks", "whole")], "formats": ["code_block"]}),
     ("a JSON array with one object per source", (), {"quantities": []}),
     ("a score from 0-100 for the findings", (), {"quantities": [],
                                                  "ranges": [(None, 0.0, 100.0)]}),

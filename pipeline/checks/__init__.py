@@ -189,7 +189,25 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       50 words') bounds each of them (v6 bounded each line);
 #     - 'a list of 5 keywords, comma-separated' is one line of values, no markdown list (v6
 #       counted the values but failed the format: "no list").
-DEFAULT_GRADER_ID = "prose.contract.grader/v7"
+# v8: v7 dropped what a standard's number or a date noun said, and held a value the output
+#     goes on after to the whole output:
+#     - 'the release date in ISO 8601 format', 'the date as YYYY-MM-DD', 'the timestamp in
+#       ISO-8601' are that value type (v7 dropped the words: any published text satisfied
+#       the clause at confidence 95);
+#     - "ISO 8601" that no reader takes stays in the judgment question (v7 dropped it: 'a
+#       summary with dates in ISO 8601 format' asked about "summary" alone);
+#     - 'an integer followed by a one-line note', 'an ISO 8601 date, with a short reason': the
+#       output opens with the value (new clause column `value_lead`; v7 held the whole output
+#       to it: "5 shipped" failed "an integer followed by a one-line note");
+#     - 'exactly 2 code blocks', 'a Python script in one code block', 'at most one fenced
+#       code snippet' count the fenced blocks (new measure `n_code_blocks`; v7 asked, or read
+#       "at most 3" as a bound on the output's first number: every output failed it); a count
+#       with only an upper bound requires no block;
+#     - 'no more than 2 exclamation marks', 'without exclamation points' count every "!" but
+#       the one of "!=" (v7: a question for judgment, or undecided);
+#     - 'a CSV with at least 3 data rows' counts the lines below the header (v7: undecided,
+#       "no list": a one-row CSV satisfied the clause).
+DEFAULT_GRADER_ID = "prose.contract.grader/v8"
 
 
 def builtin_checks() -> list[Check]:

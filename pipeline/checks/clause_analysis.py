@@ -20,6 +20,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             value ("an integer", "an ISO 8601 date", "an email address", "a
                             date in the format DD/MM/YYYY")
   value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"
+  value_lead     bool       the value opens the output, which goes on ("an integer followed by
+                            a one-line note"): the value_type check reads its first word
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
@@ -163,6 +165,8 @@ MEASURES = {
     "source": "sources", "reference": "sources", "citation": "sources",
     "column": "columns", "key": "keys", "field": "keys", "property": "keys",
     "hashtag": "hashtags", "emoji": "emojis", "duplicate": "duplicates",
+    "codeblock": "code_blocks",
+    "exclamation-mark": "exclamations",
     "duplicated": "duplicates",
     **{f"repeated {noun}": "duplicates" for noun in (
         "item", "entrie", "line", "value", "bullet", "tag", "keyword", "url", "link")},
@@ -209,7 +213,8 @@ QUANTITY_FORMS = [
     # "no URLs", "without any links", "does not include any hyperlinks": none at all
     ("none", START + SCOPE + r"(?:no|zero|without(?:\s+any)?|(?:does\s+not|doesn't|do\s+not|"
      r"don't|must\s+not|never)\s+(?:include|includes|contain|contains|have|has|use|uses)"
-     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|headings?|duplicates?|"
+     r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|headings?|"
+     r"exclamation-marks?|duplicates?|"
      r"duplicated|repeated\s+(?:" + REPEATED_NOUNS + r"))\b(?:\s+(?:" + REPEATED_NOUNS + "))?"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
@@ -258,9 +263,12 @@ EACH_AFTER = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under
 NOT_COUNTS = (
     r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
     r"(?:\s+(?-i:[\p{L}\p{N}\-]+)){1,2}"
-    r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\bISO[\s\-]?\d+(?:-\d+)?"
-    r"|YYYY-MM-DD|(?i)\b\d{4}-\d{2}-\d{2}\b"
+    r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\b\d{4}-\d{2}-\d{2}\b"
 )
+# A standard's number ("ISO 8601", "ISO-3166-1") is no count: joined to its name by "_" (no
+# count's number follows a word character) and so left in the text, for the judgment question
+# where no reader took it; `_restore` writes it back with a space.
+STANDARD_NUMBER = r"(?i)\b(ISO)[\s\-]?(\d+(?:-\d+)?)\b"
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
 FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")\s*"
@@ -428,6 +436,19 @@ MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|
         r"|mm|ss)){1,5})\b)")
 # A clause that opens with a time ("a time in HH:MM format", "the meeting time, as HH:MM")
 TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
+# An output named by a date or time noun, then how it is written ("the release date in ISO 8601
+# format", "the timestamp as ISO-8601", "a deadline date formatted as YYYY-MM-DD"): group 1 is
+# what comes before the noun, 2 the noun, 3 the standard or its mask.
+ISO_WRITTEN = (r"(?i)^(\s*(?:the|a|an|one)\s+(?:[\p{L}\-]+\s+){0,3}?)"
+               r"(date|timestamp|date[\s\-]?time|time)\s*,?\s+"
+               r"(?:(?:is|must\s+be|should\s+be|will\s+be)\s+)?"
+               r"(?:in|as|formatted\s+(?:as|in)|written\s+(?:as|in)|using|following)\s+"
+               r"(?:the\s+|an?\s+)?(iso[\s\-]?8601|(?-i:YYYY-MM-DD)(?:[T ]HH[:" + COLON
+               + r"]MM(?:[:" + COLON + r"]SS)?(?:Z|[+\-]HH:?MM)?)?)"
+               r"(?:\s+(?:format|standard|form|notation))?(?:$|[\s.,;:])")
+# ... unless something else is named before the noun ("the report with its date in ISO 8601
+# format" is a report)
+NOT_THE_DATE = r"(?i)\b(?:with|of|its|their|and|or|for|containing|including|each|every|per|in)\b"
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
                "timestamp": "datetime", "datetime": "datetime", "date-time": "datetime",
@@ -451,6 +472,19 @@ AT_LEAST_ONE_OF = r"(?i)\bat\s+least\s+one\s+of\s*:?\s*" + QUOTED_LIST
 # spelled into the unit ("level-two-sections", see LEVEL_WORDS) so the count forms read it
 # as one word
 LEVELED_HEADINGS = r"(?i)\bH([1-6])\s+(sections?|headings?|headers?)\b"
+# Fenced blocks counted ("exactly 2 code blocks", "at most one fenced code snippet"): one word,
+# "codeblock(s)", for the count patterns ("code" and "fenced" are no units alone); `_restore`
+# writes it back as "code block(s)"
+CODE_BLOCK_WORDS = (r"\b(?:fenced\s+)?(?:code[\s\-]+(?:block|snippet|fence|listing)"
+                    r"|fenced\s+block)(s?)\b")
+CODE_BLOCKS = r"(?i)" + CODE_BLOCK_WORDS
+# "no more than 2 exclamation marks": one word for the count patterns
+EXCLAMATION_MARKS = r"(?i)\bexclamation[\s\-]+(?:mark|point)(s?)\b"
+# ... with an upper bound only: the output may have none ("at most one code block"), so no
+# fenced block is required where the clause names them only there
+AT_MOST_CODE_BLOCKS = (r"(?i)\b(?:at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|"
+                       r"a\s+maximum\s+of|maximum\s+of|max\.?)\s+(?:\d+|one|two|three|four|five"
+                       r"|a\s+single|single)\s+" + CODE_BLOCK_WORDS)
 EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\s+of\s+objects\b"
 # The output goes on after what the clause opens with ("…, followed by one sentence", ", then
 # the answer", "approve or reject, with a one-sentence reason").
@@ -777,6 +811,8 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("t")
     for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
         t = t.str.replace_all(LEVELED_HEADINGS.replace("([1-6])", f"({n})"), f"level-{word}-$2")
+    t = t.str.replace_all(CODE_BLOCKS, "codeblock${1}")
+    t = t.str.replace_all(EXCLAMATION_MARKS, "exclamation-mark${1}")
     t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
     t = t.str.replace_all(NO_PART_LONGER, "each $1 at most ")
     df = df.with_columns(t.str.replace_all(EACH_AFTER, "each ${1}")
@@ -809,6 +845,8 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         phrase = e.str.replace(r"^[^\p{L}\p{N}]+", "").str.strip_chars()
         for n, word in enumerate(LEVEL_WORDS, 1):
             phrase = phrase.str.replace(f"level-{word}-", f"H{n} ", literal=True)
+        phrase = (phrase.str.replace("codeblock", "code block", literal=True)
+                  .str.replace("exclamation-mark", "exclamation mark", literal=True))
         parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
@@ -900,7 +938,12 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
         lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
         t = t.str.replace(HIDDEN, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
             lead.str.len_chars())).fill_null(HIDDEN), literal=True)
-    return df.with_columns(t.str.replace(COLON, ":", literal=True).alias("t")).drop("_hidden")
+    return df.with_columns(t.str.replace(COLON, ":", literal=True)
+                           .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
+                           .str.replace_all(r"\bcodeblock", "code block")
+                           .str.replace_all("exclamation-mark", "exclamation mark", literal=True)
+                           .alias("t")
+                           ).drop("_hidden")
 
 
 def _times(phrase: pl.Expr) -> pl.Expr:
@@ -1232,6 +1275,10 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
                .then(formats.list.set_difference(pl.lit(["list", "csv"])))
                .when(pl.col("t").str.contains(ONE_PER_LINE))
                .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats))
+    at_most = ((t.str.count_matches(CODE_BLOCKS) == 1)
+               & t.str.contains(AT_MOST_CODE_BLOCKS))
+    formats = (pl.when(at_most).then(formats.list.set_difference(pl.lit(["code_block"])))
+               .otherwise(formats))
     shape = pl.col("t").str.extract(
         r"(?i)\bjson\s+(array|list|object|map|dict(?:ionary)?)\b", 1).str.to_lowercase()
     # "a JSON array of strings", "a JSON list of at least 3 URL strings": what its elements
@@ -1273,6 +1320,17 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
                     | after.str.contains(VALUE_IN_SOMETHING)).then(None)
             .otherwise(_type_of(word, iso)))
+    # "the release date in ISO 8601 format": the output is that date, written so
+    noun, standard = t.str.extract(ISO_WRITTEN, 2), t.str.extract(ISO_WRITTEN, 3)
+    # a time is an ISO date and time only where its mask says so ("YYYY-MM-DDTHH:MM:SSZ")
+    written = (noun.is_not_null() & (pl.col("_part") == 0) & (pl.col("formats").list.len() == 0)
+               & ((noun.str.to_lowercase() != "time") | standard.str.contains("(?i)HH"))
+               & ~t.str.extract(ISO_WRITTEN, 1).str.contains(NOT_THE_DATE)
+               & ~t.str.replace(ISO_WRITTEN, "").str.contains(VALUE_IN_SOMETHING))
+    kind = (pl.when(kind.is_null() & written)
+            .then(pl.when((noun.str.to_lowercase() == "date") & ~standard.str.contains("(?i)HH"))
+                  .then(pl.lit("iso_date")).otherwise(pl.lit("iso_datetime")))
+            .otherwise(kind))
     # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
     kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
         r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
@@ -1281,15 +1339,19 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     mask = t.str.extract(MASK, 1)
     masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & (pl.col("_part") == 0)
               & (pl.col("formats").list.len() == 0)
-              & (kind.is_in(["date", "datetime"]) | t.str.contains(TIME_VALUE)))
+              & (kind.is_in(["date", "datetime"]) | t.str.contains(TIME_VALUE)) & ~written)
     return df.with_columns(
         pl.when(masked).then(pl.lit("masked")).otherwise(kind).alias("value_type"),
         pl.when(masked).then(mask.str.replace_all(COLON, ":", literal=True)).alias("value_mask"),
+        # "an integer followed by a one-line note": the value is the output's lead
+        (pl.col("_continues") & (masked | kind.is_not_null())).alias("value_lead"),
     ).with_columns(
         pl.when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
         .otherwise(t).alias("t")
     ).with_columns(
-        pl.when(pl.col("value_type").is_not_null())
+        pl.when(pl.col("value_type").is_not_null() & written)
+        .then(t.str.replace(ISO_WRITTEN, "${1}" + GAP))
+        .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
 
@@ -1370,7 +1432,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _fields(df)
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
-    df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP))
+    df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP)
+                         .str.replace_all(STANDARD_NUMBER, "${1}_${2}"))
     # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
     # items (read as a bound on the output's first number, it passed or failed by chance)
     df = df.with_columns(pl.when(pl.col("formats").list.set_intersection(

@@ -53,7 +53,8 @@ MEASURE_NAMES = {
     "paragraphs": "paragraphs", "lines": "non-empty lines", "headings": "headings",
     "urls": "distinct URLs", "sources": "sources", "items": "items",
     "columns": "table columns", "keys": "top-level keys", "hashtags": "hashtags",
-    "emojis": "emojis", "duplicates": "repeated items",
+    "emojis": "emojis", "duplicates": "repeated items", "code_blocks": "fenced code blocks",
+    "exclamations": "exclamation marks",
     **{f"h{n}": f"H{n} headings ({'#' * n})" for n in range(1, 7)},
 }
 LEVELS = [f"h{n}" for n in range(1, 7)]
@@ -322,6 +323,8 @@ VALUE_PATTERNS = {
     "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
              + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4})$"),
 }
+# What may follow a value that opens a longer output
+VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
                "date": "a date", "iso_datetime": "an ISO 8601 date and time "
@@ -353,26 +356,42 @@ def _mask_pattern(mask: pl.Expr) -> pl.Expr:
 def value_type() -> Check:
     """The output is one value of the type the clause is ("an integer", "a URL", "an ISO 8601
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
-    period."""
+    period; or, where the output goes on ("an integer followed by a one-line note"), its
+    first word."""
     kind = pl.col("value_type")
     # one search per row, with the pattern of its type (or of its mask)
     pattern = pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask"))).otherwise(
         kind.replace_strict(VALUE_PATTERNS, default=None, return_dtype=pl.String))
-    ok = _trimmed_value(pl.col("output_text")).str.contains(pattern).fill_null(False)
-    named = pl.when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask"))) \
-        .otherwise(kind.replace_strict(VALUE_NAMES, default=kind))
+    # "an integer followed by a one-line note": the value is the output's first word, set off
+    # by a space, a comma, colon, semicolon or dash, or a period that ends a sentence
+    lead = pl.col("value_lead").fill_null(False)
+    pattern = pl.when(lead).then(pattern.str.replace(r"\$$", VALUE_LEAD_END)).otherwise(pattern)
+    text = pl.col("output_text")
+    ok = (pl.when(lead).then(text.str.strip_chars().str.strip_chars_start("`\"'*_"))
+          .otherwise(_trimmed_value(text)).str.contains(pattern).fill_null(False))
+    named = (pl.when((kind == "masked") & lead)
+             .then(pl.format("a value written as {}", pl.col("value_mask")))
+             .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
+             .otherwise(kind.replace_strict(VALUE_NAMES, default=kind)))
+    verb = pl.when(lead).then(pl.lit("opens with")).otherwise(pl.lit("is"))
+    negated = pl.when(lead).then(pl.lit("does not open with")).otherwise(pl.lit("is not"))
     return Check(
         applies=NAMED & kind.is_not_null(),
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
-        detail=pl.format("{} is {}", label(), named),
-        evidence=pl.format("{}{}: {}", label(), pl.when(ok).then(pl.format(" is {}", named))
-                           .otherwise(pl.format(" is not {}", named)),
+        detail=pl.format("{} {} {}", label(), verb, named),
+        evidence=pl.format("{} {} {}: {}", label(), pl.when(ok).then(verb).otherwise(negated),
+                           named,
                            quoted(excerpt(pl.col("output_text"), 120))),
         confidence=pl.lit(95),
     )
 
 
 # ---- counts and lengths -------------------------------------------------------------------
+
+def _csv_counted() -> pl.Expr:
+    """A CSV the clause names, whose lines below the header are its items."""
+    return pl.col("formats").list.contains("csv") & pl.col("csv_like").fill_null(False)
+
 
 def _item_count() -> tuple[pl.Expr, pl.Expr]:
     """(number of items, what was counted): the named format first, else what the output has."""
@@ -381,12 +400,15 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     # "a comma-separated list of 3 to 5 keywords": the values of a one-line output
     one_line = pl.when(pl.col("inline_list").is_not_null()).then(pl.col("output_text"))
     inline = ~one_line.str.contains("\n", literal=True).fill_null(True)
+    csv = _csv_counted()
     n = (
         pl.when(inline).then(one_line.str.split(pl.col("inline_list"))
                              .list.eval(pl.element().str.strip_chars())
                              .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
                              .list.len())
         .when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
+        # "a CSV with at least 3 data rows": its lines below the header
+        .when(csv).then(pl.col("n_lines") - 1)
         .when(fmts.list.contains("numbered_list")).then(pl.col("n_numbered"))
         .when(fmts.list.contains("bulleted_list")).then(pl.col("n_bullets"))
         .when(fmts.list.contains("markdown_list")).then(lists)
@@ -398,6 +420,7 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     what = (
         pl.when(inline).then(pl.format("values separated by “{}”", pl.col("inline_list")))
         .when(fmts.list.contains("table")).then(pl.lit("table rows"))
+        .when(csv).then(pl.lit("CSV data rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
         .when(fmts.list.contains("list") & (pl.col("n_line_items") > 0)).then(pl.lit("lines"))
@@ -444,11 +467,18 @@ def count() -> Check:
         .when(measure == "headings").then(pl.col("n_headings"))
         .when(measure.is_in(LEVELS)).then(_level_count(measure))
         .when(measure == "urls").then(pl.col("n_urls"))
+        .when(measure == "code_blocks").then(pl.col("n_code_blocks"))
         # only the rows that count them scan their output
         .when(measure == "hashtags").then(
             pl.when(measure == "hashtags").then(pl.col("output_text")).str.count_matches(HASHTAG))
         .when(measure == "emojis").then(
             pl.when(measure == "emojis").then(pl.col("output_text")).str.count_matches(EMOJI))
+        # every "!" but the one of "!=" (code's "not equal")
+        .when(measure == "exclamations").then(
+            pl.when(measure == "exclamations").then(pl.col("output_text"))
+            .str.count_matches("!", literal=True)
+            - pl.when(measure == "exclamations").then(pl.col("output_text"))
+            .str.count_matches("!=", literal=True))
         # "no duplicates": the items (else the lines) beyond the first of each, compared
         # without case or a final period
         .when(measure == "duplicates").then(_repeats(measure))
@@ -560,7 +590,7 @@ def count() -> Check:
         .when(value.is_null()).then(pl.format(
             "no list, table or JSON array in {} in which to count {}", label(),
             q.struct.field("unit")))
-        .when(measure.is_in(["items", "sources"]) & items.is_not_null()
+        .when(measure.is_in(["items", "sources"]) & items.is_not_null() & ~_csv_counted()
               & (pl.col("list_items").list.len() > 0)).then(pl.format(
             "{} has {} {}; first: {}; last: {}", label(), value, _number_of(value, what),
             quoted(excerpt(pl.col("list_items").list.first(), 100)),
@@ -581,6 +611,7 @@ def count() -> Check:
         .otherwise(95)
     )
     items_or_sources = raw_measure.is_in(["items", "sources"])
+    csv_items = items_or_sources & pl.col("formats").list.contains("csv")
     raw_each = raw_scope == "each"
     return Check(
         applies=NAMED, each="quantities", let=let,
@@ -588,8 +619,10 @@ def count() -> Check:
                "rest": (raw_scope == "rest")
                & raw_measure.is_in(["words", "sentences", "paragraphs"]),
                "prose": raw_measure.is_in(["sentences", "paragraphs"]) | raw_each,
-               "lines": raw_measure.is_in(["lines", "duplicates"]) | raw_each,
+               "lines": raw_measure.is_in(["lines", "duplicates"]) | raw_each | csv_items,
+               "csv": csv_items,
                "headings": raw_measure.is_in(["headings", *LEVELS]),
+               "code": raw_measure == "code_blocks",
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each | (raw_measure == "duplicates"),
                "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),

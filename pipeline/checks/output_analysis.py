@@ -24,7 +24,8 @@ or where no check needs them: see the families below):
   item_sentences, paragraph_sentences, line_sentences  (likewise, sentences as n_sentences
                     counts them)
   has_table, table_header (normalised cell names), n_table_rows
-  has_code_block, urls (distinct), n_urls, has_markdown, yaml_like, csv_like
+  has_code_block, n_code_blocks (fenced blocks), urls (distinct), n_urls, has_markdown,
+  yaml_like, csv_like
   is_diff           a unified diff: at least one hunk header ("@@ -12,7 +12,8 @@") at a
                     line's start (fenced or not)
   n_citations       distinct numbered citation markers ("[1]", "[12]")
@@ -50,7 +51,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   lists          list_items, n_bullets, n_numbered, n_line_items, item_words/_chars/_urls
   headings       headings, n_headings
   table          has_table, table_header, n_table_rows
-  code           has_code_block
+  code           has_code_block, n_code_blocks
   diff           is_diff
   urls           urls, n_urls, n_citations
   markdown       has_markdown
@@ -338,6 +339,15 @@ class Family:
     after: tuple[str, ...] = ()
 
 
+def _code_blocks(df: pl.DataFrame) -> pl.DataFrame:
+    """has_code_block and n_code_blocks: the fenced blocks of each output (only a text with a
+    fence is searched)."""
+    t = pl.col("output_text")
+    n = pl.when(_fenced(t)).then(t.str.count_matches(FENCED)).otherwise(0).cast(pl.Int64)
+    return df.with_columns(n.alias("n_code_blocks")).with_columns(
+        (pl.col("n_code_blocks") > 0).alias("has_code_block"))
+
+
 FAMILIES = (
     Family("words", ("n_words",), _words),
     Family("prose", ("n_sentences", "n_paragraphs", "paragraphs", "paragraph_words",
@@ -349,10 +359,7 @@ FAMILIES = (
                      "item_chars", "item_urls"), _lists),
     Family("headings", ("headings", "n_headings"), _headings),
     Family("table", ("has_table", "table_header", "n_table_rows"), _table),
-    Family("code", ("has_code_block",), _flag("has_code_block",
-                                              lambda t: pl.when(_fenced(t))
-                                              .then(t.str.contains(FENCED))
-                                              .otherwise(False))),
+    Family("code", ("has_code_block", "n_code_blocks"), _code_blocks),
     Family("diff", ("is_diff",), _flag("is_diff", lambda t: t.str.contains(HUNK))),
     Family("urls", ("urls", "n_urls", "n_citations"), _urls),
     Family("markdown", ("has_markdown",), _flag("has_markdown",
