@@ -148,6 +148,20 @@ CASES = [
     ("no exclamation marks", (), {"quantities": [(0, 0, "exclamations", "whole")]}),
     ("at most one exclamation point", (), {"quantities": [(None, 1, "exclamations", "whole")],
                                            "unchecked_text": None}),
+    # a fenced block's language, in the clause
+    ("a unified diff inside a ```diff code block", (),
+     {"fence_lang": "diff", "formats": ["code_block", "diff"]}),
+    ("a Python code block", (), {"fence_lang": "python", "unchecked_text": None}),
+    ("the migration in a fenced ```SQL block", (), {"fence_lang": "sql"}),
+    ("a code block", (), {"fence_lang": None}),
+    ("the fix, as a bash script", (), {"fence_lang": None, "formats": []}),
+    # checkboxes; a bare "checklist" or "task list" is any list of things to check or do
+    ("a markdown checklist", (), {"formats": ["checklist"]}),
+    ("a list with checkboxes (- [ ] items)", (), {"formats": ["checklist", "list"]}),
+    ("the release checklist", (), {"formats": []}),
+    ("a task list of the follow-ups", (), {"formats": ["list"]}),
+    ("every bullet begins with an emoji", (),
+     {"item_edges": [("item", "start", None, "emoji")]}),
     # a value that opens an output which goes on
     ("an integer followed by a one-line note", (),
      {"value_type": "integer", "value_lead": True}),

@@ -206,7 +206,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'no more than 2 exclamation marks', 'without exclamation points' count every "!" but
 #       the one of "!=" (v7: a question for judgment, or undecided);
 #     - 'a CSV with at least 3 data rows' counts the lines below the header (v7: undecided,
-#       "no list": a one-row CSV satisfied the clause).
+#       "no list": a one-row CSV satisfied the clause);
+#     - 'a unified diff inside a ```diff code block', 'a Python code block' require a fence
+#       tagged with that language (new clause column `fence_lang`; v7 took any fenced block);
+#     - 'each item starts with an emoji' is checked on every item (v7: a question);
+#     - 'a markdown checklist', 'with checkboxes', '- [ ] items' require every list item to be
+#       a checkbox (v7: any markdown satisfied it); a bare "checklist" or "task list" is any
+#       list.
 DEFAULT_GRADER_ID = "prose.contract.grader/v8"
 
 

@@ -15,6 +15,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   json_shape     str        object | array, when the clause says "JSON object/array"
   json_elements  str        string | number | integer | object | array | boolean: what a JSON
                             array's elements are ("a JSON array of strings")
+  fence_lang     str        the language a fenced code block is tagged with ("inside a ```diff
+                            code block", "a Python code block"): FENCE_LANGUAGES' name
   value_type     str        integer | number | boolean | url | date | iso_date | datetime |
                             iso_datetime | uuid | email | masked, when the clause is one such
                             value ("an integer", "an ISO 8601 date", "an email address", "a
@@ -409,6 +411,10 @@ FORMAT_FORMS = [
      r"(?:numbered|enumerated)\b"),
     ("bulleted_list", r"(?i)\bbullet(?:ed)?[\s\-]*(?:list|points?)\b|\bbullets\b|\bbulleted\b"),
     ("markdown_list", r"(?i)\bmarkdown\s+list\b"),
+    # "a markdown checklist", "as checkboxes", "- [ ] items" (a bare "checklist" or "task list"
+    # is a list of things to check or do, in any form)
+    ("checklist", r"(?i)\b(?:markdown|github)\s+(?:check[\s\-]?list|task[\s\-]list)\b"
+     r"|\bcheck[\s\-]?box(?:es)?\b|-\s*\[\s?\]"),
     ("list", r"(?i)\blist\b"),
     ("code_block", r"(?i)\bcode[\s\-]*blocks?\b|\bfenced\b|\b(?:code|markdown)\s+fences?\b"),
     ("markdown", r"(?i)\bmarkdown\b"),
@@ -478,6 +484,8 @@ LEVELED_HEADINGS = r"(?i)\bH([1-6])\s+(sections?|headings?|headers?)\b"
 CODE_BLOCK_WORDS = (r"\b(?:fenced\s+)?(?:code[\s\-]+(?:block|snippet|fence|listing)"
                     r"|fenced\s+block)(s?)\b")
 CODE_BLOCKS = r"(?i)" + CODE_BLOCK_WORDS
+COUNTED_CODE_BLOCKS = (r"(?i)\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|single)\s+"
+                       + CODE_BLOCK_WORDS)
 # "no more than 2 exclamation marks": one word for the count patterns
 EXCLAMATION_MARKS = r"(?i)\bexclamation[\s\-]+(?:mark|point)(s?)\b"
 # ... with an upper bound only: the output may have none ("at most one code block"), so no
@@ -485,6 +493,27 @@ EXCLAMATION_MARKS = r"(?i)\bexclamation[\s\-]+(?:mark|point)(s?)\b"
 AT_MOST_CODE_BLOCKS = (r"(?i)\b(?:at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|"
                        r"a\s+maximum\s+of|maximum\s+of|max\.?)\s+(?:\d+|one|two|three|four|five"
                        r"|a\s+single|single)\s+" + CODE_BLOCK_WORDS)
+# Languages a fenced block is tagged with, by the name the clause gives them: the tags an
+# output's fence may carry for each (its info string's first word, without case)
+FENCE_LANGUAGES = {
+    "python": ("python", "py", "python3"), "sql": ("sql", "postgresql", "mysql", "sqlite"),
+    "bash": ("bash", "sh", "shell", "zsh", "console"), "json": ("json", "jsonc", "json5"),
+    "yaml": ("yaml", "yml"), "diff": ("diff", "patch"), "javascript": ("javascript", "js"),
+    "typescript": ("typescript", "ts"), "go": ("go", "golang"), "rust": ("rust", "rs"),
+    "java": ("java",), "ruby": ("ruby", "rb"), "html": ("html",), "css": ("css",),
+    "toml": ("toml",), "xml": ("xml",), "csv": ("csv",), "markdown": ("markdown", "md"),
+    "kotlin": ("kotlin", "kt"), "swift": ("swift",), "php": ("php",), "dockerfile":
+    ("dockerfile", "docker"), "hcl": ("hcl", "terraform", "tf"), "graphql": ("graphql", "gql"),
+}
+FENCE_ALIASES = {tag: name for name, tags in FENCE_LANGUAGES.items() for tag in tags}
+# "inside a ```diff code block", "a ```python fenced block": a fence with its tag, inline (a
+# fence opening a line of the clause starts an example, taken out before anything is read)
+INLINE_FENCE_TAG = r"(?:```|~~~)[ \t]*([A-Za-z][\w+\-.#]*)"
+# "a Python code block", "a fenced SQL block", "a bash code snippet": a language's name before
+# what names a fenced block
+NAMED_FENCE = (r"(?i)\b(" + "|".join(sorted(FENCE_ALIASES, key=len, reverse=True))
+               + r")\s+(?:(?:fenced\s+)?code[\s\-]+(?:blocks?|snippets?|fences?)"
+               r"|fenced\s+blocks?)\b")
 EACH_INSIDE = r"(?i)\beach\s+(?:with|has|having|containing|including)\b|\barray\s+of\s+objects\b"
 # The output goes on after what the clause opens with ("…, followed by one sentence", ", then
 # the answer", "approve or reject, with a one-sentence reason").
@@ -560,7 +589,7 @@ ITEM_START = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|ent
               r"|step|finding|task|row)s?\s+(?:must\s+|should\s+|will\s+)?(?:starts?|starting"
               r"|begins?|beginning|opens?|opening|leads?|leading|(?:is\s+|are\s+)?prefixed)\s+"
               r"(?:with|by)\s+(?:" + LIT_FILLER + QUOTED + r"|(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?("
-              + TYPE_WORDS + r")\b)")
+              + TYPE_WORDS + r"|emoji)\b)")
 ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|entry|entries|point"
             r"|step|finding|task|row|sentence)s?\s+)?(?:must\s+|should\s+|will\s+)?(?:ends?|ending"
             r"|closes?|closing|finish|finishes|finishing)\s+(?:with|in)\s+(?:" + LIT_FILLER + QUOTED
@@ -811,7 +840,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("t")
     for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
         t = t.str.replace_all(LEVELED_HEADINGS.replace("([1-6])", f"({n})"), f"level-{word}-$2")
-    t = t.str.replace_all(CODE_BLOCKS, "codeblock${1}")
+    t = t.str.replace_all(COUNTED_CODE_BLOCKS, "${1} codeblock${2}")
     t = t.str.replace_all(EXCLAMATION_MARKS, "exclamation-mark${1}")
     t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
     t = t.str.replace_all(NO_PART_LONGER, "each $1 at most ")
@@ -1072,7 +1101,9 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
         unit = e.str.extract(pattern, 1).str.to_lowercase()
         if side == "start":
             text = _first_literal(e)
-            kind = _type_of(e.str.extract(pattern, 3), e.str.extract(pattern, 2).is_not_null())
+            word = e.str.extract(pattern, 3)
+            kind = pl.when(word.str.to_lowercase() == "emoji").then(pl.lit("emoji")).otherwise(
+                _type_of(word, e.str.extract(pattern, 2).is_not_null()))
         else:  # a quoted text, or a named mark ("a period": ".")
             text = pl.coalesce(_first_literal(e), _end_mark(e))
             kind = pl.lit(None, pl.String)
@@ -1231,7 +1262,7 @@ def _format_names(text: pl.Expr) -> pl.Expr:
     formats = pl.concat_list(found).list.drop_nulls()
     specific_md = formats.list.set_intersection(
         pl.lit(["table", "numbered_list", "bulleted_list", "markdown_list", "list",
-                "code_block"]))
+                "code_block", "checklist"]))
     exact_list = formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list",
                                                        "markdown_list", "json"]))
     formats = (
@@ -1289,7 +1320,7 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     elements = (pl.when(~between.str.contains(r"(?i)\b(?:with|and|or|for|per|whose|where|that"
                                               r"|which|their|its|containing|of)\b"))
                 .then(pl.col("t").str.extract(elements_of, 2).str.to_lowercase()))
-    return df.with_columns(
+    df = df.with_columns(
         formats.alias("formats"),
         pl.when(inline).then(pl.when(t.str.contains(r"(?i)semicolon")).then(pl.lit(";"))
                              .otherwise(pl.lit(","))).alias("inline_list"),
@@ -1298,6 +1329,15 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
         elements.str.replace(r"^whole\s+numbers$", "integers").str.replace(r"s$", "")
         .replace({"list": "array"}).alias("json_elements"),
     )
+    # the tag a fenced block carries, in the clause only (a sub-item's stays for the question)
+    tag = pl.coalesce(t.str.extract(INLINE_FENCE_TAG, 1), t.str.extract(NAMED_FENCE, 1))
+    fence_lang = pl.when((pl.col("_part") == 0) & pl.col("formats").list.contains("code_block"))
+    df = df.with_columns(fence_lang.then(tag.str.to_lowercase().replace_strict(
+        FENCE_ALIASES, default=None, return_dtype=pl.String)).alias("fence_lang"))
+    return df.with_columns(pl.when(pl.col("fence_lang").is_not_null())
+                           .then(t.str.replace_all(INLINE_FENCE_TAG, " ")
+                                 .str.replace_all(NAMED_FENCE, " code block "))
+                           .otherwise(t).alias("t"))
 
 
 def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:

@@ -12,9 +12,11 @@ never `passed`. Deferred checks (judgment, meets_description, testable) always s
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
-from .clause_analysis import JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
+from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
 from .output_analysis import WORDS
@@ -44,8 +46,15 @@ FORMAT_NAMES = {
     "numbered_list": "a numbered list", "bulleted_list": "a bulleted list",
     "markdown_list": "a markdown list", "list": "a list",
     "code_block": "a fenced code block", "markdown": "markdown", "diff": "a unified diff",
+    "checklist": "a markdown checklist (- [ ] items)",
 }
 LISTS = ["numbered_list", "bulleted_list", "markdown_list", "list"]
+CHECKBOX = r"^\[[ xX]\](?:\s|$)"
+# A fence opening a line, tagged with one of a language's names (its info string's first word)
+FENCE_TAG_PATTERNS = {
+    name: r"(?mi)^([ \t]*(?:```|~~~)[ \t]*(?:" + "|".join(re.escape(t) for t in tags)
+    + r")(?:[^\w+\-#.\n][^\n]*)?)$"
+    for name, tags in FENCE_LANGUAGES.items()}
 MARKDOWN_SAMPLE = (r"(?m)^#{1,6} [^\n]*|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)|^[-*+] [^\n]*"
                    r"|`[^`\n]+`")
 MEASURE_NAMES = {
@@ -157,6 +166,9 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
         .when(fmt == "markdown_list").then(lists > 0)
         .when(fmt == "list").then(lists + lines > 0)
         .when(fmt == "code_block").then(pl.col("has_code_block"))
+        # every list item a checkbox, "[ ]" or "[x]"
+        .when(fmt == "checklist").then((lists > 0) & pl.col("list_items").list.eval(
+            pl.element().str.contains(CHECKBOX)).list.all())
         .when(fmt == "markdown").then(markdown)
         .when(fmt == "diff").then(pl.col("is_diff"))
         .otherwise(None)
@@ -167,7 +179,7 @@ def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
     """The measure families `_format_found` and `_format_shown` read, per format."""
     return {"json": fmt.is_in(["json", "yaml", "markdown"]), "yaml": fmt == "yaml",
             "csv": fmt == "csv", "table": fmt == "table",
-            "lists": fmt.is_in(LISTS),
+            "lists": fmt.is_in([*LISTS, "checklist"]),
             "code": fmt == "code_block", "markdown": fmt == "markdown", "diff": fmt == "diff"}
 
 
@@ -188,6 +200,9 @@ def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
         .when((fmt == "list") & (pl.col("n_line_items") > 0)).then(pl.format(
             "{} lines of one item each, no list markers; first: {}", pl.col("n_line_items"),
             first_item))
+        .when(fmt == "checklist").then(pl.format(
+            "{} {}; first: {}", pl.col("list_items").list.len(),
+            _number_of(pl.col("list_items").list.len(), pl.lit("checklist items")), first_item))
         .when(fmt.is_in(LISTS))
         .then(pl.format("{} numbered and {} bulleted items; first: {}", pl.col("n_numbered"),
                         pl.col("n_bullets"), first_item))
@@ -223,9 +238,16 @@ def output_format() -> Check:
     fmt = pl.col("formats")
     # named once, read by several branches (see Check.let)
     let = Lets()
-    ok = let("_ok", _format_found(fmt, lenient=True))
+    # "inside a ```diff code block": a fence tagged with the language (only rows that name
+    # one search for it)
+    lang = pl.when(fmt == "code_block").then(pl.col("fence_lang"))
+    tags = lang.replace_strict(FENCE_TAG_PATTERNS, default=None, return_dtype=pl.String)
+    tagged = let("_tagged", pl.when(lang.is_not_null()).then(pl.col("output_text"))
+                 .str.extract(tags, 1))
+    ok = let("_ok", _format_found(fmt, lenient=True) & (lang.is_null() | tagged.is_not_null()))
     where = let("_label", label())
-    shown = _format_shown(fmt, let)
+    shown = pl.when(tagged.is_not_null()).then(pl.format("fenced block {}", quoted(tagged))) \
+        .otherwise(_format_shown(fmt, let))
     first_item, start = pl.col("_first_item"), pl.col("_start")
     missing = (
         pl.when(fmt == "json").then(pl.format("not valid JSON: {}", start))
@@ -237,6 +259,10 @@ def output_format() -> Check:
         .when((fmt == "bulleted_list") & (pl.col("n_numbered") > 0)).then(pl.format(
             "a numbered list, not a bulleted one; first item: {}", first_item))
         .when(fmt == "markdown").then(pl.format("JSON, not markdown: {}", start))
+        .when(lang.is_not_null() & pl.col("has_code_block")).then(pl.format(
+            "no fenced block in {} is tagged {}; its first fence: {}", where, lang, quoted(
+                pl.when(lang.is_not_null()).then(pl.col("output_text"))
+                .str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
         .otherwise(_no_format(fmt, where, start))
     )
     confidence = (
@@ -249,7 +275,9 @@ def output_format() -> Check:
     return Check(
         applies=NAMED, each="formats", let=let, needs=_format_needs(fmt),
         outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
-        detail=pl.format("{} is {}", where, fmt.replace_strict(FORMAT_NAMES, default=fmt)),
+        detail=pl.format("{} is {}", where, pl.when(lang.is_not_null())
+                         .then(pl.format("a fenced code block tagged {}", lang))
+                         .otherwise(fmt.replace_strict(FORMAT_NAMES, default=fmt))),
         evidence=pl.when(ok).then(shown).otherwise(missing),
         confidence=confidence,
     )
@@ -329,7 +357,8 @@ VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a bool
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
                "date": "a date", "iso_datetime": "an ISO 8601 date and time "
                "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 date and time, or "
-               "Unix seconds)", "uuid": "a UUID", "email": "an email address"}
+               "Unix seconds)", "uuid": "a UUID", "email": "an email address",
+               "emoji": "an emoji"}
 
 
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
@@ -1060,6 +1089,7 @@ def field_type() -> Check:
 # The start of an item of each type: the type's value, then no letter or digit
 START_PATTERNS = {name: pattern[:-1] + r"(?:[^\p{L}\p{N}]|$)"
                   for name, pattern in VALUE_PATTERNS.items()}
+START_PATTERNS["emoji"] = "^(?:" + EMOJI + ")"
 SEPARATOR = "\x1f"
 MARK = "\x02"
 
