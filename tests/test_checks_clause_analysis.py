@@ -429,6 +429,12 @@ CASES = [
     ("a markdown report with sections:", ("`Summary`: 2-3 sentences",),
      {"field_lengths": [], "unchecked_text": "markdown report with sections … `Summary`: 2-3 "
                                              "sentences"}),
+    # a count of items of a JSON output's field: its arrays' elements (elsewhere asked)
+    ("a JSON object with fields:", ("reasons: a list of 1-3 short strings",),
+     {"field_lengths": [("reasons", 1, 3, "items")], "unchecked_text": None}),
+    ("a markdown report with sections:", ("`Findings`: at least 3 items",),
+     {"field_lengths": [], "unchecked_text": "markdown report with sections … `Findings`: at "
+                                             "least 3 items"}),
     ("a JSON object with fields:", ("`sla_hours`: an integer from 1-72",
                                     "`retrieved`: the date it was read, as YYYY-MM-DD",
                                     "`line`: the line number in the new file"),

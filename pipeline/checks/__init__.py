@@ -212,7 +212,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'each item starts with an emoji' is checked on every item (v7: a question);
 #     - 'a markdown checklist', 'with checkboxes', '- [ ] items' require every list item to be
 #       a checkbox (v7: any markdown satisfied it); a bare "checklist" or "task list" is any
-#       list.
+#       list;
+#     - a count of items a sub-item states of a JSON output's field ('reasons: a list of 1-3
+#       short strings') bounds the length of its arrays (new measure `json_array_lens`; v7
+#       asked it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v8"
 
 

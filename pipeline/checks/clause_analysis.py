@@ -66,7 +66,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   ranges         list[struct{field, lo, hi, phrase, key}]  numeric ranges ("a score from
                             0-100") and unitless bounds of a sub-item ("`checked`: at least 3")
   field_lengths  list[struct{field, key, min, max, measure, phrase}]  a sub-item's length in
-                            words or characters ("`summary`: at most 50 words"); its other
+                            words or characters ("`summary`: at most 50 words"), or in items
+                            for a field of a JSON output ("`tags`: 2-5 strings"); its other
                             counts ("`Summary`: 2-3 sentences") join unchecked_text
   field_types    list[struct{field, key, type}]  a sub-item's value type, as value_type
                             ("`sla_hours`: an integer from 1-72", "`retrieved`: as YYYY-MM-DD")
@@ -1604,7 +1605,10 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
             pl.col("phrase")).alias("field")),
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
-    lengths, open_counts = _sub_item_counts(sub)
+    # the clauses whose sub-items are fields of a JSON output ("a JSON object with fields:")
+    json_rows = clause.filter(pl.col("formats").list.contains("json")
+                              | pl.col("json_shape").is_not_null())["_row"]
+    lengths, open_counts = _sub_item_counts(sub, json_rows)
     # "`total` (a number)" in any part, beside the sub-items' own types
     phrase = pl.col("_field_types")
     inline = (parts.select("_row", "_part", "_field_types").explode("_field_types")
@@ -1710,17 +1714,22 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
 NO_TEXTS = pl.lit([], dtype=pl.List(pl.String))
 
 
-def _sub_item_counts(sub: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
+                     ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
     A length in words or characters of a named field ("`summary`: at most 50 words") is
-    checked on the field's values; any other count ("`Summary`: 2-3 sentences", a sub-item
+    checked on the field's values, and so is a count of items of a field of a JSON output
+    (`json_rows`: "`reasons`: a list of 1-3 short strings", the elements of its arrays); any
+    other count ("`Summary`: 2-3 sentences", a sub-item
     naming no field), any exact phrase ('`log`: starts with "[INFO]"', '`reply`: never
     mentions "password"'), order or letter case ("`items`: sorted by date", "`id`: all
     lowercase") is left to the judgment question, as "`field`: phrase"."""
     counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
               .drop_nulls("quantities").unnest("quantities"))
-    measurable = (pl.col("_field").is_not_null() & pl.col("measure").is_in(["words", "chars"])
-                  & (pl.col("scope") == "whole"))
+    measurable = (pl.col("_field").is_not_null() & (pl.col("scope") == "whole")
+                  & (pl.col("measure").is_in(["words", "chars"])
+                     | ((pl.col("measure") == "items") & pl.col("_row").is_in(json_rows.implode())))
+                  )
     lengths = (counts.filter(measurable).select("_row", pl.struct(
         pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
         "min", "max", "measure", "phrase").alias("field_lengths"))

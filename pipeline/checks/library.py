@@ -1280,8 +1280,16 @@ def field_length() -> Check:
     f = pl.col("field_lengths")
     field, measure = f.struct.field("field"), f.struct.field("measure")
     let = Lets()
-    values = let("_values", _scalar_values_of(f.struct.field("key")))
-    sizes = let("_sizes", pl.when(measure == "words")
+    key = f.struct.field("key")
+    items = measure == "items"
+    # a count of items: the lengths of the field's JSON arrays
+    lens = (pl.when(items).then(pl.col("json_array_lens")).fill_null("")
+            .str.extract_all(_key_line(key))
+            .list.eval(pl.element().str.replace(r"^[^\t]*\t", "").cast(pl.Int64)))
+    values = let("_values", pl.when(items).then(lens.cast(pl.List(pl.String)))
+                 .otherwise(_scalar_values_of(key)))
+    sizes = let("_sizes", pl.when(items).then(lens)
+                .when(measure == "words")
                 .then(values.list.eval(pl.element().str.count_matches(WORDS)))
                 .otherwise(values.list.eval(pl.element().str.strip_chars().str.len_chars())))
     low = f.struct.field("min").fill_null(0)
@@ -1293,12 +1301,22 @@ def field_length() -> Check:
     at = pl.when(too_short & ~too_long).then(sizes.list.arg_min()).otherwise(
         sizes.list.arg_max())
     unit = pl.when(measure == "words").then(pl.lit("words")).otherwise(pl.lit("characters"))
+    raw = pl.col("field_lengths").struct.field("measure")
     return Check(
-        applies=NAMED, each="field_lengths", let=let, needs={"fields": pl.lit(True)},
+        applies=NAMED, each="field_lengths", let=let,
+        needs={"fields": raw != "items", "json": raw == "items"},
         outcome=outcome,
         detail=pl.format("`{}` in {}: {}", field, label(), f.struct.field("phrase")),
-        evidence=pl.when(outcome == UNDECIDED)
+        evidence=pl.when((outcome == UNDECIDED) & items)
+        .then(pl.format("no JSON array under `{}` in {}", field, label()))
+        .when(outcome == UNDECIDED)
         .then(pl.format("no value of `{}` to measure in {}", field, label()))
+        .when(items).then(pl.format(
+            "{} array(s) under `{}`; {} has {} {}", sizes.list.len(), field,
+            pl.when(outcome == FAILED).then(pl.lit("one"))
+            .when(too_short).then(pl.lit("the shortest")).otherwise(pl.lit("the longest")),
+            sizes.list.get(at, null_on_oob=True),
+            _number_of(sizes.list.get(at, null_on_oob=True), pl.lit("elements"))))
         .otherwise(pl.format("{} value(s) of `{}`; {} has {} {}: {}", values.list.len(), field,
                              pl.when(outcome == FAILED).then(pl.lit("one"))
                              .when(too_short).then(pl.lit("the shortest"))

@@ -35,6 +35,8 @@ or where no check needs them: see the families below):
   json_element_keys one line per array element: '|key|key|' (normalised keys)
   json_element_kinds the kinds of an array's elements, distinct and sorted: string | integer |
                     number (not whole) | boolean | null | object | array
+  json_array_lens   one line per array value, 'key<TAB>length' (normalised key): of the
+                    object's keys, or of each object element's keys of an array
   field_values      one line per named value, 'key<TAB>value': JSON pairs (scalars; '[' or '{'
                     for nested values), table and CSV cells under their column, 'label: value'
                     lines and headings (with an empty value)
@@ -57,7 +59,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   markdown       has_markdown
   yaml           yaml_like
   json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
-                 json_element_kinds
+                 json_element_kinds, json_array_lens
   fields         field_values (after json, table and headings)
   sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
                  and lines)
@@ -366,7 +368,7 @@ FAMILIES = (
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
     Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
-                    "json_element_kinds"), _json),
+                    "json_element_kinds", "json_array_lens"), _json),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
     Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
            _sentences_each, after=("lists", "prose", "lines")),
@@ -472,8 +474,8 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
-    """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
-    `_json_text`.
+    """json_kind, json_len, json_keys, json_element_keys, json_element_kinds and
+    json_array_lens of each `_json_text`.
 
     Only a text that starts like JSON is handed to DuckDB's parser; rows are matched back by
     their `_tid`, so no text is hashed.
@@ -518,7 +520,21 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                 end as json_element_keys,
                 case when kind = 'array'
                     then list_distinct(list_transform(elements, lambda e: json_type(e)))
-                end as json_element_kinds
+                end as json_element_kinds,
+                -- 'key<TAB>length' of each array value of the object, or of each object
+                -- element of the array
+                array_to_string(list_transform(
+                    case when kind = 'object' then [t]
+                         when kind = 'array' then list_filter(elements,
+                              lambda e: json_type(e) = 'OBJECT')
+                         else [] end,
+                    lambda o: array_to_string(list_transform(
+                        list_filter(json_keys(o), lambda k: json_type(
+                            json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
+                        lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
+                            || chr(9) || json_array_length(
+                                json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
+                        chr(10))), chr(10)) as json_array_lens
             from typed
         """).pl()
     facts = facts.with_columns(
