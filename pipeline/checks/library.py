@@ -1304,7 +1304,7 @@ def field_length() -> Check:
     raw = pl.col("field_lengths").struct.field("measure")
     return Check(
         applies=NAMED, each="field_lengths", let=let,
-        needs={"fields": raw != "items", "json": raw == "items"},
+        needs={"fields": raw != "items", "json_arrays": raw == "items"},
         outcome=outcome,
         detail=pl.format("`{}` in {}: {}", field, label(), f.struct.field("phrase")),
         evidence=pl.when((outcome == UNDECIDED) & items)

@@ -59,7 +59,8 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   markdown       has_markdown
   yaml           yaml_like
   json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
-                 json_element_kinds, json_array_lens
+                 json_element_kinds
+  json_arrays    json_array_lens (after json)
   fields         field_values (after json, table and headings)
   sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
                  and lines)
@@ -331,6 +332,31 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
     return _field_values(_with_json_text(df))
 
 
+def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
+    """json_array_lens of each JSON object or array (see the module docstring)."""
+    candidates = (_with_json_text(frame).filter(pl.col("json_kind").is_in(["object", "array"]))
+                  .select(TEXT_ID, pl.col("_json_text").alias("t"), pl.col("json_kind")))
+    if candidates.is_empty():  # most shards: no clause counts a field's items
+        return frame.with_columns(pl.lit(None, pl.String).alias("json_array_lens"))
+    with scratch({"candidates": candidates}) as con:
+        lens = con.sql("""
+            select _tid, array_to_string(list_transform(
+                case when json_kind = 'object' then [t]
+                     else list_filter(json_extract(t, '$[*]'),
+                                      lambda e: json_type(e) = 'OBJECT') end,
+                lambda o: array_to_string(list_transform(
+                    list_filter(json_keys(o), lambda k: json_type(
+                        json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
+                    lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
+                        || chr(9) || json_array_length(
+                            json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
+                    chr(10))), chr(10)) as json_array_lens
+            from candidates
+        """).pl()
+    return frame.join(lens.with_columns(pl.col(TEXT_ID).cast(frame.schema[TEXT_ID])),
+                      on=TEXT_ID, how="left")
+
+
 @dataclass(frozen=True)
 class Family:
     """Measures computed together; `after` names the families whose columns they read."""
@@ -368,7 +394,8 @@ FAMILIES = (
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
     Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
-                    "json_element_kinds", "json_array_lens"), _json),
+                    "json_element_kinds"), _json),
+    Family("json_arrays", ("json_array_lens",), _json_arrays, after=("json",)),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
     Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
            _sentences_each, after=("lists", "prose", "lines")),
@@ -474,8 +501,8 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
-    """json_kind, json_len, json_keys, json_element_keys, json_element_kinds and
-    json_array_lens of each `_json_text`.
+    """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
+    `_json_text`.
 
     Only a text that starts like JSON is handed to DuckDB's parser; rows are matched back by
     their `_tid`, so no text is hashed.
@@ -520,21 +547,7 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                 end as json_element_keys,
                 case when kind = 'array'
                     then list_distinct(list_transform(elements, lambda e: json_type(e)))
-                end as json_element_kinds,
-                -- 'key<TAB>length' of each array value of the object, or of each object
-                -- element of the array
-                array_to_string(list_transform(
-                    case when kind = 'object' then [t]
-                         when kind = 'array' then list_filter(elements,
-                              lambda e: json_type(e) = 'OBJECT')
-                         else [] end,
-                    lambda o: array_to_string(list_transform(
-                        list_filter(json_keys(o), lambda k: json_type(
-                            json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
-                        lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
-                            || chr(9) || json_array_length(
-                                json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
-                        chr(10))), chr(10)) as json_array_lens
+                end as json_element_kinds
             from typed
         """).pl()
     facts = facts.with_columns(
