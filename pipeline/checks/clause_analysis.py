@@ -1719,17 +1719,16 @@ def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
     """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
     A length in words or characters of a named field ("`summary`: at most 50 words") is
     checked on the field's values, and so is a count of items of a field of a JSON output
-    (`json_rows`: "`reasons`: a list of 1-3 short strings", the elements of its arrays); any
-    other count ("`Summary`: 2-3 sentences", a sub-item
-    naming no field), any exact phrase ('`log`: starts with "[INFO]"', '`reply`: never
-    mentions "password"'), order or letter case ("`items`: sorted by date", "`id`: all
-    lowercase") is left to the judgment question, as "`field`: phrase"."""
+    (a clause of `json_rows`: "`reasons`: a list of 1-3 short strings", the elements of its
+    arrays); any other count ("`Summary`: 2-3 sentences", a sub-item naming no field), any
+    exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions "password"'), order
+    or letter case ("`items`: sorted by date", "`id`: all lowercase") is left to the judgment
+    question, as "`field`: phrase"."""
     counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
               .drop_nulls("quantities").unnest("quantities"))
+    counted = (pl.col("measure") == "items") & pl.col("_row").is_in(json_rows.implode())
     measurable = (pl.col("_field").is_not_null() & (pl.col("scope") == "whole")
-                  & (pl.col("measure").is_in(["words", "chars"])
-                     | ((pl.col("measure") == "items") & pl.col("_row").is_in(json_rows.implode())))
-                  )
+                  & (pl.col("measure").is_in(["words", "chars"]) | counted))
     lengths = (counts.filter(measurable).select("_row", pl.struct(
         pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
         "min", "max", "measure", "phrase").alias("field_lengths"))
