@@ -162,6 +162,13 @@ CASES = [
     ("a task list of the follow-ups", (), {"formats": ["list"]}),
     ("every bullet begins with an emoji", (),
      {"item_edges": [("item", "start", None, "emoji")]}),
+    ("each bullet in bold", (), {"item_edges": [("item", "wrap", None, "bold")],
+                                 "unchecked_text": None}),
+    ("every line must be wrapped in backticks", (),
+     {"item_edges": [("line", "wrap", None, "backticks")]}),
+    ("a list of 3 keywords, every item quoted", (),
+     {"item_edges": [("item", "wrap", None, "quotes")]}),
+    ("each term in bold", (), {"item_edges": [], "unchecked_text": "each term in bold"}),
     # a value that opens an output which goes on
     ("an integer followed by a one-line note", (),
      {"value_type": "integer", "value_lead": True}),

@@ -267,6 +267,16 @@ CASES = [
          "item_edge", "passed", "satisfied", "all 2 list item(s) begin with an emoji"),
     Case("emoji-start-fails", "each item starts with an emoji", "- done\n- ❌ not",
          "item_edge", "failed", "violated", "list item 1 of 2 does not begin with an emoji"),
+    # every item wrapped whole (v7: asked)
+    Case("bold-items-pass", "each bullet in bold", "- **Rates fell**\n- **Costs rose**.",
+         "item_edge", "passed", "satisfied", "all 2 list item(s) are wrapped in bold (**…**)"),
+    Case("bold-items-fail", "each bullet in bold", "- **Rates fell**\n- Costs rose",
+         "item_edge", "failed", "violated", "list item 2 of 2 is not wrapped in bold (**…**): "
+         "“Costs rose”"),
+    Case("quoted-items-fail", "every item wrapped in quotes", '- "alpha"\n- “beta”\n- gamma',
+         "item_edge", "failed", "violated", "list item 3 of 3 is not wrapped in quotes"),
+    Case("bold-terms-are-asked", "each term in bold", "The **cat** sat.", "meets_description",
+         "undecided", "not_evaluable", "“The **cat** sat.”"),
     # checkboxes (v7: "a markdown checklist" was any markdown)
     Case("checklist-passes", "a markdown checklist (- [ ] items)", "- [ ] one\n- [x] two",
          "format", "passed", "satisfied", "2 checklist items; first: “[ ] one”"),

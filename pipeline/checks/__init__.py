@@ -209,7 +209,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       "no list": a one-row CSV satisfied the clause);
 #     - 'a unified diff inside a ```diff code block', 'a Python code block' require a fence
 #       tagged with that language (new clause column `fence_lang`; v7 took any fenced block);
-#     - 'each item starts with an emoji' is checked on every item (v7: a question);
+#     - 'each item starts with an emoji', 'each bullet in bold', 'every item wrapped in
+#       quotes' are checked on every item (v7: questions);
 #     - 'a markdown checklist', 'with checkboxes', '- [ ] items' require every list item to be
 #       a checkbox (v7: any markdown satisfied it); a bare "checklist" or "task list" is any
 #       list;

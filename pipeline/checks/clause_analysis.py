@@ -44,7 +44,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             every line) begins (side start: a quoted text, 'each line starts
                             with "TODO:"', or a value type as value_type, "each item begins
                             with a date") or ends (side end: a quoted text or a mark, "each
-                            ending with a period")
+                            ending with a period"), or what wraps it whole (side wrap, type
+                            bold | quotes | backticks: "each bullet in bold")
   item_kinds     int        how many kinds of items the clause counts ("at least 2 pros and
                             at least 2 cons": 2); a list is not told apart by kind, so a count
                             of one kind among others is asked (GENERIC_ITEM_UNITS aside)
@@ -1086,6 +1087,16 @@ def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("t")))
 
 
+# What wraps every item or line whole ("each bullet in bold", "every item wrapped in quotes",
+# "each line in backticks"): group 1 is the unit, 2 the wrapping's words
+ITEM_WRAP = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(item|line|bullet|entry|entries|point"
+             r"|step|row)s?\s+(?:(?:must|should|will)\s+be\s+|is\s+|are\s+)?((?:wrapped|written|set|"
+             r"enclosed)\s+in\s+(?:double\s+)?(?:quotes|quotation\s+marks|backticks|bold|\*\*)"
+             r"|in\s+(?:double\s+)?(?:quotes|quotation\s+marks|backticks|bold)|bold(?:ed)?|quoted)\b")
+WRAPS = {"bold": "bold", "bolded": "bold", "**": "bold", "quotes": "quotes",
+         "quotation": "quotes", "quoted": "quotes", "backticks": "backticks"}
+
+
 def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
     """Read `item_edges` (see ITEM_START) in the clause, not its sub-items (theirs stay for
     the judgment question); taken before literals, so "begins with" is not read as the start
@@ -1113,7 +1124,21 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
             .alias("unit"),
             pl.lit(side).alias("side"), text.alias("text"), kind.alias("type"),
             e.str.strip_chars().alias("phrase"))))
-    return df.with_columns(pl.concat_list(found).alias("item_edges")).drop("_start", "_end")
+    df = df.with_columns(
+        pl.when(clause).then(pl.col("t").str.extract_all(ITEM_WRAP))
+        .otherwise(pl.lit([], pl.List(pl.String))).alias("_wrap"),
+        pl.when(clause).then(pl.col("t").str.replace_all(ITEM_WRAP, GAP)).otherwise(pl.col("t")))
+    unit = e.str.extract(ITEM_WRAP, 1).str.to_lowercase()
+    wrap = e.str.extract(ITEM_WRAP, 2).str.to_lowercase().str.extract(
+        r"(bold(?:ed)?|\*\*|quot(?:es|ation|ed)|backticks)", 1)
+    found.append(pl.col("_wrap").list.eval(pl.struct(
+        pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
+        .alias("unit"),
+        pl.lit("wrap").alias("side"), pl.lit(None, pl.String).alias("text"),
+        wrap.replace_strict(WRAPS, default=None, return_dtype=pl.String).alias("type"),
+        e.str.strip_chars().alias("phrase"))))
+    return df.with_columns(pl.concat_list(found).alias("item_edges")).drop("_start", "_end",
+                                                                          "_wrap")
 
 
 def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:

@@ -1090,6 +1090,10 @@ def field_type() -> Check:
 START_PATTERNS = {name: pattern[:-1] + r"(?:[^\p{L}\p{N}]|$)"
                   for name, pattern in VALUE_PATTERNS.items()}
 START_PATTERNS["emoji"] = "^(?:" + EMOJI + ")"
+# An item wrapped whole, a final mark of punctuation outside allowed
+WRAP_PATTERNS = {"bold": r"^(?:\*\*[^*].*\*\*|__[^_].*__)[.,;:]?$",
+                 "quotes": r"^(?:\".+\"|“.+”|'.+')[.,;:]?$", "backticks": r"^`[^`]+`[.,;:]?$"}
+WRAP_NAMES = {"bold": "bold (**…**)", "quotes": "quotes", "backticks": "backticks"}
 SEPARATOR = "\x1f"
 MARK = "\x02"
 
@@ -1098,8 +1102,9 @@ MARK = "\x02"
 def item_edge() -> Check:
     """Every list item (every line of an output without a list) begins or ends as the clause
     says: with a quoted text ('each line starts with "TODO:"', case-sensitive), a value of a
-    type ("each item begins with a date") or a mark ("each ending with a period"). Spaces and
-    bold marks around an item are not read."""
+    type ("each item begins with a date"), an emoji, or a mark ("each ending with a period");
+    spaces and bold marks around an item are not read there. Or it is wrapped whole in bold,
+    quotes or backticks ("each bullet in bold"), a final period or comma outside allowed."""
     s = pl.col("item_edges")
     text, kind, side = s.struct.field("text"), s.struct.field("type"), s.struct.field("side")
     let = Lets()
@@ -1127,25 +1132,41 @@ def item_edge() -> Check:
     for name, pattern in START_PATTERNS.items():  # a pattern per type, as in field_type
         fits = pl.when(kind == name).then(items.list.eval(
             pl.element().str.contains(pattern))).otherwise(fits)
+    # wrapped whole ("each bullet in bold"): the item as written, bold marks and all
+    raw = pl.when(side == "wrap").then(
+        pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines")))
+    for name, pattern in WRAP_PATTERNS.items():
+        fits = pl.when((side == "wrap") & (kind == name)).then(raw.list.eval(
+            pl.element().str.strip_chars().str.contains(pattern))).otherwise(fits)
     fits = let("_fits", pl.when(text.is_not_null() & (side == "end")).then(marked(False))
                .when(text.is_not_null()).then(marked(True)).otherwise(fits))
     bad = let("_bad", fits.list.eval(pl.element().not_()).list.arg_max())
     outcome = let("_outcome", pl.when(items.list.len() == 0).then(UNDECIDED)
                   .when(fits.list.all()).then(PASSED).otherwise(FAILED))
-    edge = pl.when(text.is_not_null()).then(quoted(text)).otherwise(
+    edge = pl.when(text.is_not_null()).then(quoted(text)).when(side == "wrap").then(
+        kind.replace_strict(WRAP_NAMES, default=kind)).otherwise(
         kind.replace_strict(VALUE_NAMES, default=kind))
-    verb = let("_verb", pl.when(side == "end").then(pl.lit("end")).otherwise(pl.lit("begin")))
+    # "every item … begins with X", "… is wrapped in bold"
+    fails = let("_fails", pl.when(side == "end").then(pl.lit("does not end with"))
+                .when(side == "wrap").then(pl.lit("is not wrapped in"))
+                .otherwise(pl.lit("does not begin with")))
+    says = (pl.when(side == "end").then(pl.lit("ends with"))
+            .when(side == "wrap").then(pl.lit("is wrapped in")).otherwise(pl.lit("begins with")))
+    shown = pl.when(side == "wrap").then(
+        pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines"))).otherwise(items)
     return Check(
         applies=CONTENT, each="item_edges", let=let,
         outcome=outcome,
-        detail=pl.format("every item (or line) of {} {}s with {}", label(), verb, edge),
+        detail=pl.format("every item (or line) of {} {} {}", label(), says, edge),
         evidence=pl.when(outcome == UNDECIDED).then(pl.format("no item or line in {}", label()))
         .when(outcome == PASSED).then(pl.format(
-            "all {} {}(s) {} with {}; first: {}", items.list.len(), what, verb, edge,
-            quoted(excerpt(items.list.first(), 120))))
-        .otherwise(pl.format("{} {} of {} does not {} with {}: {}", what, bad + 1,
-                             items.list.len(), verb, edge,
-                             quoted(excerpt(items.list.get(bad, null_on_oob=True), 120)))),
+            "all {} {}(s) {} {}; first: {}", items.list.len(), what,
+            pl.when(side == "end").then(pl.lit("end with")).when(side == "wrap")
+            .then(pl.lit("are wrapped in")).otherwise(pl.lit("begin with")), edge,
+            quoted(excerpt(shown.list.first(), 120))))
+        .otherwise(pl.format("{} {} of {} {} {}: {}", what, bad + 1,
+                             items.list.len(), fails, edge,
+                             quoted(excerpt(shown.list.get(bad, null_on_oob=True), 120)))),
         confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
     )
 
