@@ -267,6 +267,18 @@ CASES = [
          "item_edge", "passed", "satisfied", "all 2 list item(s) begin with an emoji"),
     Case("emoji-start-fails", "each item starts with an emoji", "- done\n- ❌ not",
          "item_edge", "failed", "violated", "list item 1 of 2 does not begin with an emoji"),
+    # "each" of a JSON array is each element (v7: each line, the whole one-line array passed)
+    Case("json-elements-sources-fail", "a JSON array of findings, each with at least 2 sources",
+         '[{"claim": "a", "sources": ["https://a.example/1", "https://b.example/2"]}, '
+         '{"claim": "b", "sources": ["https://c.example/3"]}]', "count", "failed",
+         "partially_satisfied", "element 2 of 2 has 1 distinct URL"),
+    Case("json-elements-sources-pass", "a JSON array of findings, each with at least 2 sources",
+         '[\n  {"claim": "a",\n   "sources": ["https://a.example/1", "https://b.example/2"]}\n]',
+         "count", "passed", "satisfied",
+         "all 1 elements within bounds; the longest has 2 distinct URLs"),
+    Case("json-elements-words-undecided", "a JSON array of findings, each under 20 words",
+         '[\n  {"claim": "a b c"},\n  {"claim": "d"}\n]', "count", "undecided", "satisfied",
+         "words cannot be counted per element of `out`"),
     # every item wrapped whole (v7: asked)
     Case("bold-items-pass", "each bullet in bold", "- **Rates fell**\n- **Costs rose**.",
          "item_edge", "passed", "satisfied", "all 2 list item(s) are wrapped in bold (**…**)"),

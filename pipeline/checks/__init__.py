@@ -216,7 +216,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       list;
 #     - a count of items a sub-item states of a JSON output's field ('reasons: a list of 1-3
 #       short strings') bounds the length of its arrays (new measure `json_array_lens`; v7
-#       asked it).
+#       asked it);
+#     - "each" of a JSON array output is each element: 'a JSON array of findings, each with at
+#       least 2 sources' counts the distinct URLs of every element (new measures
+#       `element_texts`, `element_urls`; v7 counted per line: a one-line array passed with an
+#       element of one source, a pretty-printed one failed its lines without a URL); other
+#       counts per element ('each under 20 words') are undecided.
 DEFAULT_GRADER_ID = "prose.contract.grader/v8"
 
 

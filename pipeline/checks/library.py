@@ -554,6 +554,8 @@ def count() -> Check:
                  .when(noun.str.contains("line")).then(pl.lit("line"))
                  .when(bare & (pl.col("each_of") == "paragraphs")).then(pl.lit("paragraph"))
                  .when(bare & (pl.col("each_of") == "lines")).then(pl.lit("line"))
+                 # "a JSON array of findings, each with at least 2 sources": each element
+                 .when(pl.col("json_kind") == "array").then(pl.lit("element"))
                  .when(pl.col("list_items").list.len() > 0).then(pl.lit("item"))
                  .otherwise(pl.lit("line")))
     unit = let("_unit", pl.when(measure == "words").then(pl.lit("words"))
@@ -568,10 +570,14 @@ def count() -> Check:
                 .otherwise(pl.col(f"{of}_urls")))
 
     per = let("_per", pl.when(unit.is_null()).then(None)
+                # only the URLs of a JSON array's elements are counted
+                .when(kind == "element").then(
+                    pl.when(unit == "urls").then(pl.col("element_urls")))
                 .when(kind == "paragraph").then(per_kind("paragraph"))
                 .when(kind == "item").then(per_kind("item"))
                 .otherwise(per_kind("line")))
-    texts = let("_texts", pl.when(kind == "paragraph").then(pl.col("paragraphs"))
+    texts = let("_texts", pl.when(kind == "element").then(pl.col("element_texts"))
+                  .when(kind == "paragraph").then(pl.col("paragraphs"))
                   .when(kind == "item").then(pl.col("list_items"))
                   .otherwise(pl.col("lines")))
     worst_high, worst_low = per.list.arg_max(), per.list.arg_min()
@@ -594,17 +600,20 @@ def count() -> Check:
                     .when(is_each).then(pl.when(each_ok).then(PASSED).otherwise(FAILED))
                     .when(value.is_null()).then(UNDECIDED)
                     .when(in_bounds).then(PASSED).otherwise(FAILED))
+    # a JSON array's elements: their URLs are what was counted
+    each_what = pl.when((kind == "element") & (unit == "urls")).then(
+        pl.lit("distinct URLs")).otherwise(what)
     each_evidence = (
         pl.when(per.is_null() | (per.list.len() == 0)).then(pl.format(
             "{} cannot be counted per {} of {}", what, kind, label()))
         .when(each_ok).then(pl.format(
             "all {} {}s within bounds; the longest has {} {}: {}", per.list.len(), kind,
-            per.list.max(), _number_of(per.list.max(), what),
+            per.list.max(), _number_of(per.list.max(), each_what),
             quoted(excerpt(texts.list.get(worst_high, null_on_oob=True).fill_null(""), 160))))
         .otherwise(pl.format(
             "{} {} of {} has {} {}: {}", kind, worst + 1, per.list.len(),
             per.list.get(worst, null_on_oob=True),
-            _number_of(per.list.get(worst, null_on_oob=True), what),
+            _number_of(per.list.get(worst, null_on_oob=True), each_what),
             quoted(excerpt(texts.list.get(worst, null_on_oob=True).fill_null(""), 200))))
     )
     evidence = (
@@ -655,7 +664,8 @@ def count() -> Check:
                "urls": raw_measure.is_in(["urls", "sources"]),
                "lists": items_or_sources | raw_each | (raw_measure == "duplicates"),
                "table": items_or_sources | raw_measure.is_in(["columns", "keys"]),
-               "json": items_or_sources | (raw_measure == "keys"),
+               "json": items_or_sources | (raw_measure == "keys") | raw_each,
+               "json_items": raw_each & raw_measure.is_in(["urls", "sources"]),
                "sentences_each": raw_each & (raw_measure == "sentences")},
         outcome=outcome,
         detail=pl.format("{}: {}", label(), q.struct.field("phrase")),

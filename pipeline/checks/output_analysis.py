@@ -37,6 +37,8 @@ or where no check needs them: see the families below):
                     number (not whole) | boolean | null | object | array
   json_array_lens   one line per array value, 'key<TAB>length' (normalised key): of the
                     object's keys, or of each object element's keys of an array
+  element_texts     each element of a JSON array, as JSON text
+  element_urls      the distinct URLs in each element of a JSON array
   field_values      one line per named value, 'key<TAB>value': JSON pairs (scalars; '[' or '{'
                     for nested values), table and CSV cells under their column, 'label: value'
                     lines and headings (with an empty value)
@@ -61,6 +63,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
                  json_element_kinds
   json_arrays    json_array_lens (after json)
+  json_items     element_texts, element_urls (after json)
   fields         field_values (after json, table and headings)
   sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
                  and lines)
@@ -357,6 +360,27 @@ def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
                       on=TEXT_ID, how="left")
 
 
+def _json_items(frame: pl.DataFrame) -> pl.DataFrame:
+    """element_texts and element_urls of each JSON array (see the module docstring)."""
+    candidates = (_with_json_text(frame).filter(pl.col("json_kind") == "array")
+                  .select(TEXT_ID, pl.col("_json_text").alias("t")))
+    if candidates.is_empty():  # most shards: no clause counts per element of a JSON array
+        return frame.with_columns(pl.lit(None, pl.List(pl.String)).alias("element_texts"),
+                                  pl.lit(None, pl.List(pl.Int64)).alias("element_urls"))
+    with scratch({"candidates": candidates}) as con:
+        elements = con.sql("""
+            select _tid, list_transform(json_extract(t, '$[*]'), lambda e: e::varchar)
+                as element_texts
+            from candidates
+        """).pl()
+    elements = elements.with_columns(
+        pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]),
+        pl.col("element_texts").list.eval(
+            pl.element().str.extract_all(URL).list.unique().list.len().cast(pl.Int64))
+        .alias("element_urls"))
+    return frame.join(elements, on=TEXT_ID, how="left")
+
+
 @dataclass(frozen=True)
 class Family:
     """Measures computed together; `after` names the families whose columns they read."""
@@ -396,6 +420,7 @@ FAMILIES = (
     Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
                     "json_element_kinds"), _json),
     Family("json_arrays", ("json_array_lens",), _json_arrays, after=("json",)),
+    Family("json_items", ("element_texts", "element_urls"), _json_items, after=("json",)),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
     Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
            _sentences_each, after=("lists", "prose", "lines")),
