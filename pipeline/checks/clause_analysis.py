@@ -838,6 +838,13 @@ NOT_UNIT_AFTER_NUMBER = _number_followed_by(w for w in NOT_UNITS if w not in JOI
 NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
 
 
+def _spelled_out(text: pl.Expr) -> pl.Expr:
+    """`text` with the one-word units the count patterns read ("codeblock",
+    "exclamation-mark", see COUNTED_CODE_BLOCKS) written back as words."""
+    return (text.str.replace_all("codeblock", "code block", literal=True)
+            .str.replace_all("exclamation-mark", "exclamation mark", literal=True))
+
+
 def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = pl.col("t")
     for n, word in enumerate(LEVEL_WORDS, 1):  # "3 H2 sections": "3 level-two-sections"
@@ -876,8 +883,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         phrase = e.str.replace(r"^[^\p{L}\p{N}]+", "").str.strip_chars()
         for n, word in enumerate(LEVEL_WORDS, 1):
             phrase = phrase.str.replace(f"level-{word}-", f"H{n} ", literal=True)
-        phrase = (phrase.str.replace("codeblock", "code block", literal=True)
-                  .str.replace("exclamation-mark", "exclamation mark", literal=True))
+        phrase = _spelled_out(phrase)
         parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
@@ -971,9 +977,7 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
             lead.str.len_chars())).fill_null(HIDDEN), literal=True)
     return df.with_columns(t.str.replace(COLON, ":", literal=True)
                            .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
-                           .str.replace_all(r"\bcodeblock", "code block")
-                           .str.replace_all("exclamation-mark", "exclamation mark", literal=True)
-                           .alias("t")
+                           .pipe(_spelled_out).alias("t")
                            ).drop("_hidden")
 
 
@@ -1104,7 +1108,7 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
     clause = pl.col("_part") == 0
     e = pl.element()
     found = []
-    for side, pattern in (("start", ITEM_START), ("end", ITEM_END)):
+    for side, pattern in (("start", ITEM_START), ("end", ITEM_END), ("wrap", ITEM_WRAP)):
         df = df.with_columns(
             pl.when(clause).then(pl.col("t").str.extract_all(pattern))
             .otherwise(pl.lit([], pl.List(pl.String))).alias(f"_{side}"),
@@ -1116,27 +1120,19 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
             word = e.str.extract(pattern, 3)
             kind = pl.when(word.str.to_lowercase() == "emoji").then(pl.lit("emoji")).otherwise(
                 _type_of(word, e.str.extract(pattern, 2).is_not_null()))
-        else:  # a quoted text, or a named mark ("a period": ".")
+        elif side == "end":  # a quoted text, or a named mark ("a period": ".")
             text = pl.coalesce(_first_literal(e), _end_mark(e))
             kind = pl.lit(None, pl.String)
+        else:  # what wraps the item: bold, quotes or backticks
+            text = pl.lit(None, pl.String)
+            kind = e.str.extract(pattern, 2).str.to_lowercase().str.extract(
+                r"(bold(?:ed)?|\*\*|quot(?:es|ation|ed)|backticks)", 1).replace_strict(
+                WRAPS, default=None, return_dtype=pl.String)
         found.append(pl.col(f"_{side}").list.eval(pl.struct(
             pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
             .alias("unit"),
             pl.lit(side).alias("side"), text.alias("text"), kind.alias("type"),
             e.str.strip_chars().alias("phrase"))))
-    df = df.with_columns(
-        pl.when(clause).then(pl.col("t").str.extract_all(ITEM_WRAP))
-        .otherwise(pl.lit([], pl.List(pl.String))).alias("_wrap"),
-        pl.when(clause).then(pl.col("t").str.replace_all(ITEM_WRAP, GAP)).otherwise(pl.col("t")))
-    unit = e.str.extract(ITEM_WRAP, 1).str.to_lowercase()
-    wrap = e.str.extract(ITEM_WRAP, 2).str.to_lowercase().str.extract(
-        r"(bold(?:ed)?|\*\*|quot(?:es|ation|ed)|backticks)", 1)
-    found.append(pl.col("_wrap").list.eval(pl.struct(
-        pl.when(unit.is_in(["line", "row"])).then(pl.lit("line")).otherwise(pl.lit("item"))
-        .alias("unit"),
-        pl.lit("wrap").alias("side"), pl.lit(None, pl.String).alias("text"),
-        wrap.replace_strict(WRAPS, default=None, return_dtype=pl.String).alias("type"),
-        e.str.strip_chars().alias("phrase"))))
     return df.with_columns(pl.concat_list(found).alias("item_edges")).drop("_start", "_end",
                                                                           "_wrap")
 

@@ -50,6 +50,8 @@ FORMAT_NAMES = {
 }
 LISTS = ["numbered_list", "bulleted_list", "markdown_list", "list"]
 CHECKBOX = r"^\[[ xX]\](?:\s|$)"
+# The first fence line of an output
+FENCE_LINE = r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$"
 # A fence opening a line, tagged with one of a language's names (its info string's first word)
 FENCE_TAG_PATTERNS = {
     name: r"(?mi)^([ \t]*(?:```|~~~)[ \t]*(?:" + "|".join(re.escape(t) for t in tags)
@@ -208,7 +210,7 @@ def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
                         pl.col("n_bullets"), first_item))
         .when(fmt == "code_block").then(pl.format("fenced block {}", quoted(
             pl.when(fmt == "code_block").then(pl.col("output_text"))
-            .str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
+            .str.extract(FENCE_LINE, 1))))
         .when(fmt == "diff").then(pl.format("unified diff hunk {}", quoted(
             pl.when(fmt == "diff").then(pl.col("output_text")).str.extract(
                 r"(?m)^(@@ [^\n]*)$", 1).str.strip_chars())))
@@ -262,7 +264,7 @@ def output_format() -> Check:
         .when(lang.is_not_null() & pl.col("has_code_block")).then(pl.format(
             "no fenced block in {} is tagged {}; its first fence: {}", where, lang, quoted(
                 pl.when(lang.is_not_null()).then(pl.col("output_text"))
-                .str.extract(r"(?m)^([ \t]*(?:```|~~~)[^\n]*)$", 1))))
+                .str.extract(FENCE_LINE, 1))))
         .otherwise(_no_format(fmt, where, start))
     )
     confidence = (
@@ -481,6 +483,8 @@ def count() -> Check:
             .when(measure == "paragraphs").then(pl.col(f"{prefix}paragraphs"))
         )
 
+    # only the rows that count exclamation marks scan their output
+    bangs = pl.when(measure == "exclamations").then(pl.col("output_text"))
     # a report's sections are its headings but a lone level-1 title above them
     sections = q.struct.field("unit").str.starts_with("section")
     headings = pl.col("headings")
@@ -504,10 +508,8 @@ def count() -> Check:
             pl.when(measure == "emojis").then(pl.col("output_text")).str.count_matches(EMOJI))
         # every "!" but the one of "!=" (code's "not equal")
         .when(measure == "exclamations").then(
-            pl.when(measure == "exclamations").then(pl.col("output_text"))
-            .str.count_matches("!", literal=True)
-            - pl.when(measure == "exclamations").then(pl.col("output_text"))
-            .str.count_matches("!=", literal=True))
+            bangs.str.count_matches("!", literal=True)
+            - bangs.str.count_matches("!=", literal=True))
         # "no duplicates": the items (else the lines) beyond the first of each, compared
         # without case or a final period
         .when(measure == "duplicates").then(_repeats(measure))
@@ -1119,7 +1121,8 @@ def item_edge() -> Check:
     text, kind, side = s.struct.field("text"), s.struct.field("type"), s.struct.field("side")
     let = Lets()
     listed = pl.col("list_items").list.len() > 0
-    items = let("_items", pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines"))
+    written = pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines"))
+    items = let("_items", written
                 .list.eval(pl.element().str.replace(r"^\s*(?:\*\*|__)?", "")
                            .str.replace(r"(?:\*\*|__)?\s*$", "")))
     what = let("_what", pl.when(listed).then(pl.lit("list item")).otherwise(pl.lit("line")))
@@ -1143,8 +1146,7 @@ def item_edge() -> Check:
         fits = pl.when(kind == name).then(items.list.eval(
             pl.element().str.contains(pattern))).otherwise(fits)
     # wrapped whole ("each bullet in bold"): the item as written, bold marks and all
-    raw = pl.when(side == "wrap").then(
-        pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines")))
+    raw = pl.when(side == "wrap").then(written)
     for name, pattern in WRAP_PATTERNS.items():
         fits = pl.when((side == "wrap") & (kind == name)).then(raw.list.eval(
             pl.element().str.strip_chars().str.contains(pattern))).otherwise(fits)
@@ -1162,8 +1164,7 @@ def item_edge() -> Check:
                 .otherwise(pl.lit("does not begin with")))
     says = (pl.when(side == "end").then(pl.lit("ends with"))
             .when(side == "wrap").then(pl.lit("is wrapped in")).otherwise(pl.lit("begins with")))
-    shown = pl.when(side == "wrap").then(
-        pl.when(listed).then(pl.col("list_items")).otherwise(pl.col("lines"))).otherwise(items)
+    shown = pl.when(side == "wrap").then(written).otherwise(items)
     return Check(
         applies=CONTENT, each="item_edges", let=let,
         outcome=outcome,

@@ -335,50 +335,50 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
     return _field_values(_with_json_text(df))
 
 
+def _json_measured(frame: pl.DataFrame, kinds: list[str], sql: str,
+                   columns: dict[str, pl.DataType]) -> pl.DataFrame:
+    """`frame` with `columns`, selected by `sql` (with `_tid`) in DuckDB from the table
+    `candidates(_tid, t, json_kind)` of its JSON outputs of `kinds`; typed nulls where it has
+    none, without starting DuckDB (most shards: no clause asks for these measures)."""
+    candidates = (_with_json_text(frame).filter(pl.col("json_kind").is_in(kinds))
+                  .select(TEXT_ID, pl.col("_json_text").alias("t"), "json_kind"))
+    if candidates.is_empty():
+        return frame.with_columns(pl.lit(None, dtype).alias(name)
+                                  for name, dtype in columns.items())
+    with scratch({"candidates": candidates}) as con:
+        found = con.sql(sql).pl()
+    return frame.join(found.with_columns(pl.col(TEXT_ID).cast(frame.schema[TEXT_ID])),
+                      on=TEXT_ID, how="left")
+
+
 def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
     """json_array_lens of each JSON object or array (see the module docstring)."""
-    candidates = (_with_json_text(frame).filter(pl.col("json_kind").is_in(["object", "array"]))
-                  .select(TEXT_ID, pl.col("_json_text").alias("t"), pl.col("json_kind")))
-    if candidates.is_empty():  # most shards: no clause counts a field's items
-        return frame.with_columns(pl.lit(None, pl.String).alias("json_array_lens"))
-    with scratch({"candidates": candidates}) as con:
-        lens = con.sql("""
-            select _tid, array_to_string(list_transform(
-                case when json_kind = 'object' then [t]
-                     else list_filter(json_extract(t, '$[*]'),
-                                      lambda e: json_type(e) = 'OBJECT') end,
-                lambda o: array_to_string(list_transform(
-                    list_filter(json_keys(o), lambda k: json_type(
-                        json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
-                    lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
-                        || chr(9) || json_array_length(
-                            json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
-                    chr(10))), chr(10)) as json_array_lens
-            from candidates
-        """).pl()
-    return frame.join(lens.with_columns(pl.col(TEXT_ID).cast(frame.schema[TEXT_ID])),
-                      on=TEXT_ID, how="left")
+    return _json_measured(frame, ["object", "array"], """
+        select _tid, array_to_string(list_transform(
+            case when json_kind = 'object' then [t]
+                 else list_filter(json_extract(t, '$[*]'),
+                                  lambda e: json_type(e) = 'OBJECT') end,
+            lambda o: array_to_string(list_transform(
+                list_filter(json_keys(o), lambda k: json_type(
+                    json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
+                lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
+                    || chr(9) || json_array_length(
+                        json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
+                chr(10))), chr(10)) as json_array_lens
+        from candidates
+    """, {"json_array_lens": pl.String})
 
 
 def _json_items(frame: pl.DataFrame) -> pl.DataFrame:
     """element_texts and element_urls of each JSON array (see the module docstring)."""
-    candidates = (_with_json_text(frame).filter(pl.col("json_kind") == "array")
-                  .select(TEXT_ID, pl.col("_json_text").alias("t")))
-    if candidates.is_empty():  # most shards: no clause counts per element of a JSON array
-        return frame.with_columns(pl.lit(None, pl.List(pl.String)).alias("element_texts"),
-                                  pl.lit(None, pl.List(pl.Int64)).alias("element_urls"))
-    with scratch({"candidates": candidates}) as con:
-        elements = con.sql("""
-            select _tid, list_transform(json_extract(t, '$[*]'), lambda e: e::varchar)
-                as element_texts
-            from candidates
-        """).pl()
-    elements = elements.with_columns(
-        pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]),
+    return _json_measured(frame, ["array"], """
+        select _tid, list_transform(json_extract(t, '$[*]'), lambda e: e::varchar)
+            as element_texts
+        from candidates
+    """, {"element_texts": pl.List(pl.String)}).with_columns(
         pl.col("element_texts").list.eval(
             pl.element().str.extract_all(URL).list.unique().list.len().cast(pl.Int64))
         .alias("element_urls"))
-    return frame.join(elements, on=TEXT_ID, how="left")
 
 
 @dataclass(frozen=True)
