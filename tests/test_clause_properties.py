@@ -92,13 +92,14 @@ outputs = st.lists(st.sampled_from(OUTPUT_PARTS), min_size=1, max_size=3).map("\
 @FAST
 @given(st.lists(st.tuples(clause_texts, sub_items, outputs), min_size=1, max_size=30))
 def test_grading_any_clause_gives_one_verdict(cases):
-    root = Path(tempfile.mkdtemp(prefix="clause-props-"))
-    for n, (clause, subs, output) in enumerate(cases):
-        lines = "".join(f"\n  - {sub}" for sub in subs)
-        clause = clause.replace("\n", " ")
-        write_service_run(root, run_id(n), ensures=f"- `out`: {clause}{lines}",
-                          outputs={"out.md": output})
-    tables, _ = grade_folder(root)
+    with tempfile.TemporaryDirectory(prefix="clause-props-") as tmp:
+        root = Path(tmp)
+        for n, (clause, subs, output) in enumerate(cases):
+            lines = "".join(f"\n  - {sub}" for sub in subs)
+            clause = clause.replace("\n", " ")
+            write_service_run(root, run_id(n), ensures=f"- `out`: {clause}{lines}",
+                              outputs={"out.md": output})
+        tables, _ = grade_folder(root)
     assert tables["refusals"].is_empty(), tables["refusals"].rows()
     verdicts = tables["clause_verdicts"]
     primary = verdicts.filter(pl.col("clause_id").is_in(
