@@ -122,6 +122,16 @@ CASES = [
     ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
     ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
     ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
+    # so many digits; a phone number (a plus, parentheses) and a value inside are asked
+    ("a 6-digit verification code", (),
+     {"value_type": "digits", "value_mask": "######", "unchecked_text": None}),
+    ("a 10-digit phone number", (),
+     {"value_type": None, "unchecked_text": "10-digit phone number"}),
+    ("a 4-digit PIN for each user", (),
+     {"value_type": None, "unchecked_text": "4-digit PIN for each user"}),
+    # a number joined by a hyphen to a word that counts nothing stays in the question
+    ("a 5-star rating", (), {"quantities": [], "unchecked_text": "5-star rating"}),
+    ("a 3-day forecast", (), {"quantities": [], "unchecked_text": "3-day forecast"}),
     # an output named by a date or time noun, then how it is written
     ("the release date in ISO 8601 format", (),
      {"value_type": "iso_date", "value_lead": False, "unchecked_text": None}),

@@ -222,7 +222,16 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       `element_texts`, `element_urls`; v7 counted per line: a one-line array passed with an
 #       element of one source, a pretty-printed one failed its lines without a URL); other
 #       counts per element ('each under 20 words') are undecided.
-DEFAULT_GRADER_ID = "prose.contract.grader/v8"
+# v9: v8 satisfied outputs that did not meet their clause:
+#     - 'valid JSON' took '{"a": 1,}' and NaN (DuckDB's parser is lenient; JSON is not): a
+#       comma before a closing bracket, NaN or Infinity outside a string is not valid JSON;
+#     - 'a 6-digit code', 'a 4-digit PIN', 'a 5-star rating' were dropped whole (a number
+#       hyphened to a word that counts nothing took the phrase with it: any published text
+#       satisfied them at confidence 95); now the words stay in the judgment question, and
+#       'a 6-digit verification code', 'a four-digit PIN', 'a 5-digit ZIP code' are so many
+#       digits (value type `digits`, its mask one '#' a digit; a space or a dash may set
+#       groups apart; a phone number is asked).
+DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 
 def builtin_checks() -> list[Check]:

@@ -18,10 +18,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   fence_lang     str        the language a fenced code block is tagged with ("inside a ```diff
                             code block", "a Python code block"): FENCE_LANGUAGES' name
   value_type     str        integer | number | boolean | url | date | iso_date | datetime |
-                            iso_datetime | uuid | email | masked, when the clause is one such
-                            value ("an integer", "an ISO 8601 date", "an email address", "a
-                            date in the format DD/MM/YYYY")
-  value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"
+                            iso_datetime | uuid | email | masked | digits, when the clause is
+                            one such value ("an integer", "an ISO 8601 date", "an email
+                            address", "a date in the format DD/MM/YYYY", "a 6-digit code")
+  value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"; of digits, one
+                            '#' per digit ("######")
   value_lead     bool       the value opens the output, which goes on ("an integer followed by
                             a one-line note"): the value_type check reads its first word
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
@@ -457,6 +458,13 @@ ISO_WRITTEN = (r"(?i)^(\s*(?:the|a|an|one)\s+(?:[\p{L}\-]+\s+){0,3}?)"
 # ... unless something else is named before the noun ("the report with its date in ISO 8601
 # format" is a report)
 NOT_THE_DATE = r"(?i)\b(?:with|of|its|their|and|or|for|containing|including|each|every|per|in)\b"
+# A value of so many digits ("a 6-digit verification code", "a 4-digit PIN", "a 5-digit ZIP
+# code"): group 1 is what comes before the count, 2 the count, 3 the words before the noun. A
+# phone number's digits come with a plus and parentheses: not read.
+DIGIT_VALUE = (r"(?i)^(\s*(?:a|an|the|one)\s+)(\d{1,2}|two|three|four|five|six|seven|eight|nine"
+               r"|ten|eleven|twelve)-digit\s+((?:[\p{L}\-]+\s+){0,2}?)(?:codes?|pins?|otps?"
+               r"|passcodes?|numbers?|years?|ids?|identifiers?|zip(?:\s+codes?)?"
+               r"|post(?:al\s+)?codes?)\b")
 VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "number",
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
                "timestamp": "datetime", "datetime": "datetime", "date-time": "datetime",
@@ -821,8 +829,9 @@ def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP) -> pl.Data
         pl.col("t").str.replace_all(pattern, keep).alias("t"))
 
 
-# A number followed by a word that is no unit ("0-100 for", "3 of them") is shielded from the
-# count patterns by an invisible separator (Rust regex has no lookahead to exclude the word).
+# A number followed by a word that is no unit ("0-100 for", "3 of them", "a 6-digit code") is
+# shielded from the count patterns by an invisible separator (Rust regex has no lookahead to
+# exclude the word).
 SHIELD = "\u2063"
 # Words that join a number to its unit in a count ("5 or more", "2 to 4"): shielded only
 # before the bare "N unit" form.
@@ -831,7 +840,7 @@ JOINERS = ("or", "and", "to", "more", "less", "fewer")
 
 def _number_followed_by(words) -> str:
     return (r"(?i)(\d|\bone|\btwo|\bthree|\bfour|\bfive|\bsix|\bseven|\beight|\bnine|\bten"
-            r"|\bsingle)(\s+)((?:" + "|".join(re.escape(w) for w in words) + r")\b)")
+            r"|\bsingle)(\s+|-)((?:" + "|".join(re.escape(w) for w in words) + r")\b)")
 
 
 NOT_UNIT_AFTER_NUMBER = _number_followed_by(w for w in NOT_UNITS if w not in JOINERS)
@@ -1372,8 +1381,8 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | boolean | url | date | iso_date | datetime |
-    iso_datetime | uuid | email | masked) and `value_mask`, and take their phrases out of the
-    text; only where no format was read."""
+    iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their phrases
+    out of the text; only where no format was read."""
     t = pl.col("t")
     word = t.str.extract(VALUE_TYPE, 3)
     after = t.str.replace(VALUE_TYPE, "")
@@ -1402,16 +1411,28 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & (pl.col("_part") == 0)
               & (pl.col("formats").list.len() == 0)
               & (kind.is_in(["date", "datetime"]) | t.str.contains(TIME_VALUE)) & ~written)
+    # "a 6-digit code": so many digits (its mask is one '#' per digit)
+    n_digits = _words_to_int(t.str.extract(DIGIT_VALUE, 2))
+    digits = (kind.is_null() & ~masked & n_digits.is_between(1, 40) & (pl.col("_part") == 0)
+              & (pl.col("formats").list.len() == 0)
+              & ~t.str.extract(DIGIT_VALUE, 3).str.contains(r"(?i)\b(?:phone|mobile|fax)\b")
+              & ~t.str.replace(DIGIT_VALUE, "").str.contains(VALUE_IN_SOMETHING))
     return df.with_columns(
-        pl.when(masked).then(pl.lit("masked")).otherwise(kind).alias("value_type"),
-        pl.when(masked).then(mask.str.replace_all(COLON, ":", literal=True)).alias("value_mask"),
+        pl.when(masked).then(pl.lit("masked")).when(digits).then(pl.lit("digits"))
+        .otherwise(kind).alias("value_type"),
+        pl.when(masked).then(mask.str.replace_all(COLON, ":", literal=True))
+        .when(digits).then(pl.lit("#").repeat_by(n_digits).list.join(""))
+        .alias("value_mask"),
         # "an integer followed by a one-line note": the value is the output's lead
-        (pl.col("_continues") & (masked | kind.is_not_null())).alias("value_lead"),
+        (pl.col("_continues") & (masked | digits | kind.is_not_null())).alias("value_lead"),
     ).with_columns(
-        pl.when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
+        pl.when(pl.col("value_type") == "digits")
+        .then(t.str.replace(DIGIT_VALUE, "${1}${3}" + GAP))
+        .when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
         .otherwise(t).alias("t")
     ).with_columns(
-        pl.when(pl.col("value_type").is_not_null() & written)
+        pl.when(pl.col("value_type") == "digits").then(t)
+        .when(pl.col("value_type").is_not_null() & written)
         .then(t.str.replace(ISO_WRITTEN, "${1}" + GAP))
         .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))

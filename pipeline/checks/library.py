@@ -391,8 +391,13 @@ def value_type() -> Check:
     first word."""
     kind = pl.col("value_type")
     # one search per row, with the pattern of its type (or of its mask)
-    pattern = pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask"))).otherwise(
-        kind.replace_strict(VALUE_PATTERNS, default=None, return_dtype=pl.String))
+    n_digits = pl.col("value_mask").str.len_chars()
+    pattern = (pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask")))
+               # "a 6-digit code": six digits, in groups set apart by a space or a dash
+               .when(kind == "digits").then(pl.concat_str(
+                   pl.lit(r"^\d(?:[ \-]?\d){"), (n_digits - 1).cast(pl.String), pl.lit("}$")))
+               .otherwise(kind.replace_strict(VALUE_PATTERNS, default=None,
+                                              return_dtype=pl.String)))
     # "an integer followed by a one-line note": the value is the output's first word, set off
     # by a space, a comma, colon, semicolon or dash, or a period that ends a sentence
     lead = pl.col("value_lead").fill_null(False)
@@ -403,6 +408,7 @@ def value_type() -> Check:
     named = (pl.when((kind == "masked") & lead)
              .then(pl.format("a value written as {}", pl.col("value_mask")))
              .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
+             .when(kind == "digits").then(pl.format("{} digits", n_digits))
              .otherwise(kind.replace_strict(VALUE_NAMES, default=kind)))
     verb = pl.when(lead).then(pl.lit("opens with")).otherwise(pl.lit("is"))
     negated = pl.when(lead).then(pl.lit("does not open with")).otherwise(pl.lit("is not"))

@@ -525,6 +525,12 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
     return (lines.list.len() >= 2) & (commas.list.n_unique() == 1) & (commas.list.min() >= 1)
 
 
+# What DuckDB's parser accepts that JSON does not (RFC 8259), once strings are blanked out: a
+# comma before a closing bracket ('{"a": 1,}', the commonest slip in a model's JSON) and the
+# literals NaN, Infinity, inf.
+NON_STANDARD_JSON = r",\s*[\]}]|(?i:nan|inf)"
+
+
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
     `_json_text`.
@@ -539,7 +545,9 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     with scratch({"candidates": candidates}) as con:
         facts = con.sql("""
             with valid as (
-                select _tid, t from candidates where json_valid(t)
+                select _tid, t from candidates
+                where json_valid(t) and not regexp_matches(regexp_replace(
+                    t, '"(?:[^"\\\\]|\\\\.)*"', '""', 'g'), '""" + NON_STANDARD_JSON + """')
             ),
 
             typed as (
