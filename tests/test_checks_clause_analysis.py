@@ -436,6 +436,11 @@ CASES = [
     ("a post of at most 280 characters, with a link", (),
      {"quantities": [q(None, 280, "chars"), q(1, None, "urls")]}),
     ("a title followed by two paragraphs", (), {"quantities": [q(2, 2, "paragraphs", "rest")]}),
+    # a length of the first line (a commit message's subject)
+    ("a commit message whose first line is at most 50 characters", (),
+     {"quantities": [q(None, 50, "chars", "first")], "unchecked_text": "commit message"}),
+    ("a commit message, first line under 72 characters", (),
+     {"quantities": [q(None, 71, "chars", "first")]}),
     ("a single paragraph with at most 3 sentences", (),
      {"quantities": [q(1, 1, "paragraphs"), q(None, 3, "sentences")]}),
     # a sub-item's length in words or characters is a length of its field; its other counts

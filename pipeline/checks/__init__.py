@@ -230,7 +230,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       satisfied them at confidence 95); now the words stay in the judgment question, and
 #       'a 6-digit verification code', 'a four-digit PIN', 'a 5-digit ZIP code' are so many
 #       digits (value type `digits`, its mask one '#' a digit; a space or a dash may set
-#       groups apart; a phone number is asked).
+#       groups apart; a phone number is asked);
+#     - 'a commit message whose first line is at most 50 characters' bounds the first line
+#       (scope `first`, words or characters; v8 bounded the whole message: a right commit
+#       message failed at confidence 95).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

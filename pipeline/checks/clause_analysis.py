@@ -29,7 +29,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
                             characters", "each under 25 words" (scope 'each'), "followed by
-                            one paragraph" (scope 'rest'); measure is words | chars |
+                            one paragraph" (scope 'rest'), "whose first line is at most 50
+                            characters" (scope 'first'); measure is words | chars |
                             sentences | paragraphs | lines | headings | urls | sources |
                             columns (of a markdown table) | items
                             (a length of one part of an output of several parts is not
@@ -143,8 +144,10 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
 # The unit ends a word: "2 H2 sections" counts no "H".
 UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?"
         r"|records?|lines?|bullets?|points?))?")
+# "each item under 20 words", "followed by at most 100 words", "whose first line is at most 50
+# characters" (a commit message's subject line)
 SCOPE = (r"((?:each|every)\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS
-         + r"\s+)??)?")
+         + r"\s+)??|first\s+line\s+(?:(?:is|must\s+be|should\s+be|stays|has|of|with)\s+)?)?")
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
 NOT_UNITS = [
@@ -897,6 +900,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
             pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
+            .when(scope.str.contains(r"(?i)^first\s")).then(pl.lit("first"))
             .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
             .alias("scope"),
             scope.str.strip_chars().alias("scope_text"),
@@ -1575,8 +1579,8 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         .list.eval(_trim_quotes(pl.element().str.replace_all(r"\s+", " "))
                    .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
                                 r"\s+)+", "")
-                   .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|with|of|in|is|are|"
-                                r"to|for|by|on|at|as))+$", ""))
+                   .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|whose|with|of|in|is|"
+                                r"are|to|for|by|on|at|as))+$", ""))
         # a stretch says something when it holds two content words, or one in a phrase
         # ("each with a source"); a bare noun ("a markdown note") names the output's kind;
         # a requirement no reader could read (KEPT) always does

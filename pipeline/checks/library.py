@@ -546,8 +546,15 @@ def count() -> Check:
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
+    # "whose first line is at most 50 characters": its words or characters (else undecided)
+    first = pl.when(scope == "first").then(pl.col("first_line"))
     value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64))
+                  .when((scope == "first") & (measure == "chars"))
+                  .then(first.str.len_chars().cast(pl.Int64))
+                  .when((scope == "first") & (measure == "words"))
+                  .then(first.str.count_matches(WORDS).cast(pl.Int64))
+                  .when(scope == "first").then(None)
                   .when(distinct).then(pl.when(distinct).then(pl.col("list_items")).list.eval(
                       pl.element().str.to_lowercase().str.strip_chars(" .;,"))
                       .list.n_unique().cast(pl.Int64))
@@ -629,6 +636,8 @@ def count() -> Check:
             "{} has {} {} in all; how many are {} is not told apart from the other kinds the "
             "clause counts", label(), value, _number_of(value, what), q.struct.field("unit")))
         .when(is_each).then(each_evidence)
+        .when(value.is_null() & (scope == "first")).then(pl.format(
+            "only words and characters are counted in the first line of {}", label()))
         .when(value.is_null() & (measure == "columns")).then(pl.format(
             "no markdown table in {} whose columns to count", label()))
         .when(value.is_null() & (measure == "keys")).then(pl.format(
@@ -641,6 +650,9 @@ def count() -> Check:
             "{} has {} {}; first: {}; last: {}", label(), value, _number_of(value, what),
             quoted(excerpt(pl.col("list_items").list.first(), 100)),
             quoted(excerpt(pl.col("list_items").list.last(), 100))))
+        .when(scope == "first").then(pl.format(
+            "the first line of {} has {} {}: {}", label(), value, _number_of(value, what),
+            quoted(excerpt(pl.col("first_line"), 160))))
         .otherwise(pl.format("{} has {} {}{}: {}", label(), value, _number_of(value, what),
                              pl.when(scope == "rest").then(pl.lit(" after its first line"))
                              .otherwise(pl.lit("")),
