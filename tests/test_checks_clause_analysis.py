@@ -75,6 +75,17 @@ CASES = [
     ("a markdown table with the columns Name, Role and Email", (),
      {"fields": [("Name", False), ("Role", False), ("Email", False)]}),
     ("a CSV with columns date and amount", (), {"fields": [("date", False), ("amount", False)]}),
+    # three names or more, without "and", closing the part
+    ("a CSV with columns id, name, email.", (),
+     {"fields": [("id", False), ("name", False), ("email", False)], "unchecked_text": None}),
+    ("a table with columns Name, Owner, Status", (),
+     {"fields": [("Name", False), ("Owner", False), ("Status", False)]}),
+    ("a table with columns Name, Owner, sorted by Name", (), {"fields": []}),
+    # an aside in parentheses no reader takes stays whole in the judgment question
+    ("a list of risks, each with a severity (low, medium, high)", (),
+     {"unchecked_text": "list of risks … each with a severity (low, medium, high)"}),
+    ("a Jira ticket key (e.g. PROJ-42)", (),
+     {"unchecked_text": "Jira ticket key (e.g. PROJ-42)"}),
     ("a table with two columns and a total row", (), {"fields": []}),
     # a backticked name before what it is; capitalised section titles
     ("valid JSON with a `status` key", (), {"fields": [("status", False)]}),

@@ -233,7 +233,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       groups apart; a phone number is asked);
 #     - 'a commit message whose first line is at most 50 characters' bounds the first line
 #       (scope `first`, words or characters; v8 bounded the whole message: a right commit
-#       message failed at confidence 95).
+#       message failed at confidence 95);
+#     - 'a CSV with columns id, name, email', 'a table with columns Name, Owner, Status'
+#       (three one-word names or more, no "and", closing the part) require those fields (v8
+#       dropped the names: any CSV satisfied the clause at confidence 75);
+#     - an aside in parentheses no reader takes stays in the judgment question with the words
+#       before it ('each with a severity (low, medium, high)'; v8 asked "each with a
+#       severity": a judge could not know the values), and so does the period of "e.g.".
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -560,6 +560,9 @@ FIELD_FORMS = [
     # "the columns Name, Role and Email", "with columns date and amount"
     ("bare", r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT
      + r"(?:\s*,\s*" + IDENT + r")*\s*,?\s*(?:and|&)\s+" + IDENT + r"\b"),
+    # "with columns id, name, email" (three names or more, the part's last words)
+    ("bare", r"(?i)\b(?:columns?|fields?|keys?|headers?)\s+(?:named\s+|called\s+)?" + IDENT
+     + r"(?:\s*,\s*" + IDENT + r"){2,}\s*(?:[.;)]\s*)?$"),
     # "containing: a, b and c", "each has: x, y"
     ("after_colon", r"(?i)\b(?:containing|contains|with|has|having|including|includes|fields"
      r"|columns|keys)\s*:\s*" + NAME_PHRASE + r"(?:\s*,\s*" + NAME_PHRASE + r")*"
@@ -739,6 +742,11 @@ HIDDEN = "\ue001"
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
 COMMA = "\ue003"
+# A parenthesised aside no reader took ("a severity (low, medium, high)") stays with the words
+# before it in the judgment question: its parentheses are held as these, its commas as COMMA.
+OPEN, CLOSE = "\ue006", "\ue007"
+# The period of "e.g." and "i.e." ends no sentence: held as this while stretches are cut.
+ABBREVIATION_DOT = "\ue008"
 OPENING_NOUN = r"(?i)^(\s*(?:a|an|the)\s+(?:" + IDENT + r"\s+){0,2}" + IDENT + r")\s*:"
 # ... unless its last word opens a list of fields ("a citation containing: title, year").
 LIST_CUES = ["containing", "contains", "with", "has", "having", "including", "includes",
@@ -1236,6 +1244,7 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
         elif kind == "bare":  # names after "columns" or "sections"
             names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?|sections?|headings?|"
                                    r"headers?)\s+(?:named\s+|called\s+|titled\s+)?", "")
+                     .str.replace(r"\s*[.;)]?\s*$", "")
                      .str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
@@ -1573,6 +1582,10 @@ def _trim_quotes(text: pl.Expr) -> pl.Expr:
 def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
+    text = text.str.replace_all(r"(?i)\b(e\.g|i\.e)\.", "${1}" + ABBREVIATION_DOT)
+    for _ in range(4):  # up to five values in one aside
+        text = text.str.replace_all(r"(\([^()¦\n,]*),([^()¦\n]*\))", "${1}" + COMMA + "${2}")
+    text = text.str.replace_all(r"\(([^()¦\n]*\p{L}[^()¦\n]*)\)", OPEN + "${1}" + CLOSE)
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
         .str.split("\x1f")
@@ -1594,7 +1607,9 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     kept = (segments.list.eval(pl.element().filter(pl.element().str.contains(KEPT, literal=True)))
             .list.join(" ").str.to_lowercase().str.extract_all(r"\p{L}{3,}"))
     joined = (segments.list.join(" … ").str.replace_all(KEPT, "", literal=True)
-              .str.replace_all(COMMA, ",", literal=True))
+              .str.replace_all(COMMA, ",", literal=True).str.replace_all(OPEN, "(", literal=True)
+              .str.replace_all(CLOSE, ")", literal=True)
+              .str.replace_all(ABBREVIATION_DOT, ".", literal=True))
     return (pl.when(segments.list.len() > 0).then(joined),
             pl.concat_list(_content_words(joined), kept).list.unique(maintain_order=True))
 
