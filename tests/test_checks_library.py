@@ -94,6 +94,13 @@ CASES = [
          "passed", "satisfied", "`out` has 2 JSON array elements"),
     Case("at-least-fails", "a JSON array of at least 5 sources", JSON_SOURCES, "count",
          "failed", "partially_satisfied", "`out` has 2 JSON array elements"),
+    # an item indented under another is no item of the list
+    Case("nested-items-not-counted", "a markdown list with exactly 3 top-level items",
+         "- a\n  - a detail\n  - another\n- b\n- c", "count", "passed", "satisfied",
+         "`out` has 3 list items; first: “a”; last: “c”"),
+    Case("top-level-items-counted", "a markdown list with exactly 3 top-level items",
+         "- a\n  - a detail\n- b\n- c\n- d", "count", "failed", "partially_satisfied",
+         "`out` has 4 list items"),
     Case("plus-passes", "a list of 3+ items", "- a\n- b\n- c", "count", "passed", "satisfied",
          "`out` has 3 list items; first: “a”; last: “c”"),
     Case("plus-fails", "a list of 3+ items", "- a\n- b", "count", "failed",

@@ -239,7 +239,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       dropped the names: any CSV satisfied the clause at confidence 75);
 #     - an aside in parentheses no reader takes stays in the judgment question with the words
 #       before it ('each with a severity (low, medium, high)'; v8 asked "each with a
-#       severity": a judge could not know the values), and so does the period of "e.g.".
+#       severity": a judge could not know the values), and so does the period of "e.g.";
+#     - a list's items are those of least indent: "  - detail" under "- finding" is no item
+#       (v8 counted items indented by up to 3 spaces: "exactly 3 top-level items" failed a
+#       list of three findings with details, "at least 5 findings" passed three).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

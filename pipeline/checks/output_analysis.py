@@ -230,6 +230,10 @@ def _csv(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(_csv_like(pl.col("lines")).alias("csv_like"))
 
 
+def _indent(item: pl.Expr) -> pl.Expr:
+    return item.str.len_bytes() - item.str.strip_chars_start(" ").str.len_bytes()
+
+
 def _lists(df: pl.DataFrame) -> pl.DataFrame:
     raw = pl.col("_items")
     bullets = raw.list.eval(pl.element().str.contains(r"^[ ]{0,3}[-*+]")).list.sum() \
@@ -240,7 +244,9 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
     plain = pl.when((raw.list.len() == 0) & text.str.contains(PLAIN_LINES)).then(text) \
         .str.extract_all(r"\S+")
     return (
-        df.with_columns(text.str.extract_all(LIST_ITEM).alias("_items"))
+        # the items of least indent: "  - detail" under "- finding" is no item of the list
+        df.with_columns(text.str.extract_all(LIST_ITEM).list.eval(pl.element().filter(
+            _indent(pl.element()) == _indent(pl.element()).min())).alias("_items"))
         .with_columns(plain.alias("_lines"))
         .with_columns(
             pl.coalesce("_lines", raw).list.eval(
