@@ -86,6 +86,8 @@ CASES = [
      {"unchecked_text": "list of risks … each with a severity (low, medium, high)"}),
     ("a Jira ticket key (e.g. PROJ-42)", (),
      {"unchecked_text": "Jira ticket key (e.g. PROJ-42)"}),
+    ("a list mapping each comment (`file:line`) to its fix", (),
+     {"unchecked_text": "list mapping each comment (`file:line`) to its fix"}),
     ("a table with two columns and a total row", (), {"fields": []}),
     # a backticked name before what it is; capitalised section titles
     ("valid JSON with a `status` key", (), {"fields": [("status", False)]}),

@@ -743,7 +743,8 @@ HIDDEN = "\ue001"
 KEPT = "\ue002"
 COMMA = "\ue003"
 # A parenthesised aside no reader took ("a severity (low, medium, high)") stays with the words
-# before it in the judgment question: its parentheses are held as these, its commas as COMMA.
+# before it in the judgment question: its parentheses are held as these, its commas and colons
+# as COMMA and COLON.
 OPEN, CLOSE = "\ue006", "\ue007"
 # The period of "e.g." and "i.e." ends no sentence: held as this while stretches are cut.
 ABBREVIATION_DOT = "\ue008"
@@ -1583,8 +1584,9 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
     text = text.str.replace_all(r"(?i)\b(e\.g|i\.e)\.", "${1}" + ABBREVIATION_DOT)
-    for _ in range(4):  # up to five values in one aside
+    for _ in range(4):  # up to five values in one aside ("(`file:line`)" keeps its colon)
         text = text.str.replace_all(r"(\([^()¦\n,]*),([^()¦\n]*\))", "${1}" + COMMA + "${2}")
+        text = text.str.replace_all(r"(\([^()¦\n:]*):([^()¦\n]*\))", "${1}" + COLON + "${2}")
     text = text.str.replace_all(r"\(([^()¦\n]*\p{L}[^()¦\n]*)\)", OPEN + "${1}" + CLOSE)
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
@@ -1609,7 +1611,8 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     joined = (segments.list.join(" … ").str.replace_all(KEPT, "", literal=True)
               .str.replace_all(COMMA, ",", literal=True).str.replace_all(OPEN, "(", literal=True)
               .str.replace_all(CLOSE, ")", literal=True)
-              .str.replace_all(ABBREVIATION_DOT, ".", literal=True))
+              .str.replace_all(ABBREVIATION_DOT, ".", literal=True)
+              .str.replace_all(COLON, ":", literal=True))
     return (pl.when(segments.list.len() > 0).then(joined),
             pl.concat_list(_content_words(joined), kept).list.unique(maintain_order=True))
 
