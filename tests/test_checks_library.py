@@ -1034,6 +1034,22 @@ def test_evidence_is_capped(tmp_path):
     assert tables["checks"].filter(pl.col("check") == "count")["outcome"].item() == "failed"
 
 
+@pytest.mark.parametrize(("output", "confidence"), [
+    ("72", 90),                                   # the output is the number
+    ("72\n\nThe evidence is strong.", 85),        # it opens the output, set apart
+    ("**72** — the evidence is strong.", 85),
+    ("Score: 72", 85),                            # labelled
+    ("About 3 of 5 sources agree.", 60),          # a number somewhere in a sentence
+])
+def test_number_read_with_the_confidence_of_where_it_stands(tmp_path, output, confidence):
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: a number from 0-100",
+                      outputs={"out.md": output})
+    tables, _ = grade_folder(tmp_path)
+    row = tables["checks"].filter(pl.col("check") == "numeric_range")
+    assert row["outcome"].to_list() == ["passed"]
+    assert row["confidence"].to_list() == [confidence]
+
+
 def test_rows_of_each_element_keep_the_clause_order(tmp_path):
     # the rows of a check judged per element are grouped by element while judged (a regex
     # built from a name is compiled once per name); the table lists them as the clause does

@@ -242,7 +242,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       severity": a judge could not know the values), and so does the period of "e.g.";
 #     - a list's items are those of least indent: "  - detail" under "- finding" is no item
 #       (v8 counted items indented by up to 3 spaces: "exactly 3 top-level items" failed a
-#       list of three findings with details, "at least 5 findings" passed three).
+#       list of three findings with details, "at least 5 findings" passed three);
+#     - a number the output opens with, set apart ("85\n\nThe evidence…", "85 — strong"), is
+#       read with confidence 85 (v8: 60, as any number in a sentence; with the open question
+#       of "followed by one paragraph of justification" the clause fell under the floor).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -1040,8 +1040,11 @@ def numeric_range() -> Check:
     first = whole.str.extract("(" + NUMBER + ")", 1)
     found = let("_found", pl.coalesce(over, labelled, first))
     alone = whole.str.contains(r"^\s*" + NUMBER + r"\s*%?\s*$")  # the output is the number
+    # the output opens with the number, set apart: "85\n\nThe evidence…", "85 — strong"
+    lead = whole.str.contains(r"^\s*[*_`\"']*" + NUMBER + r"\s*%?[*_`\"']*(?:[ \t]*\n|\s+[—–-]\s"
+                              r"|\s*[,;:]\s)")
     how = let("_how", pl.when(over.is_not_null() | alone).then(90)
-              .when(labelled.is_not_null()).then(85).otherwise(60))
+              .when(labelled.is_not_null() | lead).then(85).otherwise(60))
     number = found.cast(pl.Float64, strict=False)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
