@@ -86,6 +86,10 @@ CASES = [
      {"unchecked_text": "list of risks … each with a severity (low, medium, high)"}),
     ("a Jira ticket key (e.g. PROJ-42)", (),
      {"unchecked_text": "Jira ticket key (e.g. PROJ-42)"}),
+    # what looks like a count but is none is asked, not dropped
+    ("a summary for each finding", (), {"quantities": [], "unchecked_text":
+                                        "a summary for each finding"}),
+    ("a table with one row per service", (), {"quantities": [], "formats": ["table"]}),
     ("a list mapping each comment (`file:line`) to its fix", (),
      {"unchecked_text": "list mapping each comment (`file:line`) to its fix"}),
     ("a table with two columns and a total row", (), {"fields": []}),

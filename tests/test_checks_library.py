@@ -957,6 +957,10 @@ CASES = [
          "not_evaluable", "“All went well.”"),
     Case("unchecked-rest-deferred", "the queries that were issued to the search engine",
          "q1\nq2", "meets_description", "undecided", "not_evaluable", "“q1\nq2”"),
+    # "one row per service" is no count, and no check reads it: asked, never dropped
+    Case("per-phrase-asked", "a markdown table with one row per service",
+         "| service |\n|---|\n| a |", "meets_description", "undecided", "satisfied",
+         "“| service |", select="one row per service"),
     Case("missing-output-violates", "at most 5 words", "", "output_published", "failed",
          "violated", "is empty"),
 ]

@@ -245,7 +245,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       list of three findings with details, "at least 5 findings" passed three);
 #     - a number the output opens with, set apart ("85\n\nThe evidence…", "85 — strong"), is
 #       read with confidence 85 (v8: 60, as any number in a sentence; with the open question
-#       of "followed by one paragraph of justification" the clause fell under the floor).
+#       of "followed by one paragraph of justification" the clause fell under the floor);
+#     - what looks like a count but is none ('one row per service', 'a summary for each
+#       finding') is asked (v8 held it from the count readers and never put it back: any
+#       published text satisfied 'a summary for each finding' at confidence 95).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

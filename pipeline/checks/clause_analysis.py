@@ -736,8 +736,10 @@ NEGATED_FORMAT = (r"(?i)(?:\bnot|\bnever|n't|\bno|\bwithout|\brather\s+than|\bin
                   + "|".join(f"(?:{pattern})" for _, pattern in FORMAT_FORMS) + ")")
 BOUND_NOT = r"(?i)\b(no|not)\s+(more|fewer|less|longer|shorter|over|under)\b"
 JOIN = "\ue005"
-# What stands in for a hidden phrase while the readers run (`_hide`, `_restore`).
+# What stands in for a hidden phrase while the readers run (`_hide`, `_restore`); for one
+# that looks like a count but is none, while the count readers run (NOT_COUNTS).
 HIDDEN = "\ue001"
+NOT_COUNTED = "\ue009"
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -990,17 +992,18 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
     """Put every hidden phrase back in place, marked KEPT, and the opening noun's colon, for
     the judgment question."""
     t = pl.col("t")
-    for k in range(df["_hidden"].list.len().max() or 0):
-        phrase = pl.col("_hidden").list.get(k, null_on_oob=True).str.replace_all(
-            ",", COMMA, literal=True)
-        # a mark before the phrase's first word: "(2 sentences" keeps its words whole
-        lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
-        t = t.str.replace(HIDDEN, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
-            lead.str.len_chars())).fill_null(HIDDEN), literal=True)
+    for column, marker in (("_hidden", HIDDEN), ("_not_counted", NOT_COUNTED)):
+        for k in range(df[column].list.len().max() or 0):
+            phrase = pl.col(column).list.get(k, null_on_oob=True).str.replace_all(
+                ",", COMMA, literal=True)
+            # a mark before the phrase's first word: "(2 sentences" keeps its words whole
+            lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
+            t = t.str.replace(marker, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
+                lead.str.len_chars())).fill_null(marker), literal=True)
     return df.with_columns(t.str.replace(COLON, ":", literal=True)
                            .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
                            .pipe(_spelled_out).alias("t")
-                           ).drop("_hidden")
+                           ).drop("_hidden", "_not_counted")
 
 
 def _times(phrase: pl.Expr) -> pl.Expr:
@@ -1529,8 +1532,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _fields(df)
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
-    df = df.with_columns(pl.col("t").str.replace_all(NOT_COUNTS, GAP)
-                         .str.replace_all(STANDARD_NUMBER, "${1}_${2}"))
+    # what looks like a count but is none ("one row per service") is held from the count
+    # readers, then asked
+    df = _take(df, "_not_counted", NOT_COUNTS, keep=NOT_COUNTED)
+    df = df.with_columns(pl.col("t").str.replace_all(STANDARD_NUMBER, "${1}_${2}"))
     # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
     # items (read as a bound on the output's first number, it passed or failed by chance)
     df = df.with_columns(pl.when(pl.col("formats").list.set_intersection(
