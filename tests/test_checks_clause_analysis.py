@@ -453,6 +453,16 @@ CASES = [
     ("a post of at most 280 characters, with a link", (),
      {"quantities": [q(None, 280, "chars"), q(1, None, "urls")]}),
     ("a title followed by two paragraphs", (), {"quantities": [q(2, 2, "paragraphs", "rest")]}),
+    # a count of one named section
+    ('a "Risks" section with at least 3 bullet points', (),
+     {"section_name": "Risks", "quantities": [q(3, None, "items", "section")]}),
+    ("a brief that ends with a `## Sources` section listing 5+ distinct URLs", (),
+     {"section_name": "Sources", "quantities": [q(5, None, "urls", "section")]}),
+    ('at least 3 items under the "Risks" heading, then a summary', (),
+     {"section_name": "Risks", "quantities": [q(3, None, "items", "section")]}),
+    ("a report with 3 sections", (), {"section_name": None, "quantities": [q(3, 3, "headings")]}),
+    ('a "Risks" section and at least 3 sources', (),
+     {"section_name": None, "quantities": [q(3, None, "sources")]}),
     # a length of the first line (a commit message's subject)
     ("a commit message whose first line is at most 50 characters", (),
      {"quantities": [q(None, 50, "chars", "first")], "unchecked_text": "commit message"}),

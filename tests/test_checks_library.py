@@ -101,6 +101,17 @@ CASES = [
     Case("top-level-items-counted", "a markdown list with exactly 3 top-level items",
          "- a\n  - a detail\n- b\n- c\n- d", "count", "failed", "partially_satisfied",
          "`out` has 4 list items"),
+    # a count of one named section: the text under its heading, to the next of its level
+    Case("section-count-fails", 'at least 3 bullet points under a "Risks" heading',
+         "## Risks\n- a\n- b\n\n## Other\n- c", "count", "failed", "partially_satisfied",
+         "the “Risks” section of `out` has 2 list items"),
+    Case("section-count-passes", 'a "Risks" section with at least 3 bullet points',
+         "# Report\n## Risks\n- a\n- b\n### Detail\n- c\n## Other\n- d", "count", "passed",
+         "satisfied", "the “Risks” section of `out` has 3 list items"),
+    Case("section-urls-fail", "a brief that ends with a `## Sources` section listing 3+ URLs",
+         "# Brief\nSee https://x.example and https://y.example\n\n## Sources\n"
+         "- https://a.example", "count", "failed", "partially_satisfied",
+         "the “Sources” section of `out` has 1 distinct URL"),
     Case("plus-passes", "a list of 3+ items", "- a\n- b\n- c", "count", "passed", "satisfied",
          "`out` has 3 list items; first: “a”; last: “c”"),
     Case("plus-fails", "a list of 3+ items", "- a\n- b", "count", "failed",

@@ -248,7 +248,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       of "followed by one paragraph of justification" the clause fell under the floor);
 #     - what looks like a count but is none ('one row per service', 'a summary for each
 #       finding') is asked (v8 held it from the count readers and never put it back: any
-#       published text satisfied 'a summary for each finding' at confidence 95).
+#       published text satisfied 'a summary for each finding' at confidence 95);
+#     - a count of one named section ('a "Risks" section with at least 3 bullet points', 'a
+#       `## Sources` section listing 5+ distinct URLs', 'at least 3 items under the "Risks"
+#       heading') counts the list items, URLs or words under that heading (scope `section`,
+#       new clause column `section_name`; v8 counted the whole output's).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -23,6 +23,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             address", "a date in the format DD/MM/YYYY", "a 6-digit code")
   value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"; of digits, one
                             '#' per digit ("######")
+  section_name   str        the section a count is scoped to ('a "Risks" section with at least 3
+                            bullet points', 'at least 5 URLs under the "Sources" heading')
   value_lead     bool       the value opens the output, which goes on ("an integer followed by
                             a one-line note"): the value_type check reads its first word
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
@@ -30,7 +32,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             paragraphs", "exactly one sentence", "top 10", "under 500
                             characters", "each under 25 words" (scope 'each'), "followed by
                             one paragraph" (scope 'rest'), "whose first line is at most 50
-                            characters" (scope 'first'); measure is words | chars |
+                            characters" (scope 'first'), 'a "Risks" section with at least 3
+                            bullet points' (scope 'section', see section_name); measure is
+                            words | chars |
                             sentences | paragraphs | lines | headings | urls | sources |
                             columns (of a markdown table) | items
                             (a length of one part of an output of several parts is not
@@ -146,8 +150,11 @@ UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entr
         r"|records?|lines?|bullets?|points?))?")
 # "each item under 20 words", "followed by at most 100 words", "whose first line is at most 50
 # characters" (a commit message's subject line)
+# A count tied to a named section is marked (SECTION_MARK) before the readers run.
+SECTION_MARK = "\ue00a"
 SCOPE = (r"((?:each|every)\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS
-         + r"\s+)??|first\s+line\s+(?:(?:is|must\s+be|should\s+be|stays|has|of|with)\s+)?)?")
+         + r"\s+)??|first\s+line\s+(?:(?:is|must\s+be|should\s+be|stays|has|of|with)\s+)?"
+         + r"|" + SECTION_MARK + r"\s*)?")
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
 NOT_UNITS = [
@@ -537,6 +544,18 @@ INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
 # What a backticked name before it is ("a `status` key"), and a section's capitalised title.
 FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?)\b"
 # "a ## Summary section": group 1 is the heading as written
+# A count tied to one named section of the output: 'a "Risks" section with at least 3 bullet
+# points', 'a `## Sources` section listing 5+ distinct URLs' (SECTION_AFTER: the name is one of
+# groups 1-4, quoted, backticked or capitalised, the count in the stretch of group 5), 'at
+# least 3 items under the "Risks" heading' (SECTION_BEFORE: the stretch is group 1, the name
+# one of groups 2-5). A stretch ends at a comma, a semicolon or a sentence's end.
+SECTION_NAME = (r"(?:\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|`(?:#{1,6}\s*)?([^`\n]{1,60})`"
+                r"|(?-i:(\p{Lu}[\p{L}\-]*(?:\s+\p{Lu}[\p{L}\-]*){0,2})))\s+(?:section|heading)s?\b")
+SECTION_AFTER = (r"(?i)" + SECTION_NAME + r"\s+(?:that\s+|which\s+)?(?:with|listing|lists?|of"
+                 r"|containing|contains|has|having|holding|holds|citing|cites|giving|gives|naming"
+                 r"|names)\s+([^,;\n]{1,80}?)(?:[,;\n]|\.(?:\s|$)|$)")
+SECTION_BEFORE = (r"(?i)(?:^|[,;:]\s*)([^,;:\n]{1,80}?)\s+(?:under|in|within|below)\s+(?:a|an"
+                  r"|the|its|their)\s+" + SECTION_NAME)
 HASHED_SECTION = (r"(?i)\b(?:a|an|the)\s+(#{1,6}\s+\p{L}[\p{L}\p{N} \-]{0,40}?)\s+"
                   r"(?:section|heading|header)\b")
 TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
@@ -912,9 +931,12 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             unit.alias("unit"),
             pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
             .when(scope.str.contains(r"(?i)^first\s")).then(pl.lit("first"))
+            .when(scope.str.contains(SECTION_MARK, literal=True)).then(pl.lit("section"))
             .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
             .alias("scope"),
-            scope.str.strip_chars().alias("scope_text"),
+            # (a section's name is the clause's section_name)
+            pl.when(~scope.str.contains(SECTION_MARK, literal=True))
+            .then(scope.str.strip_chars()).alias("scope_text"),
             phrase.alias("phrase"),
         )))
     singular = pl.element().struct.field("unit").str.replace(r"s$", "")
@@ -931,7 +953,8 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         pl.concat_list(parts).list.eval(
             pl.element().struct.with_fields(measure.alias("measure")).filter(valid))
         .alias("quantities"),
-        pl.col("t").str.replace_all(SHIELD, "", literal=True),
+        pl.col("t").str.replace_all(SHIELD, "", literal=True)
+        .str.replace_all(SECTION_MARK, "", literal=True),
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
     # "at least 2 pros and at least 2 cons": the kinds of items the clause counts; "at least 2
     # paragraphs, each under 50 words": the parts a bare "each" is each of
@@ -975,6 +998,25 @@ def _several_parts(text: pl.Expr) -> pl.Expr:
     with_part = text.str.extract(PART_WITH_LENGTH, 0)
     return (text.str.contains(PARTS_JOINED)
             | (with_part.is_not_null() & ~with_part.str.contains(WHOLE_LENGTH_WORDS)))
+
+
+def _section_counts(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `section_name` (SECTION_AFTER, SECTION_BEFORE) in a clause, and mark the stretch
+    that holds its count with SECTION_MARK, so that the count patterns read it as scoped to
+    that section (scope 'section')."""
+    t = pl.col("t")
+    after, before = t.str.extract_groups(SECTION_AFTER), t.str.extract_groups(SECTION_BEFORE)
+    name = pl.coalesce(*[after.struct.field(str(g)) for g in range(1, 5)],
+                       *[before.struct.field(str(g)) for g in range(2, 6)])
+    stretch = pl.coalesce(pl.when(name.is_not_null()).then(after.struct.field("5")),
+                          before.struct.field("1")).str.strip_chars()
+    counted = (pl.col("_part") == 0) & name.is_not_null() & stretch.str.contains(r"\d|" + NUM)
+    around = t.str.split(stretch)  # (no pattern of a row's own in str.replace)
+    return df.with_columns(
+        pl.when(counted).then(name.str.strip_chars()).alias("section_name"),
+        pl.when(counted).then(pl.concat_str(
+            around.list.first(), pl.lit(SECTION_MARK + " "), stretch,
+            around.list.slice(1).list.join(stretch))).otherwise(t).alias("t"))
 
 
 def _hold_opening_colon(df: pl.DataFrame) -> pl.DataFrame:
@@ -1509,6 +1551,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
+    df = _section_counts(df)
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
     df = _formats(df)

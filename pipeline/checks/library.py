@@ -19,7 +19,7 @@ import polars as pl
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
-from .output_analysis import WORDS
+from .output_analysis import WORDS, distinct_urls, top_level_items
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -548,6 +548,17 @@ def count() -> Check:
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     # "whose first line is at most 50 characters": its words or characters (else undecided)
     first = pl.when(scope == "first").then(pl.col("first_line"))
+    # 'a "Risks" section with at least 3 bullet points': the text under that heading, up to
+    # the next heading of its level or above (null without the heading)
+    in_section = scope == "section"
+    heading = pl.concat_str(pl.lit(r"^[ \t]{0,3}(#{1,6})[ \t]*(?:\d+[.)][ \t]*)?"),
+                            _escaped(pl.col("section_name")), pl.lit(r"[ \t]*:?[ \t]*#*[ \t]*$"))
+    scanned = pl.when(in_section).then(pl.col("output_text"))
+    level = scanned.str.extract(pl.concat_str(pl.lit("(?im)"), heading), 1).str.len_chars()
+    section = let("_section", scanned.str.extract(pl.concat_str(
+        pl.lit("(?ims)"), heading, pl.lit(r"(.*?)(?:^[ \t]{0,3}#{1,"), level.cast(pl.String),
+        pl.lit(r"}[ \t]|\z)")), 2))
+    in_section_items = top_level_items(section).list.len()
     value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64))
                   .when((scope == "first") & (measure == "chars"))
@@ -555,6 +566,12 @@ def count() -> Check:
                   .when((scope == "first") & (measure == "words"))
                   .then(first.str.count_matches(WORDS).cast(pl.Int64))
                   .when(scope == "first").then(None)
+                  .when(in_section & (measure == "items")).then(in_section_items.cast(pl.Int64))
+                  .when(in_section & measure.is_in(["urls", "sources"]))
+                  .then(distinct_urls(section).list.len().cast(pl.Int64))
+                  .when(in_section & (measure == "words"))
+                  .then(section.str.count_matches(WORDS).cast(pl.Int64))
+                  .when(in_section).then(None)
                   .when(distinct).then(pl.when(distinct).then(pl.col("list_items")).list.eval(
                       pl.element().str.to_lowercase().str.strip_chars(" .;,"))
                       .list.n_unique().cast(pl.Int64))
@@ -638,6 +655,18 @@ def count() -> Check:
         .when(is_each).then(each_evidence)
         .when(value.is_null() & (scope == "first")).then(pl.format(
             "only words and characters are counted in the first line of {}", label()))
+        .when(value.is_null() & in_section & section.is_null()).then(pl.format(
+            "no {} heading in {} whose section to count", quoted(pl.col("section_name")),
+            label()))
+        .when(value.is_null() & in_section).then(pl.format(
+            "only list items, URLs and words are counted in the {} section of {}",
+            quoted(pl.col("section_name")), label()))
+        .when(in_section).then(pl.format(
+            "the {} section of {} has {} {}: {}", quoted(pl.col("section_name")), label(),
+            value, _number_of(value, pl.when(measure == "items").then(pl.lit("list items"))
+                              .when(measure.is_in(["urls", "sources"]))
+                              .then(pl.lit("distinct URLs")).otherwise(pl.lit("words"))),
+            quoted(excerpt(section.str.strip_chars(), 160))))
         .when(value.is_null() & (measure == "columns")).then(pl.format(
             "no markdown table in {} whose columns to count", label()))
         .when(value.is_null() & (measure == "keys")).then(pl.format(
@@ -688,7 +717,10 @@ def count() -> Check:
                "json_items": raw_each & raw_measure.is_in(["urls", "sources"]),
                "sentences_each": raw_each & (raw_measure == "sentences")},
         outcome=outcome,
-        detail=pl.format("{}: {}", label(), q.struct.field("phrase")),
+        detail=pl.when(in_section).then(pl.format(
+            "{}: {} in its {} section", label(), q.struct.field("phrase"),
+            quoted(pl.col("section_name"))))
+        .otherwise(pl.format("{}: {}", label(), q.struct.field("phrase"))),
         evidence=evidence,
         confidence=confidence,
     )

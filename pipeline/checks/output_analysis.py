@@ -234,6 +234,19 @@ def _indent(item: pl.Expr) -> pl.Expr:
     return item.str.len_bytes() - item.str.strip_chars_start(" ").str.len_bytes()
 
 
+def top_level_items(text: pl.Expr) -> pl.Expr:
+    """The list items of `text` with their markers, those of least indent: "  - detail" under
+    "- finding" is no item of the list."""
+    return text.str.extract_all(LIST_ITEM).list.eval(pl.element().filter(
+        _indent(pl.element()) == _indent(pl.element()).min()))
+
+
+def distinct_urls(text: pl.Expr) -> pl.Expr:
+    """The URLs of `text`, each once, without the punctuation that ends a sentence."""
+    return text.str.extract_all(URL).list.eval(
+        pl.element().str.strip_chars_end(".,;:!?")).list.unique(maintain_order=True)
+
+
 def _lists(df: pl.DataFrame) -> pl.DataFrame:
     raw = pl.col("_items")
     bullets = raw.list.eval(pl.element().str.contains(r"^[ ]{0,3}[-*+]")).list.sum() \
@@ -244,9 +257,7 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
     plain = pl.when((raw.list.len() == 0) & text.str.contains(PLAIN_LINES)).then(text) \
         .str.extract_all(r"\S+")
     return (
-        # the items of least indent: "  - detail" under "- finding" is no item of the list
-        df.with_columns(text.str.extract_all(LIST_ITEM).list.eval(pl.element().filter(
-            _indent(pl.element()) == _indent(pl.element()).min())).alias("_items"))
+        df.with_columns(top_level_items(text).alias("_items"))
         .with_columns(plain.alias("_lines"))
         .with_columns(
             pl.coalesce("_lines", raw).list.eval(
@@ -294,9 +305,7 @@ def _table(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _urls(df: pl.DataFrame) -> pl.DataFrame:
-    return (df.with_columns(pl.col("output_text").str.extract_all(URL).list.eval(
-        pl.element().str.strip_chars_end(".,;:!?")).list.unique(maintain_order=True)
-        .alias("urls"),
+    return (df.with_columns(distinct_urls(pl.col("output_text")).alias("urls"),
         pl.col("output_text").str.extract_all(CITATION).list.n_unique().cast(pl.UInt32)
         .alias("n_citations"))
         .with_columns(pl.col("urls").list.len().alias("n_urls")))
