@@ -86,6 +86,9 @@ CASES = [
      {"unchecked_text": "list of risks … each with a severity (low, medium, high)"}),
     ("a Jira ticket key (e.g. PROJ-42)", (),
      {"unchecked_text": "Jira ticket key (e.g. PROJ-42)"}),
+    # a count "per item" is a count of every item
+    ("a bulleted list, at most 3 sentences per item", (),
+     {"quantities": [q(None, 3, "sentences", "each")], "unchecked_text": None}),
     # what looks like a count but is none is asked, not dropped
     ("a summary for each finding", (), {"quantities": [], "unchecked_text":
                                         "a summary for each finding"}),

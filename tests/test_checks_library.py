@@ -94,6 +94,9 @@ CASES = [
          "passed", "satisfied", "`out` has 2 JSON array elements"),
     Case("at-least-fails", "a JSON array of at least 5 sources", JSON_SOURCES, "count",
          "failed", "partially_satisfied", "`out` has 2 JSON array elements"),
+    Case("per-item-count-fails", "under 10 words for each bullet",
+         "- one two\n- one two three four five six seven eight nine ten eleven", "count",
+         "failed", "violated", "item 2 of 2 has 11 words"),
     # an item indented under another is no item of the list
     Case("nested-items-not-counted", "a markdown list with exactly 3 top-level items",
          "- a\n  - a detail\n  - another\n- b\n- c", "count", "passed", "satisfied",

@@ -252,7 +252,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a count of one named section ('a "Risks" section with at least 3 bullet points', 'a
 #       `## Sources` section listing 5+ distinct URLs', 'at least 3 items under the "Risks"
 #       heading') counts the list items, URLs or words under that heading (scope `section`,
-#       new clause column `section_name`; v8 counted the whole output's).
+#       new clause column `section_name`; v8 counted the whole output's);
+#     - 'at most 3 sentences per item', 'under 10 words for each bullet' bound every item
+#       (v8 dropped them, as counts that were none).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -274,6 +274,13 @@ EACH_AFTER = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under
               r"\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|a\s+single|single)"
               r"[\s\-]+(?:words?|lines?|sentences?|characters?|chars?|paragraphs?))(?:\s+long)?"
               r"\s+each\b")
+# "at most 3 sentences per item", "under 20 words for each bullet": read as "each item at
+# most 3 sentences" (a count of every part, see EACH_AFTER)
+PER_PART = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under|over|exactly"
+            r"|fewer\s+than|more\s+than)\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine"
+            r"|ten|a\s+single|single)[\s\-]+(?:words?|sentences?|characters?|chars?|urls?|links?"
+            r"|sources?))\s+(?:per|for\s+each|for\s+every|in\s+each)\s+(item|bullet|point|entry"
+            r"|paragraph|line|step)\b")
 # Phrases that look like counts but are not ("one row per table", "to 2 decimals").
 NOT_COUNTS = (
     r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
@@ -1577,6 +1584,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     # what looks like a count but is none ("one row per service") is held from the count
     # readers, then asked
+    df = df.with_columns(pl.col("t").str.replace_all(PER_PART, "each ${2} ${1}"))
     df = _take(df, "_not_counted", NOT_COUNTS, keep=NOT_COUNTED)
     df = df.with_columns(pl.col("t").str.replace_all(STANDARD_NUMBER, "${1}_${2}"))
     # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
