@@ -89,6 +89,9 @@ CASES = [
     # a count "per item" is a count of every item
     ("a bulleted list, at most 3 sentences per item", (),
      {"quantities": [q(None, 3, "sentences", "each")], "unchecked_text": None}),
+    ("a markdown list with one summary of at most 3 sentences per item", (),
+     {"quantities": [q(None, 3, "sentences", "each")],
+      "unchecked_text": "markdown list with one summary"}),
     # what looks like a count but is none is asked, not dropped
     ("a summary for each finding", (), {"quantities": [], "unchecked_text":
                                         "a summary for each finding"}),

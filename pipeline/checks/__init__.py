@@ -254,7 +254,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       heading') counts the list items, URLs or words under that heading (scope `section`,
 #       new clause column `section_name`; v8 counted the whole output's);
 #     - 'at most 3 sentences per item', 'under 10 words for each bullet' bound every item
-#       (v8 dropped them, as counts that were none).
+#       (v8 dropped them, as counts that were none); so does 'a markdown list with one
+#       summary of at most 3 sentences per item', where "one summary" is no count of items
+#       (v8 read it as exactly one list item: every list of two summaries or more failed).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

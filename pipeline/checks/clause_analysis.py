@@ -276,7 +276,11 @@ EACH_AFTER = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under
               r"\s+each\b")
 # "at most 3 sentences per item", "under 20 words for each bullet": read as "each item at
 # most 3 sentences" (a count of every part, see EACH_AFTER)
-PER_PART = (r"(?i)\b((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under|over|exactly"
+# ("a list with one summary of at most 3 sentences per item": "one summary of" is no count of
+# items; it is marked with OF_EACH, and NOT_COUNTS takes it)
+OF_EACH = "\ue00b"
+PER_PART = (r"(?i)\b(?:((?:one|an?|a\s+single|single)\s+[\p{L}\-]+\s+of)\s+)?"
+            r"((?:(?:at\s+most|at\s+least|no\s+more\s+than|up\s+to|under|over|exactly"
             r"|fewer\s+than|more\s+than)\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine"
             r"|ten|a\s+single|single)[\s\-]+(?:words?|sentences?|characters?|chars?|urls?|links?"
             r"|sources?))\s+(?:per|for\s+each|for\s+every|in\s+each)\s+(item|bullet|point|entry"
@@ -286,6 +290,7 @@ NOT_COUNTS = (
     r"(?i)" + START + r"(?:one|a|an|\d+)\s+" + LETTERS + r"\s+(?:per|for\s+each|for\s+every)"
     r"(?:\s+(?-i:[\p{L}\p{N}\-]+)){1,2}"
     r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\b\d{4}-\d{2}-\d{2}\b"
+    r"|(?i)\b(?:one|an?|a\s+single|single)\s+[\p{L}\-]+\s+of" + OF_EACH
 )
 # A standard's number ("ISO 8601", "ISO-3166-1") is no count: joined to its name by "_" (no
 # count's number follows a word character) and so left in the text, for the judgment question
@@ -1050,6 +1055,7 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
             t = t.str.replace(marker, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
                 lead.str.len_chars())).fill_null(marker), literal=True)
     return df.with_columns(t.str.replace(COLON, ":", literal=True)
+                           .str.replace_all(OF_EACH, "", literal=True)
                            .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
                            .pipe(_spelled_out).alias("t")
                            ).drop("_hidden", "_not_counted")
@@ -1584,7 +1590,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     # what looks like a count but is none ("one row per service") is held from the count
     # readers, then asked
-    df = df.with_columns(pl.col("t").str.replace_all(PER_PART, "each ${2} ${1}"))
+    df = df.with_columns(pl.col("t").str.replace_all(PER_PART,
+                                                     "${1}" + OF_EACH + " each ${3} ${2}"))
     df = _take(df, "_not_counted", NOT_COUNTS, keep=NOT_COUNTED)
     df = df.with_columns(pl.col("t").str.replace_all(STANDARD_NUMBER, "${1}_${2}"))
     # "a plan with numbered steps, at most 7": a bare bound closing a list's clause counts its
