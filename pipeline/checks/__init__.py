@@ -256,7 +256,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - 'at most 3 sentences per item', 'under 10 words for each bullet' bound every item
 #       (v8 dropped them, as counts that were none); so does 'a markdown list with one
 #       summary of at most 3 sentences per item', where "one summary" is no count of items
-#       (v8 read it as exactly one list item: every list of two summaries or more failed).
+#       (v8 read it as exactly one list item: every list of two summaries or more failed);
+#     - a name in backticks said something of ('with no `debug` field', 'a string `id`')
+#       stays in the judgment question (v8 dropped the stretch: any JSON object satisfied
+#       the clause at confidence 95); a type said before or after a field's name ('a
+#       boolean `done`', '`count` as an integer') is that field's type, and the field is
+#       required, as is one that holds an array ('with a `findings` array'; v8 dropped
+#       both).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

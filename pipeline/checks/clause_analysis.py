@@ -554,7 +554,7 @@ CONTINUES = (r"(?i)\bfollowed\s+by\b|,\s*then\b|,\s*(?:with|plus|and)\s+(?:a|an|
 INLINE_LIST = (r"(?i)\b(?:comma|semicolon)[\s\-](?:separated|delimited)\s+"
                r"(?:list|string|line|set)\b|\b(?:separated|delimited)\s+by\s+(?:commas|semicolons)\b")
 # What a backticked name before it is ("a `status` key"), and a section's capitalised title.
-FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?)\b"
+FIELD_NOUN = r"(?:fields?|keys?|columns?|properties|property|attributes?|arrays?|lists?|objects?)\b"
 # "a ## Summary section": group 1 is the heading as written
 # A count tied to one named section of the output: 'a "Risks" section with at least 3 bullet
 # points', 'a `## Sources` section listing 5+ distinct URLs' (SECTION_AFTER: the name is one of
@@ -628,6 +628,12 @@ BARE_FIELD_RANGE = r"(?i)" + BARE_RANGE_FIELD + RANGE_AFTER_FIELD
 # date)"): group 2 says ISO 8601, 3 is the type.
 FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?("
               + TYPE_WORDS + r")\s*\)")
+# ... also written "an integer `count`", "a boolean `done` field", "`count` as an integer":
+# rewritten to the form above before it is read
+TYPE_BEFORE_FIELD = (r"(?i)\b(?:a|an)\s+((?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\s+("
+                     + TICKED + r")")
+TYPE_AFTER_FIELD = (r"(?i)(" + TICKED + r")\s+(?:as|is|must\s+be|should\s+be)\s+(?:a|an)\s+("
+                    r"(?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\b")
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
 # begins with a date", "with each bullet starting with an ISO 8601 date"; group 1 is the unit,
 # 2 says ISO 8601, 3 a type (a quoted text otherwise). ITEM_END: how each ends ("3 items, each
@@ -1575,6 +1581,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
     # so is "`total` (a number)", the field's type
+    df = df.with_columns(pl.col("t").str.replace_all(TYPE_BEFORE_FIELD, "${2} (a ${1})")
+                         .str.replace_all(TYPE_AFTER_FIELD, "${1} (a ${2})"))
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
                          pl.col("t").str.replace_all(BARE_FIELD_RANGE, GAP)
@@ -1643,6 +1651,15 @@ def _trim_quotes(text: pl.Expr) -> pl.Expr:
     return text.str.strip_chars(" .-'")
 
 
+# A name in backticks that a stretch says something of, by a word before it ("no `debug`
+# field", "a string `id`") or after it ("`id` as a string"); "with `score`" says nothing more
+# (a reader took what followed it, or the name is a field read elsewhere).
+TICKED_SAID = (r"(?i)\b(?:no|not|without|never|string|strings|array|arrays|object|objects|list"
+               r"|lists|empty|non-empty|unique|nullable|null|optional|lowercase|uppercase)\s+"
+               r"`[^`\s][^`]*`|`[^`\s][^`]*`\s+(?:as|is|are|must|should|set|equals?|contains?"
+               r"|holds?|lists?)\b")
+
+
 def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
@@ -1660,12 +1677,14 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
                    .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|whose|with|of|in|is|"
                                 r"are|to|for|by|on|at|as))+$", ""))
         # a stretch says something when it holds two content words, or one in a phrase
-        # ("each with a source"); a bare noun ("a markdown note") names the output's kind;
+        # ("each with a source"), or a name in backticks said something of ("no `debug`
+        # field", "a string `id`"); a bare noun ("a markdown note") names the output's kind;
         # a requirement no reader could read (KEPT) always does
         .list.eval(pl.element().filter(
             (_content_words(pl.element()).list.len() >= 2)
             | ((_content_words(pl.element()).list.len() == 1)
                & (pl.element().str.count_matches(r"\S+") >= 3))
+            | pl.element().str.contains(TICKED_SAID)
             | pl.element().str.contains(KEPT, literal=True)))
     )
     # a kept phrase says something even in words that are filler elsewhere ("not JSON")
@@ -1676,8 +1695,12 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
               .str.replace_all(CLOSE, ")", literal=True)
               .str.replace_all(ABBREVIATION_DOT, ".", literal=True)
               .str.replace_all(COLON, ":", literal=True))
+    # a name in backticks said something of is a word of the question
+    ticked = joined.str.extract_all(TICKED_SAID).list.eval(
+        pl.element().str.extract(r"`([^`]+)`", 1).str.to_lowercase())
     return (pl.when(segments.list.len() > 0).then(joined),
-            pl.concat_list(_content_words(joined), kept).list.unique(maintain_order=True))
+            pl.concat_list(_content_words(joined), kept, ticked.fill_null(NO_TEXTS))
+            .list.unique(maintain_order=True))
 
 
 # Clauses already read by this process, by text: a worker grades shard after shard of the
@@ -1728,8 +1751,19 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .select("_row", "_part", pl.struct(
             pl.col("names").str.strip_chars("` ").alias("name"),
             normalise_key(pl.col("names")).alias("key"),
-            ((pl.col("_part") > 0) | pl.col("_each_nested")).alias("nested"),
+            # ("with a `findings` array of objects, each with `id`": `findings` holds them)
+            ((pl.col("_part") > 0) | (pl.col("_each_nested") & ~pl.col("phrase").str.contains(
+                r"(?i)\b(?:arrays?|lists?|objects?)\s*$"))).alias("nested"),
             pl.col("phrase")).alias("field")),
+        # a field the clause gives a type ("`count` as an integer") is one it has
+        parts.select("_row", "_part", "_field_types", "_each_nested")
+        .explode("_field_types").drop_nulls("_field_types")
+        .select("_row", "_part", pl.struct(
+            pl.col("_field_types").str.extract(FIELD_TYPE, 1).str.strip_chars("`")
+            .alias("name"),
+            normalise_key(pl.col("_field_types").str.extract(FIELD_TYPE, 1)).alias("key"),
+            ((pl.col("_part") > 0) | pl.col("_each_nested")).alias("nested"),
+            pl.col("_field_types").alias("phrase")).alias("field")),
     ]).filter(pl.col("field").struct.field("key").str.len_chars() > 0)
     fields = _unique_fields(fields)
     # the clauses whose sub-items are fields of a JSON output ("a JSON object with fields:")
