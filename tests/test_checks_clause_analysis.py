@@ -92,6 +92,20 @@ CASES = [
     ("a markdown list with one summary of at most 3 sentences per item", (),
      {"quantities": [q(None, 3, "sentences", "each")],
       "unchecked_text": "markdown list with one summary"}),
+    # what no reader reads but looks like what they do is asked whole
+    ("an HTML table", (), {"formats": [], "unchecked_text": "HTML table"}),
+    ("a JSON Lines file (one JSON object per line)", (),
+     {"formats": [], "quantities": [],
+      "unchecked_text": "JSON Lines file (one JSON object per line)"}),
+    ("a numbered list starting at 1", (),
+     {"formats": ["numbered_list"], "unchecked_text": "numbered list starting at 1"}),
+    ("an XML document", (), {"unchecked_text": "XML document"}),
+    # words that say something once the readers are done: a date, "nothing else"
+    ("a table whose first column is the date", (),
+     {"unchecked_text": "table whose first column is the date"}),
+    ("a single code block and nothing else", (), {"unchecked_text": "nothing else"}),
+    ('one of "approve" or "reject", the single word only, nothing else in the file', (),
+     {"unchecked_text": None}),
     # what looks like a count but is none is asked, not dropped
     ("a summary for each finding", (), {"quantities": [], "unchecked_text":
                                         "a summary for each finding"}),

@@ -262,7 +262,15 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       the clause at confidence 95); a type said before or after a field's name ('a
 #       boolean `done`', '`count` as an integer') is that field's type, and the field is
 #       required, as is one that holds an array ('with a `findings` array'; v8 dropped
-#       both).
+#       both);
+#     - "an HTML table" is no markdown table, "a JSON Lines file" no JSON document, "an XML
+#       document" a kind of output, and "a numbered list starting at 1", "a table whose
+#       first column is the date", "a single code block and nothing else" say more than
+#       their format: all asked (v8 read an HTML table as markdown, JSON Lines as invalid
+#       JSON, and dropped the rest: any markdown table satisfied "an HTML table", any
+#       output "an XML document", at confidence 95); "nothing else" after a value that is
+#       the whole output ('one of "approve" or "reject", nothing else in the file') says
+#       nothing more.
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

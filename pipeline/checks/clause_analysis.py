@@ -427,7 +427,7 @@ FORMAT_FORMS = [
     ("csv", r"(?i)\.?\bcsv\b|comma[\s\-]separated\s+values?\b"),
     # "a table", "a markdown table", and a table named by what it holds ("a comparison table",
     # "a markdown summary table"); not any noun before it ("the DDL for a new table")
-    ("table", r"(?i)\b(?:a|an|markdown|html|ascii|pipe)\s+(?:(?:markdown|comparison|summary|"
+    ("table", r"(?i)\b(?:a|an|markdown|ascii|pipe)\s+(?:(?:markdown|comparison|summary|"
      r"results?|scoring|score|status|feature|decision|risk|pricing|ranking|overview|trade-?offs?"
      r"|side-by-side|(?:two|three|four|five|\d+)-column)\s+)?table\b(?:\s+(?:of\s+contents|names?"
      r"|of\s+names))?"),
@@ -777,6 +777,12 @@ JOIN = "\ue005"
 # that looks like a count but is none, while the count readers run (NOT_COUNTS).
 HIDDEN = "\ue001"
 NOT_COUNTED = "\ue009"
+# ... for what no reader reads but looks like what they do, from the start: a format whose
+# name holds one they read ("JSON Lines", "an HTML table"), where a list's numbers start
+UNREAD = "\ue00c"
+UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
+                  r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
+                  r"|(?i)\b(?:starting|beginning|numbered)\s+(?:at|from|with)\s+\d+\b")
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -810,6 +816,9 @@ BARE_NOUN = r"(?i)^\s*(?:(?:a|an|the|one)\s+)?((?:\p{L}[\p{L}\-]*\s+)?\p{L}[\p{L
 GENERIC_NOUNS = ["output", "result", "text", "answer", "response", "reply", "content", "value",
                  "data", "file", "document", "doc", "message", "string", "body", "artifact",
                  "artefact", "thing", "information", "info"]
+# "and nothing else", "nothing else in the file": asked, but where a value is the whole output
+NOTHING_ELSE = (r"(?i)\b(?:and\s+)?nothing\s+else(?:\s+(?:in|on)\s+(?:the|its)\s+(?:file|output"
+                r"|response|reply|line|binding))?\b")
 # Words that carry no testable property of their own once the requirements are taken out.
 FILLER = (
     r"(?i)\b(?:a|an|the|of|with|and|or|in|on|at|to|for|by|from|as|is|are|be|that|which|who|"
@@ -823,7 +832,7 @@ FILLER = (
     r"phrase|exact|exactly|least|most|under|over|up|no|not|more|less|fewer|containing|contains|"
     r"contain|including|includes|include|marked|stating|states|named|called|like|e\.g|i\.e|"
     r"such|there|here|first|last|followed|beginning|begins|starting|ending|ends|optional|"
-    r"single|only|nothing|else|string|number|numbers|integer|date|dates|unified|diff)\b"
+    r"single|only|string|number|numbers|integer|unified|diff)\b"
 )
 # Suggested rewrites per quality word (default for the rest).
 JUDGMENT_ADVICE = {
@@ -1052,7 +1061,8 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
     """Put every hidden phrase back in place, marked KEPT, and the opening noun's colon, for
     the judgment question."""
     t = pl.col("t")
-    for column, marker in (("_hidden", HIDDEN), ("_not_counted", NOT_COUNTED)):
+    for column, marker in (("_hidden", HIDDEN), ("_not_counted", NOT_COUNTED),
+                           ("_unread", UNREAD)):
         for k in range(df[column].list.len().max() or 0):
             phrase = pl.col(column).list.get(k, null_on_oob=True).str.replace_all(
                 ",", COMMA, literal=True)
@@ -1064,7 +1074,7 @@ def _restore(df: pl.DataFrame) -> pl.DataFrame:
                            .str.replace_all(OF_EACH, "", literal=True)
                            .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
                            .pipe(_spelled_out).alias("t")
-                           ).drop("_hidden", "_not_counted")
+                           ).drop("_hidden", "_not_counted", "_unread")
 
 
 def _times(phrase: pl.Expr) -> pl.Expr:
@@ -1570,6 +1580,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
+    df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
     df = _section_counts(df)
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
@@ -1593,6 +1604,12 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _letter_case(df)
     df = _item_edges(df)
     df = _enums(df)
+    # "one of "approve" or "reject", the single word only, nothing else in the file": a
+    # value that is the whole output says it already
+    whole = ((pl.col("enums").list.eval(pl.element().struct.field("field").is_null())
+              .list.any()) | pl.col("value_type").is_not_null())
+    df = df.with_columns(pl.when(whole).then(pl.col("t").str.replace_all(NOTHING_ELSE, GAP))
+                         .otherwise(pl.col("t")))
     df = _fields(df)
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
@@ -1859,6 +1876,10 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     # drops a name's words).
     head = pl.col("_bare").str.to_lowercase().str.extract(r"(\p{L}[\p{L}\-]*)$", 1) \
         .str.replace(r"s$", "")
+    # "an XML document", "a TOML file": a generic noun named by a format's acronym
+    acronym = pl.col("_bare").str.extract(r"^(?-i:([A-Z]{2,6}))\s+\p{L}", 1).str.to_lowercase()
+    head = pl.when(head.is_in(GENERIC_NOUNS) & acronym.is_not_null()).then(acronym) \
+        .otherwise(head)
     only_named = (pl.col("_bare").is_not_null() & ~decidable & pl.col("unchecked_text").is_null()
                   & (pl.col("judgments").list.len() == 0) & (pl.col("vague_words").list.len() == 0)
                   & ~pl.col("forbids_secrets") & (pl.col("literals").list.len() == 0)
