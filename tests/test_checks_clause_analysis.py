@@ -92,6 +92,15 @@ CASES = [
     ("a markdown list with one summary of at most 3 sentences per item", (),
      {"quantities": [q(None, 3, "sentences", "each")],
       "unchecked_text": "markdown list with one summary"}),
+    # a least value said with the type
+    ("a non-negative integer", (), {"value_type": "integer", "ranges": [(None, 0.0, None)]}),
+    ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),
+    ("a positive number", (), {"value_type": None, "unchecked_text": "positive number"}),
+    # a case said of what is counted: the count, and the case asked
+    ("at most 3 lowercase tags", (),
+     {"quantities": [q(None, 3, "items")], "unchecked_text": "all lowercase"}),
+    ("at most 3 tags, all lowercase", (), {"letter_case": None,
+                                           "unchecked_text": "all lowercase"}),
     # what no reader reads but looks like what they do is asked whole
     ("an HTML table", (), {"formats": [], "unchecked_text": "HTML table"}),
     ("a JSON Lines file (one JSON object per line)", (),

@@ -653,6 +653,12 @@ CASES = [
     Case("inline-field-type-fails", "a JSON object with `items` and `total` (a number)",
          '{"items": [], "total": "x"}', "field_type", "failed", "partially_satisfied",
          "“x” is not a number (`total`, value 1 of 1)"),
+    # "non-negative", "positive" bound the number the type is
+    Case("non-negative-field-fails", "a JSON array of objects, each with:", '[{"stars": -3}]',
+         "numeric_range", "failed", "partially_satisfied", "`stars` values: -3",
+         details=("`stars`: a non-negative integer",)),
+    Case("positive-integer-passes", "a positive integer", "7", "numeric_range", "passed",
+         "satisfied", "“7”"),
     # a type said before or after a field's name in the clause
     Case("type-before-field-fails", "a JSON object with a boolean `done`", '{"done": "yes"}',
          "field_type", "failed", "partially_satisfied",

@@ -270,7 +270,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       JSON, and dropped the rest: any markdown table satisfied "an HTML table", any
 #       output "an XML document", at confidence 95); "nothing else" after a value that is
 #       the whole output ('one of "approve" or "reject", nothing else in the file') says
-#       nothing more.
+#       nothing more;
+#     - 'a non-negative integer' and 'a positive integer' bound the number (≥ 0, ≥ 1; v8
+#       dropped the word: `stars`: a non-negative integer passed -3); 'a positive number'
+#       is asked;
+#     - 'at most 3 lowercase tags' counts the tags and asks their case (v8 counted
+#       "lowercase"s and dropped the case), and the case of something inside the output
+#       ('at most 3 tags, all lowercase') is asked (v8 dropped it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

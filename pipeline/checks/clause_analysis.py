@@ -453,8 +453,14 @@ FORMAT_FORMS = [
 TYPE_WORDS = (r"whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
-              r"(?:(?:single|valid|bare|plain|non-negative|positive)\s+)?(?:(iso[\s\-]?8601)\s+)?"
+              r"(?:(?:single|valid|bare|plain)\s+)?(?:(iso[\s\-]?8601)\s+)?"
               r"(" + TYPE_WORDS + r")\b")
+# "at most 3 lowercase tags": read as "at most 3 tags, all lowercase" (a count, and a case);
+# group 1 is the number with its space (2 the number), 3 the case, 4 the unit
+CASED_COUNT = (r"(?i)\b(" + NUM + r"\s+)(lowercase|uppercase)\s+(\p{L}[\p{L}\-]*)")
+# "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
+NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
+POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
 # ... unless the type names something inside the output ("a number of findings", "an integer
 # `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
 # time"; an alternative output such as 'or "none"' is read apart) or a format holds it
@@ -1184,7 +1190,8 @@ def _letter_case(df: pl.DataFrame) -> pl.DataFrame:
         .when(found.str.contains("lower")).then(pl.lit("lower"))
         .when(found.is_not_null()).then(pl.lit("upper")).alias("letter_case"),
         pl.when(found.is_not_null() | sub).then(pl.col("t").str.replace_all(LETTER_CASE, GAP))
-        .otherwise(pl.col("t")))
+        # the case of something inside the output is always asked ("tags, all lowercase")
+        .otherwise(pl.col("t").str.replace_all(LETTER_CASE, KEPT + "${0}")))
 
 
 # What wraps every item or line whole ("each bullet in bold", "every item wrapped in quotes",
@@ -1581,6 +1588,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
+    # "a non-negative integer", "a positive integer": the type, and a least value
+    df = df.with_columns(pl.col("t").str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
+                         .str.replace_all(POSITIVE_INTEGER, "${1} ≥ 1")
+                         .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}"))
     df = _section_counts(df)
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
