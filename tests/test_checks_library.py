@@ -653,6 +653,12 @@ CASES = [
     Case("inline-field-type-fails", "a JSON object with `items` and `total` (a number)",
          '{"items": [], "total": "x"}', "field_type", "failed", "partially_satisfied",
          "“x” is not a number (`total`, value 1 of 1)"),
+    # a sub-item's type said between commas
+    Case("type-apart-fails", "a JSON object with fields:",
+         '{"status": "ok", "retry_after": "soon"}', "field_type", "failed",
+         "partially_satisfied", "“soon” is not an integer (`retry_after`, value 1 of 1)",
+         details=('`status`: "ok" or "error"',
+                  '`retry_after`: seconds to wait, an integer, only when status is "error"')),
     # "non-negative", "positive" bound the number the type is
     Case("non-negative-field-fails", "a JSON array of objects, each with:", '[{"stars": -3}]',
          "numeric_range", "failed", "partially_satisfied", "`stars` values: -3",

@@ -276,7 +276,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       is asked;
 #     - 'at most 3 lowercase tags' counts the tags and asks their case (v8 counted
 #       "lowercase"s and dropped the case), and the case of something inside the output
-#       ('at most 3 tags, all lowercase') is asked (v8 dropped it).
+#       ('at most 3 tags, all lowercase') is asked (v8 dropped it);
+#     - a sub-item's type said between commas ('`retry_after`: seconds to wait, an integer,
+#       only when status is "error"') is its field's type (v8 read a type only where the
+#       sub-item opened with it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -458,6 +458,9 @@ VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+
 # "at most 3 lowercase tags": read as "at most 3 tags, all lowercase" (a count, and a case);
 # group 1 is the number with its space (2 the number), 3 the case, 4 the unit
 CASED_COUNT = (r"(?i)\b(" + NUM + r"\s+)(lowercase|uppercase)\s+(\p{L}[\p{L}\-]*)")
+# A type that is a stretch of its own, between commas ("seconds to wait, an integer, only
+# when …"): group 1 says ISO 8601, 2 is the type
+TYPE_APART = (r"(?i),\s*(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + r")\s*(?:,|;|\.?$)")
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
@@ -1497,6 +1500,11 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
             .then(pl.when((noun.str.to_lowercase() == "date") & ~standard.str.contains("(?i)HH"))
                   .then(pl.lit("iso_date")).otherwise(pl.lit("iso_datetime")))
             .otherwise(kind))
+    # a sub-item's type said apart from the words before it ("`retry_after`: seconds to
+    # wait, an integer, only when status is "error"")
+    apart = t.str.extract(TYPE_APART, 2)
+    kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & apart.is_not_null()).then(
+        _type_of(apart, t.str.extract(TYPE_APART, 1).is_not_null())).otherwise(kind)
     # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
     kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
         r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
@@ -1529,6 +1537,9 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("value_type") == "digits").then(t)
         .when(pl.col("value_type").is_not_null() & written)
         .then(t.str.replace(ISO_WRITTEN, "${1}" + GAP))
+        .when(pl.col("value_type").is_not_null() & (pl.col("_part") > 0)
+              & ~t.str.contains(VALUE_TYPE))
+        .then(t.str.replace(TYPE_APART, GAP))
         .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
