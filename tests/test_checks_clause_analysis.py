@@ -92,6 +92,13 @@ CASES = [
     ("a markdown list with one summary of at most 3 sentences per item", (),
      {"quantities": [q(None, 3, "sentences", "each")],
       "unchecked_text": "markdown list with one summary"}),
+    # a choice of phrases to mention is asked, not read as the whole output's values
+    ('mentions either "Monday" or "Tuesday"', (),
+     {"enums": [], "unchecked_text": 'mentions either "Monday" or "Tuesday"'}),
+    ('includes one of "a", "b"', (), {"enums": [], "literals": []}),
+    # "at least once" is what "mentions" asks already
+    ('mentions "refund" at least once', (),
+     {"literals": [("refund", "contains")], "unchecked_text": None}),
     # a least value said with the type
     ("a non-negative integer", (), {"value_type": "integer", "ranges": [(None, 0.0, None)]}),
     ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),

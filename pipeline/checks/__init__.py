@@ -279,7 +279,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       ('at most 3 tags, all lowercase') is asked (v8 dropped it);
 #     - a sub-item's type said between commas ('`retry_after`: seconds to wait, an integer,
 #       only when status is "error"') is its field's type (v8 read a type only where the
-#       sub-item opened with it).
+#       sub-item opened with it);
+#     - 'mentions either "Monday" or "Tuesday"', 'includes one of "a", "b"' are asked (v8
+#       read them as the whole output's values: "See you Monday." failed at 85), and
+#       'mentions "refund" at least once' asks nothing more than the phrase.
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -360,7 +360,7 @@ ENDS = "end|ends|ending|close|closes|closing|finish|finishes|finishing"
 # How often a contained phrase must occur ('mentions "climate" at least twice', '"TODO" 3 or
 # more times'): read as a least number of occurrences ("3 times" alone is at least 3 too).
 TIMES = (r"(?:\s+(?:at\s+least\s+|no\s+fewer\s+than\s+|a\s+minimum\s+of\s+)?(?:twice|thrice"
-         r"|more\s+than\s+once|(?:\d+|two|three|four|five|six|seven|eight|nine|ten)"
+         r"|more\s+than\s+once|once|(?:\d+|two|three|four|five|six|seven|eight|nine|ten)"
          r"(?:\s+or\s+more|\+)?\s+times))?")
 TIMES_WORDS = {"twice": 2, "thrice": 3, "more than once": 2, "two": 2, "three": 3, "four": 4,
                "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
@@ -774,6 +774,12 @@ NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|cl
 # the phrases; left to judgment like a negation.
 PHRASE_CHOICE = (r"(?i)\b(?:" + STARTS + "|" + ENDS + r")\s+with\s+(?:(?:either|(?:exactly\s+)?"
                  r"one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST + "|" + LIT_FILLER + QUOTED_OR + ")")
+# ... and a choice of phrases to mention ('mentions either "Monday" or "Tuesday"', 'includes
+# one of "a", "b"'): a literal check holds one phrase, the enum reader the whole output
+MENTION_CHOICE = (r"(?i)\b(?:mentions?|mentioning|contains?|containing|includes?|including"
+                  r"|cites?|citing|names?|naming|uses?|using|refers?\s+to|referring\s+to)\s+"
+                  r"(?:(?:either|(?:exactly\s+)?one\s+of|any\s+of)\s*:?\s*" + QUOTED_LIST + "|"
+                  + LIT_FILLER + QUOTED_OR + ")")
 # A format the clause rules out ("plain text, not JSON", "no bullet points", "without a
 # table", "prose rather than a table"): taken before the format reader runs, an excluded
 # format (checked by `excluded_format`), not a format to require.
@@ -1609,7 +1615,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
-    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, DECIMALS,
+    df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, MENTION_CHOICE, DECIMALS,
                              AT_LEAST_ONE_OF]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
