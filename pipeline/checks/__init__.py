@@ -282,7 +282,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       sub-item opened with it);
 #     - 'mentions either "Monday" or "Tuesday"', 'includes one of "a", "b"' are asked (v8
 #       read them as the whole output's values: "See you Monday." failed at 85), and
-#       'mentions "refund" at least once' asks nothing more than the phrase.
+#       'mentions "refund" at least once' asks nothing more than the phrase;
+#     - a JSON output's field a sub-item says holds an array ('`late`: an array of table
+#       names', '`tags`: a list of at most 3 strings') fails where it holds something else
+#       (v8: undecided, or nothing checked without a count).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

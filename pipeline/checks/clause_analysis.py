@@ -1924,6 +1924,11 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
 NO_TEXTS = pl.lit([], dtype=pl.List(pl.String))
 
 
+# A sub-item of a JSON output's field that says it holds an array ("an array of table names",
+# "a list of strings"); group 1 is the phrase
+LIST_OF_FIELD = r"(?i)^\W*((?:an?\s+)?(?:json\s+)?(?:array|list))\b"
+
+
 def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
@@ -1934,15 +1939,31 @@ def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
     exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions "password"'), order
     or letter case ("`items`: sorted by date", "`id`: all lowercase") is left to the judgment
     question, as "`field`: phrase"."""
-    counts = (sub.select("_row", "_part", "_field", "quantities").explode("quantities")
-              .drop_nulls("quantities").unnest("quantities"))
+    counts = (sub.select("_row", "_part", "_field", "quantities", "t").explode("quantities")
+              .drop_nulls("quantities").unnest("quantities")
+              # "a list of at most 3 strings": the count of a field said to hold an array
+              .with_columns(pl.when((pl.col("measure") == "items")
+                                    & pl.col("t").str.contains(LIST_OF_FIELD))
+                            .then(pl.format("{} of {}", pl.col("t").str.extract(LIST_OF_FIELD, 1),
+                                            pl.col("phrase")))
+                            .otherwise(pl.col("phrase")).alias("phrase")).drop("t"))
     counted = (pl.col("measure") == "items") & pl.col("_row").is_in(json_rows.implode())
     measurable = (pl.col("_field").is_not_null() & (pl.col("scope") == "whole")
                   & (pl.col("measure").is_in(["words", "chars"]) | counted))
-    lengths = (counts.filter(measurable).select("_row", pl.struct(
-        pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
-        "min", "max", "measure", "phrase").alias("field_lengths"))
-        .group_by("_row", maintain_order=True).agg("field_lengths"))
+    # "`late`: an array of table names" (no count): the field holds an array, of any length
+    listed = (sub.filter(pl.col("_field").is_not_null() & pl.col("_row").is_in(json_rows.implode())
+                         & pl.col("t").str.contains(LIST_OF_FIELD)
+                         & ~pl.col("quantities").list.eval(
+                             pl.element().struct.field("measure") == "items").list.any())
+              .select("_row", "_part", "_field", pl.lit(0, pl.Int64).alias("min"),
+                      pl.lit(None, pl.Int64).alias("max"), pl.lit("items").alias("measure"),
+                      pl.col("t").str.extract(LIST_OF_FIELD, 1).alias("phrase")))
+    lengths = (pl.concat([counts.filter(measurable).select(listed.columns), listed],
+                         how="vertical_relaxed").sort("_row", "_part", maintain_order=True)
+               .select("_row", pl.struct(
+                   pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
+                   "min", "max", "measure", "phrase").alias("field_lengths"))
+               .group_by("_row", maintain_order=True).agg("field_lengths"))
     phrases = (sub.select("_row", "_part", "_field", "literals").explode("literals")
                .drop_nulls("literals")
                .select("_row", "_part", "_field", pl.col("literals").struct.field("phrase")))

@@ -1380,7 +1380,18 @@ def field_length() -> Check:
     low = f.struct.field("min").fill_null(0)
     high = f.struct.field("max").fill_null(1 << 40)
     too_long, too_short = sizes.list.max() > high, sizes.list.min() < low
-    outcome = let("_outcome", pl.when(sizes.list.len() == 0).then(UNDECIDED)
+    # the field where the JSON output has it (the object, or each element of the array) holds
+    # a value that is no array ("`late`: an array of …": "t1")
+    holders = (pl.when(pl.col("json_kind") == "object")
+               .then(pl.col("json_keys").list.contains(key).cast(pl.UInt32))
+               .when(pl.col("json_kind") == "array")
+               .then(pl.col("json_element_keys").str.count_matches(pl.format("|{}|", key),
+                                                                   literal=True)))
+    listed = f.struct.field("phrase").str.contains(r"(?i)\b(?:array|list)\b")
+    held = let("_held", (items & listed & (holders.fill_null(0) > sizes.list.len()))
+               .fill_null(False))
+    outcome = let("_outcome", pl.when(held).then(FAILED)
+                  .when(sizes.list.len() == 0).then(UNDECIDED)
                   .when(too_long | too_short).then(FAILED).otherwise(PASSED))
     # the value that settles it: the longest, or the shortest when only a minimum fails
     at = pl.when(too_short & ~too_long).then(sizes.list.arg_min()).otherwise(
@@ -1392,7 +1403,9 @@ def field_length() -> Check:
         needs={"fields": raw != "items", "json_arrays": raw == "items"},
         outcome=outcome,
         detail=pl.format("`{}` in {}: {}", field, label(), f.struct.field("phrase")),
-        evidence=pl.when((outcome == UNDECIDED) & items)
+        evidence=pl.when(held)
+        .then(pl.format("`{}` in {} holds a value that is no JSON array", field, label()))
+        .when((outcome == UNDECIDED) & items)
         .then(pl.format("no JSON array under `{}` in {}", field, label()))
         .when(outcome == UNDECIDED)
         .then(pl.format("no value of `{}` to measure in {}", field, label()))
