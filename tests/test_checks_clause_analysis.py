@@ -99,6 +99,14 @@ CASES = [
     # "at least once" is what "mentions" asks already
     ('mentions "refund" at least once', (),
      {"literals": [("refund", "contains")], "unchecked_text": None}),
+    # a bare bound is a number's; one said of something no count reads is asked
+    ("at least 2 code examples", (),
+     {"ranges": [], "quantities": [], "unchecked_text": "at least 2 code examples"}),
+    ("`checked`: at least 3", (), {"ranges": [(None, 3.0, None)]}),
+    # "a top-10 list", "no more than a paragraph"
+    ("a top-10 list", (), {"quantities": [q(10, 10, "items")]}),
+    ("no more than a paragraph", (), {"quantities": [q(None, 1, "paragraphs")]}),
+    ("at least a few sources", (), {"quantities": []}),
     # a least value said with the type
     ("a non-negative integer", (), {"value_type": "integer", "ranges": [(None, 0.0, None)]}),
     ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),

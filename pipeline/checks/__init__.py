@@ -285,7 +285,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       'mentions "refund" at least once' asks nothing more than the phrase;
 #     - a JSON output's field a sub-item says holds an array ('`late`: an array of table
 #       names', '`tags`: a list of at most 3 strings') fails where it holds something else
-#       (v8: undecided, or nothing checked without a count).
+#       (v8: undecided, or nothing checked without a count);
+#     - a bare bound is read only where nothing follows it: 'at least 2 code examples' is
+#       asked (v8 bounded the output's first number by 2: two fenced examples failed at
+#       80); 'a top-10 list' is ten items and 'no more than a paragraph' one paragraph (v8
+#       dropped both: any list, any text satisfied them at 95).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

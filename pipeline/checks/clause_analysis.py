@@ -461,6 +461,14 @@ CASED_COUNT = (r"(?i)\b(" + NUM + r"\s+)(lowercase|uppercase)\s+(\p{L}[\p{L}\-]*
 # A type that is a stretch of its own, between commas ("seconds to wait, an integer, only
 # when …"): group 1 says ISO 8601, 2 is the type
 TYPE_APART = (r"(?i),\s*(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + r")\s*(?:,|;|\.?$)")
+# "a top-10 list": ten items
+TOP_N_LIST = r"(?i)\btop[\s\-](\d+)\s+(list|ranking)\b"
+# "no more than a paragraph", "at most a sentence": one; not "at least a few", "up to a dozen"
+BOUND_A = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
+           r"|no\s+fewer\s+than|no\s+less\s+than)\s+an?\s+(\p{L}[\p{L}\-]*)")
+BOUND_A_KEPT = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
+                r"|no\s+fewer\s+than|no\s+less\s+than)\s+one\s+(few|couple|handful|dozen|single"
+                r"|minimum|maximum|total|bit|lot|little|number|score|rating|value|range)\b")
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
@@ -656,6 +664,9 @@ ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|en
             r"|step|finding|task|row|sentence)s?\s+)?(?:must\s+|should\s+|will\s+)?(?:ends?|ending"
             r"|closes?|closing|finish|finishes|finishing)\s+(?:with|in)\s+(?:" + LIT_FILLER + QUOTED
             + r"|(?:a|an)\s+" + MARK_NAME + ")")
+# What may follow a bare bound: the end, a mark, or a joining word (consumed: Rust regex has no
+# lookahead)
+BOUND_END = r"(?:\s*$|\s*[,;.:()\]]|\s+(?:and|or|but|if|when|inclusive)\b)"
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
      r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
@@ -665,10 +676,12 @@ RANGE_FORMS = [
     ("both", r"(?i)\b(?:score|rating|confidence|probability|likelihood|percentage|grade)\b"
      r"[^()\n.;:]{0,20}?\(\s*(?:from\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)"
      r"\s*\)"),
+    # a bare bound ("`checked`: at least 3", "an integer ≥ 0"), not one of a thing no count
+    # reads ("at least 2 code examples", "at least 3 days of data")
     ("lo", r"(?i)(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|a\s+minimum\s+of|minimum\s+of|"
-     r">=|≥)\s*(-?\d+(?:\.\d+)?)()"),
+     r">=|≥)\s*(-?\d+(?:\.\d+)?)()" + BOUND_END),
     ("hi", r"(?i)(?:at\s+most|no\s+more\s+than|up\s+to|a\s+maximum\s+of|maximum\s+of|<=|≤)\s*"
-     r"(-?\d+(?:\.\d+)?)()"),
+     r"(-?\d+(?:\.\d+)?)()" + BOUND_END),
 ]
 JUDGMENT_WORDS = (
     r"(?i)\b(?:critically\s+(?:evaluated|examined|assessed|reviewed|analy[sz]ed)"
@@ -1608,7 +1621,11 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     # "a non-negative integer", "a positive integer": the type, and a least value
     df = df.with_columns(pl.col("t").str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
                          .str.replace_all(POSITIVE_INTEGER, "${1} ≥ 1")
-                         .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}"))
+                         .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}")
+                         .str.replace_all(TOP_N_LIST, "${2} of the top ${1} items")
+                         # "no more than a paragraph": one
+                         .str.replace_all(BOUND_A, "${1} one ${2}")
+                         .str.replace_all(BOUND_A_KEPT, "${1} a ${2}"))
     df = _section_counts(df)
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
