@@ -99,6 +99,15 @@ CASES = [
     # "at least once" is what "mentions" asks already
     ('mentions "refund" at least once', (),
      {"literals": [("refund", "contains")], "unchecked_text": None}),
+    # quoted names before their noun; the order of two sections is asked whole
+    ('a changelog entry with "Added", "Changed" and "Fixed" headings', (),
+     {"fields": [("Added", False), ("Changed", False), ("Fixed", False)]}),
+    ('a report with an "Impact" section before the "Timeline" section', (),
+     {"literals": [], "unchecked_text":
+      'report with an "Impact" section before the "Timeline" section'}),
+    # a title's length is its first line's
+    ("a report whose title is at most 8 words", (), {"quantities": [q(None, 8, "words",
+                                                                        "first")]}),
     # a bare bound is a number's; one said of something no count reads is asked
     ("at least 2 code examples", (),
      {"ranges": [], "quantities": [], "unchecked_text": "at least 2 code examples"}),

@@ -289,7 +289,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #     - a bare bound is read only where nothing follows it: 'at least 2 code examples' is
 #       asked (v8 bounded the output's first number by 2: two fenced examples failed at
 #       80); 'a top-10 list' is ten items and 'no more than a paragraph' one paragraph (v8
-#       dropped both: any list, any text satisfied them at 95).
+#       dropped both: any list, any text satisfied them at 95);
+#     - '"Added", "Changed" and "Fixed" headings' names required fields (v8: asked); 'an
+#       "Impact" section before the "Timeline" section' is asked whole (v8 checked that both
+#       names occur and dropped the order: satisfied at 95 in either order); 'whose title is
+#       at most 8 words' bounds the first line without its heading marks (v8: the whole
+#       output).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -149,11 +149,13 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
 UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?"
         r"|records?|lines?|bullets?|points?))?")
 # "each item under 20 words", "followed by at most 100 words", "whose first line is at most 50
-# characters" (a commit message's subject line)
+# characters" (a commit message's subject line), "whose title is at most 8 words" (its first
+# line)
 # A count tied to a named section is marked (SECTION_MARK) before the readers run.
 SECTION_MARK = "\ue00a"
 SCOPE = (r"((?:each|every)\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS
-         + r"\s+)??|first\s+line\s+(?:(?:is|must\s+be|should\s+be|stays|has|of|with)\s+)?"
+         + r"\s+)??|(?:first\s+line|title(?:\s+line)?)\s+(?:(?:is|must\s+be|should\s+be|stays|has"
+         r"|of|with)\s+)?"
          + r"|" + SECTION_MARK + r"\s*)?")
 
 # Units that do not count parts of an output ("within 2 days", "3 decimals", "a 0-100 score").
@@ -602,6 +604,9 @@ FIELD_FORMS = [
     ("quoted", r"(?i)\b(?:sections?|headings?|headers?|keys?|fields?|columns?|properties)\s*"
      r"(?::|named|called|titled)?\s*"
      + QUOTED + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + ")*"),
+    # '"Added", "Changed" and "Fixed" headings': two quoted names or more, then the noun
+    ("quoted", r"(?i)" + QUOTED + r"(?:\s*,?\s*(?:(?:and|&)\s*)?" + QUOTED + r")+\s*"
+     r"(?:sections?|headings?|headers?|keys?|fields?|columns?|properties)\b"),
     # "each with `claim`, `status` and `evidence_url`"
     ("ticked", r"(?i)\b(?:containing|contains|with|has|having|including|includes)\s*:?\s*"
      + TICKED + r"(?:\s*,\s*" + TICKED + r")*\s*,?\s*(?:and|&)\s*" + TICKED),
@@ -810,7 +815,11 @@ NOT_COUNTED = "\ue009"
 UNREAD = "\ue00c"
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
-                  r"|(?i)\b(?:starting|beginning|numbered)\s+(?:at|from|with)\s+\d+\b")
+                  r"|(?i)\b(?:starting|beginning|numbered)\s+(?:at|from|with)\s+\d+\b"
+                  # the order of two sections ('an "Impact" section before the "Timeline" one')
+                  r"|(?i)(?:an?\s+|the\s+)?" + QUOTED + r"\s*(?:section|heading)s?\s+(?:comes?\s+)?"
+                  r"(?:before|after|above|below|followed\s+by)\s+(?:an?\s+|the\s+)?" + QUOTED
+                  + r"(?:\s*(?:section|heading|one)s?)?")
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -985,7 +994,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
             pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
-            .when(scope.str.contains(r"(?i)^first\s")).then(pl.lit("first"))
+            .when(scope.str.contains(r"(?i)^(?:first|title)\s")).then(pl.lit("first"))
             .when(scope.str.contains(SECTION_MARK, literal=True)).then(pl.lit("section"))
             .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
             .alias("scope"),

@@ -547,7 +547,8 @@ def count() -> Check:
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     # "whose first line is at most 50 characters": its words or characters (else undecided)
-    first = pl.when(scope == "first").then(pl.col("first_line"))
+    # (a title's heading marks are no words of it)
+    first = pl.when(scope == "first").then(pl.col("first_line").str.replace(LEADING_MARKDOWN, ""))
     # 'a "Risks" section with at least 3 bullet points': the text under that heading, up to
     # the next heading of its level or above (null without the heading)
     in_section = scope == "section"
