@@ -548,17 +548,25 @@ def count() -> Check:
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
     # "whose first line is at most 50 characters": its words or characters (else undecided)
     # (a title's heading marks are no words of it)
-    first = pl.when(scope == "first").then(pl.col("first_line").str.replace(LEADING_MARKDOWN, ""))
+    first = pl.when(scope == "first").then(pl.col("first_line")).str.replace(LEADING_MARKDOWN, "")
     # 'a "Risks" section with at least 3 bullet points': the text under that heading, up to
     # the next heading of its level or above (null without the heading)
     in_section = scope == "section"
     heading = pl.concat_str(pl.lit(r"^[ \t]{0,3}(#{1,6})[ \t]*(?:\d+[.)][ \t]*)?"),
                             _escaped(pl.col("section_name")), pl.lit(r"[ \t]*:?[ \t]*#*[ \t]*$"))
     scanned = pl.when(in_section).then(pl.col("output_text"))
-    level = scanned.str.extract(pl.concat_str(pl.lit("(?im)"), heading), 1).str.len_chars()
-    section = let("_section", scanned.str.extract(pl.concat_str(
-        pl.lit("(?ims)"), heading, pl.lit(r"(.*?)(?:^[ \t]{0,3}#{1,"), level.cast(pl.String),
-        pl.lit(r"}[ \t]|\z)")), 2))
+    # Found by byte offsets (`str.extract` with a row's own pattern compiles it on every row,
+    # ~10 µs; `str.find` keeps it): where the heading starts, its line, and the next heading
+    # of its level or above
+    start = scanned.str.find(pl.concat_str(pl.lit("(?im)"), heading))
+    from_heading = scanned.cast(pl.Binary).bin.slice(start)
+    line = from_heading.cast(pl.String).str.extract(r"^[^\n]*", 0)
+    level = line.str.extract("#+", 0).str.len_chars()
+    after = from_heading.bin.slice(line.str.len_bytes())
+    rest = after.cast(pl.String)
+    end = rest.str.find(pl.concat_str(pl.lit(r"(?m)^[ \t]{0,3}#{1,"), level.cast(pl.String),
+                                      pl.lit(r"}[ \t]")))
+    section = let("_section", after.bin.slice(0, end).cast(pl.String))
     in_section_items = top_level_items(section).list.len()
     value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64))

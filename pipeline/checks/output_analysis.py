@@ -542,8 +542,9 @@ def _csv_like(lines: pl.Expr) -> pl.Expr:
 
 # What DuckDB's parser accepts that JSON does not (RFC 8259), once strings are blanked out: a
 # comma before a closing bracket ('{"a": 1,}', the commonest slip in a model's JSON) and the
-# literals NaN, Infinity, inf.
-NON_STANDARD_JSON = r",\s*[\]}]|(?i:nan|inf)"
+# values NaN, Infinity, inf.
+NON_STANDARD_JSON = r",\s*[\]}]|[:\[,]\s*[+-]?(?i:nan|inf)"
+JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
@@ -557,12 +558,16 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
         frame.select(TEXT_ID, pl.col("_json_text").alias("t"))
         .filter(_json_shaped(pl.col("t").str.strip_chars()))
     )
+    # what only looks lenient inside a string ('"a, ]"') is JSON: strings are blanked out, on
+    # the few texts that look so at all
+    suspect = candidates.filter(pl.col("t").str.contains(NON_STANDARD_JSON))
+    lenient = suspect.filter(pl.col("t").str.replace_all(JSON_STRING, '""')
+                             .str.contains(NON_STANDARD_JSON))[TEXT_ID]
+    candidates = candidates.filter(~pl.col(TEXT_ID).is_in(lenient.implode()))
     with scratch({"candidates": candidates}) as con:
         facts = con.sql("""
             with valid as (
-                select _tid, t from candidates
-                where json_valid(t) and not regexp_matches(regexp_replace(
-                    t, '"(?:[^"\\\\]|\\\\.)*"', '""', 'g'), '""" + NON_STANDARD_JSON + """')
+                select _tid, t from candidates where json_valid(t)
             ),
 
             typed as (
