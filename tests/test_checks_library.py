@@ -668,6 +668,15 @@ CASES = [
          details=("`stars`: a non-negative integer",)),
     Case("positive-integer-passes", "a positive integer", "7", "numeric_range", "passed",
          "satisfied", "“7”"),
+    # a CSV's columns are counted as a table's are
+    Case("csv-columns-fail", "a CSV with exactly 3 columns", '"a,x",b\n1,2\n', "count",
+         "failed", "partially_satisfied", "`out` has 2 CSV columns"),
+    # a field whose values the clause lists
+    Case("field-holds-passes", 'a table whose `Status` column holds only "pass" or "fail"',
+         "| Name | Status |\n|---|---|\n| a | pass |\n| b | fail |", "enum_value", "passed",
+         "satisfied", "`Status` values: pass, fail"),
+    Case("top-level-key-required", "a YAML document with a top-level `version` key",
+         "name: x\n", "required_field", "failed", "partially_satisfied", "no `version` field"),
     # a type said before or after a field's name in the clause
     Case("type-before-field-fails", "a JSON object with a boolean `done`", '{"done": "yes"}',
          "field_type", "failed", "partially_satisfied",

@@ -294,7 +294,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       "Impact" section before the "Timeline" section' is asked whole (v8 checked that both
 #       names occur and dropped the order: satisfied at 95 in either order); 'whose title is
 #       at most 8 words' bounds the first line without its heading marks (v8: the whole
-#       output).
+#       output);
+#     - 'a table whose `Status` column holds only "pass" or "fail"' bounds that column's
+#       values (v8 held the whole output to them: every table failed); 'a top-level
+#       `version` key' is a required field (v8: asked); 'a CSV with exactly 3 columns'
+#       counts its first line's cells (v8: undecided).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -317,6 +317,10 @@ COLON = "\ue004"
 # Group 1 is the field an enumeration constrains; a closing parenthesis is taken with it.
 # (kind, pattern): the kind says where the values start (`_enums`).
 ENUM_FORMS = [
+    # 'a table whose `Status` column holds only "pass" or "fail"': the field's values
+    ("field_holds", r"(?i)(" + TICKED + r")\s+(?:column|field|key|value|cell)s?\s+(?:only\s+)?"
+     r"(?:holds?|contains?|has|have|is|are|takes?|must\s+be|can\s+only\s+be)\s+(?:only\s+)?"
+     r"(?:(?:exactly\s+)?one\s+of\s+|either\s+)?:?\s*" + QUOTED_OR),
     # "each finding with a severity of "low", "medium" or "high"": the field is named
     ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + TICKED + "|" + IDENT + r")\s+of\s+"
      r"(?:(?:exactly\s+)?one\s+of\s+|either\s+)?:?\s*" + QUOTED_OR),
@@ -623,7 +627,8 @@ FIELD_FORMS = [
     # "valid JSON with a `status` key", "with an `id` field and a `title` field", "containing
     # the `claims` and `sources` keys"
     ("ticked", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)\s+"
-     r"(?:(?:a|an|the)\s+)?" + TICKED + r"(?:\s*(?:,|and|&)\s*(?:and\s+)?(?:(?:a|an|the)\s+)?"
+     r"(?:(?:a|an|the)\s+)?(?:top[\s\-]level\s+)?" + TICKED
+     + r"(?:\s*(?:,|and|&)\s*(?:and\s+)?(?:(?:a|an|the)\s+)?"
      + TICKED + r")*\s+" + FIELD_NOUN + r"(?:\s*,?\s*(?:and|&)\s+(?:a|an|the)\s+" + TICKED
      + r"\s+" + FIELD_NOUN + r")*"),
     # "a report with sections Summary, Findings and Known Issues": capitalised names
@@ -1311,7 +1316,7 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
                 QUOTED_ONLY)
         elif kind == "quoted_or":
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(QUOTED_ONLY)
-        elif kind == "one_value":
+        elif kind in ("one_value", "field_holds"):
             values = e.str.replace(r"^[^`]*`[^`]*`", "").str.extract_all(QUOTED_ONLY)
         elif kind == "yes_no":
             values = e.str.replace(r"(?i)^" + FIELD_PREFIX, "").str.extract_all(

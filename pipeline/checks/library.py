@@ -522,8 +522,12 @@ def count() -> Check:
         .when(measure == "sources").then(pl.coalesce(
             items, pl.max_horizontal("n_urls", "n_citations")))
         .when(measure == "items").then(items)
+        # a markdown table's header cells, else a CSV's first line's (quoted commas apart)
         .when(measure == "columns").then(
-            pl.when(pl.col("has_table")).then(pl.col("table_header").list.len()))
+            pl.when(pl.col("has_table")).then(pl.col("table_header").list.len())
+            .when(pl.col("csv_like").fill_null(False)).then(
+                pl.col("first_line").str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x")
+                .str.count_matches(",") + 1))
         .when(measure == "keys").then(  # of a JSON object, else a table's columns
             pl.when(pl.col("json_kind") == "object").then(pl.col("json_keys").list.len())
             .when(pl.col("has_table")).then(pl.col("table_header").list.len()))
@@ -543,6 +547,8 @@ def count() -> Check:
         .when(below_title).then(pl.lit("sections (headings below its # title)"))
         .when((measure == "keys") & (pl.col("json_kind") != "object").fill_null(True))
         .then(pl.lit("table columns"))
+        .when((measure == "columns") & ~pl.col("has_table") & pl.col("csv_like").fill_null(False))
+        .then(pl.lit("CSV columns"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
     rest_ok = measure.is_in(["words", "sentences", "paragraphs"])
@@ -677,7 +683,7 @@ def count() -> Check:
                               .then(pl.lit("distinct URLs")).otherwise(pl.lit("words"))),
             quoted(excerpt(section.str.strip_chars(), 160))))
         .when(value.is_null() & (measure == "columns")).then(pl.format(
-            "no markdown table in {} whose columns to count", label()))
+            "no markdown table or CSV in {} whose columns to count", label()))
         .when(value.is_null() & (measure == "keys")).then(pl.format(
             "no JSON object or table in {} whose keys to count", label()))
         .when(value.is_null()).then(pl.format(
@@ -715,8 +721,9 @@ def count() -> Check:
                "rest": (raw_scope == "rest")
                & raw_measure.is_in(["words", "sentences", "paragraphs"]),
                "prose": raw_measure.is_in(["sentences", "paragraphs"]) | raw_each,
-               "lines": raw_measure.is_in(["lines", "duplicates"]) | raw_each | csv_items,
-               "csv": csv_items,
+               "lines": raw_measure.is_in(["lines", "duplicates", "columns"]) | raw_each
+               | csv_items,
+               "csv": csv_items | (raw_measure == "columns"),
                "headings": raw_measure.is_in(["headings", *LEVELS]),
                "code": raw_measure == "code_blocks",
                "urls": raw_measure.is_in(["urls", "sources"]),
