@@ -221,6 +221,9 @@ CASES = [
      {"value_type": "iso_datetime", "value_mask": None, "unchecked_text": None}),
     ("the start time in ISO 8601", (), {"value_type": None, "unchecked_text": "start time"
                                         " in ISO 8601"}),
+    ("the date of the last deploy, as YYYY-MM-DD", (),
+     {"value_type": "iso_date", "unchecked_text": None}),
+    ("the date of each event, as YYYY-MM-DD", (), {"value_type": None}),
     ("the report with its date in ISO 8601 format", (),
      {"value_type": None, "unchecked_text": "report with its date in ISO 8601 format"}),
     ("a JSON object whose `due` date is in ISO 8601 format", (), {"value_type": None}),

@@ -494,7 +494,10 @@ TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
 # format", "the timestamp as ISO-8601", "a deadline date formatted as YYYY-MM-DD"): group 1 is
 # what comes before the noun, 2 the noun, 3 the standard or its mask.
 ISO_WRITTEN = (r"(?i)^(\s*(?:the|a|an|one)\s+(?:[\p{L}\-]+\s+){0,3}?)"
-               r"(date|timestamp|date[\s\-]?time|time)\s*,?\s+"
+               r"(date|timestamp|date[\s\-]?time|time)"
+               # "the date of the last deploy, as YYYY-MM-DD": of one thing (not "each", …)
+               r"(?:\s+(?:of|for)\s+(?:the|a|an|this|that|its|their|our|your)\s+"
+               r"(?:(?-i:[\p{L}\-]+)\s+){0,3}?(?-i:[\p{L}\-]+))?\s*,?\s+"
                r"(?:(?:is|must\s+be|should\s+be|will\s+be)\s+)?"
                r"(?:in|as|formatted\s+(?:as|in)|written\s+(?:as|in)|using|following)\s+"
                r"(?:the\s+|an?\s+)?(iso[\s\-]?8601|(?-i:YYYY-MM-DD)(?:[T ]HH[:" + COLON
