@@ -819,7 +819,8 @@ JOIN = "\ue005"
 HIDDEN = "\ue001"
 NOT_COUNTED = "\ue009"
 # ... for what no reader reads but looks like what they do, from the start: a format whose
-# name holds one they read ("JSON Lines", "an HTML table"), where a list's numbers start
+# name holds one they read ("JSON Lines", "an HTML table"), where a list's numbers start, the
+# order of two named sections
 UNREAD = "\ue00c"
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
