@@ -111,6 +111,9 @@ CASES = [
     Case("section-count-passes", 'a "Risks" section with at least 3 bullet points',
          "# Report\n## Risks\n- a\n- b\n### Detail\n- c\n## Other\n- d", "count", "passed",
          "satisfied", "the “Risks” section of `out` has 3 list items"),
+    Case("section-without-list-undecided", "a single summary in the Overview section",
+         "## Overview\nJust prose here.", "count", "undecided", "not_evaluable",
+         "no list in the “Overview” section of `out` in which to count summary"),
     Case("section-urls-fail", "a brief that ends with a `## Sources` section listing 3+ URLs",
          "# Brief\nSee https://x.example and https://y.example\n\n## Sources\n"
          "- https://a.example", "count", "failed", "partially_satisfied",

@@ -573,7 +573,9 @@ def count() -> Check:
     end = rest.str.find(pl.concat_str(pl.lit(r"(?m)^[ \t]{0,3}#{1,"), level.cast(pl.String),
                                       pl.lit(r"}[ \t]")))
     section = let("_section", after.bin.slice(0, end).cast(pl.String))
+    # (a section with no list has no items to count: undecided, as for the whole output)
     in_section_items = top_level_items(section).list.len()
+    in_section_items = pl.when(in_section_items > 0).then(in_section_items)
     value = let("_value", pl.when((scope == "rest") & rest_ok)
                   .then(pick("rest_").cast(pl.Int64))
                   .when((scope == "first") & (measure == "chars"))
@@ -673,6 +675,9 @@ def count() -> Check:
         .when(value.is_null() & in_section & section.is_null()).then(pl.format(
             "no {} heading in {} whose section to count", quoted(pl.col("section_name")),
             label()))
+        .when(value.is_null() & in_section & (measure == "items")).then(pl.format(
+            "no list in the {} section of {} in which to count {}",
+            quoted(pl.col("section_name")), label(), q.struct.field("unit")))
         .when(value.is_null() & in_section).then(pl.format(
             "only list items, URLs and words are counted in the {} section of {}",
             quoted(pl.col("section_name")), label()))
