@@ -221,6 +221,11 @@ CASES = [
      {"value_type": "iso_datetime", "value_mask": None, "unchecked_text": None}),
     ("the start time in ISO 8601", (), {"value_type": None, "unchecked_text": "start time"
                                         " in ISO 8601"}),
+    # a type in parentheses closing the clause is the whole output's
+    ("a duration in minutes (an integer)", (),
+     {"value_type": "integer", "unchecked_text": "duration in minutes"}),
+    ("a summary (a number of sentences)", (), {"value_type": None}),
+    ("a JSON object with `total` (a number)", (), {"value_type": None}),
     ("the date of the last deploy, as YYYY-MM-DD", (),
      {"value_type": "iso_date", "unchecked_text": None}),
     ("the date of each event, as YYYY-MM-DD", (), {"value_type": None}),

@@ -551,6 +551,9 @@ CASES = [
          "value_type", "failed", "violated", "is not an ISO 8601 date (YYYY-MM-DD)"),
     Case("value-type-date-passes", "a date", "30 Nov 2026", "value_type", "passed",
          "satisfied", "is a date"),
+    Case("value-type-in-parentheses-fails", "a duration in minutes (an integer)",
+         "about an hour", "value_type", "failed", "violated",
+         "`out` is not an integer: “about an hour”"),
     # "a 6-digit code": so many digits, in groups a space or a dash may set apart
     Case("value-type-digits-pass", "a 6-digit verification code", "`123 456`", "value_type",
          "passed", "satisfied", "`out` is 6 digits: “`123 456`”"),

@@ -299,7 +299,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       values (v8 held the whole output to them: every table failed); 'a top-level
 #       `version` key' is a required field (v8: asked); 'a CSV with exactly 3 columns'
 #       counts its first line's cells (v8: undecided); 'the date of the last deploy, as
-#       YYYY-MM-DD' is an ISO date (v8: asked), 'the date of each event, …' is not.
+#       YYYY-MM-DD' is an ISO date (v8: asked), 'the date of each event, …' is not; 'a
+#       duration in minutes (an integer)' is an integer (a type in parentheses closing the
+#       clause; v8: asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v9"
 
 

@@ -475,6 +475,9 @@ BOUND_A = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+le
 BOUND_A_KEPT = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
                 r"|no\s+fewer\s+than|no\s+less\s+than)\s+one\s+(few|couple|handful|dozen|single"
                 r"|minimum|maximum|total|bit|lot|little|number|score|rating|value|range)\b")
+# ... or in parentheses closing the clause ("a duration in minutes (an integer)")
+TYPE_CLOSING = (r"(?i)\(\s*(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS
+                + r")\s*\)\s*\.?\s*$")
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
@@ -1537,6 +1540,12 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
             .then(pl.when((noun.str.to_lowercase() == "date") & ~standard.str.contains("(?i)HH"))
                   .then(pl.lit("iso_date")).otherwise(pl.lit("iso_datetime")))
             .otherwise(kind))
+    # "a duration in minutes (an integer)", "the total cost (a number)": the whole output's
+    # type, in parentheses closing the clause (a field's, "`total` (a number)", is read apart)
+    closing = t.str.extract(TYPE_CLOSING, 2)
+    kind = pl.when(kind.is_null() & (pl.col("_part") == 0) & (pl.col("formats").list.len() == 0)
+                   & closing.is_not_null() & ~t.str.contains("`")).then(
+        _type_of(closing, t.str.extract(TYPE_CLOSING, 1).is_not_null())).otherwise(kind)
     # a sub-item's type said apart from the words before it ("`retry_after`: seconds to
     # wait, an integer, only when status is "error"")
     apart = t.str.extract(TYPE_APART, 2)
@@ -1577,6 +1586,8 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("value_type").is_not_null() & (pl.col("_part") > 0)
               & ~t.str.contains(VALUE_TYPE))
         .then(t.str.replace(TYPE_APART, GAP))
+        .when(pl.col("value_type").is_not_null() & ~t.str.contains(VALUE_TYPE))
+        .then(t.str.replace(TYPE_CLOSING, GAP))
         .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
