@@ -458,6 +458,8 @@ FORMAT_FORMS = [
 # type's phrase, 2 "ISO 8601", 3 the type.
 TYPE_WORDS = (r"whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
+# A type as written, with its standard: group 1 says ISO 8601, group 2 is the type
+WRITTEN_TYPE = r"(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + ")"
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain)\s+)?(?:(iso[\s\-]?8601)\s+)?"
               r"(" + TYPE_WORDS + r")\b")
@@ -466,18 +468,17 @@ VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+
 CASED_COUNT = (r"(?i)\b(" + NUM + r"\s+)(lowercase|uppercase)\s+(\p{L}[\p{L}\-]*)")
 # A type that is a stretch of its own, between commas ("seconds to wait, an integer, only
 # when …"): group 1 says ISO 8601, 2 is the type
-TYPE_APART = (r"(?i),\s*(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + r")\s*(?:,|;|\.?$)")
+TYPE_APART = r"(?i),\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*(?:,|;|\.?$)"
 # "a top-10 list": ten items
 TOP_N_LIST = r"(?i)\btop[\s\-](\d+)\s+(list|ranking)\b"
 # "no more than a paragraph", "at most a sentence": one; not "at least a few", "up to a dozen"
-BOUND_A = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
-           r"|no\s+fewer\s+than|no\s+less\s+than)\s+an?\s+(\p{L}[\p{L}\-]*)")
-BOUND_A_KEPT = (r"(?i)\b(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
-                r"|no\s+fewer\s+than|no\s+less\s+than)\s+one\s+(few|couple|handful|dozen|single"
-                r"|minimum|maximum|total|bit|lot|little|number|score|rating|value|range)\b")
+BOUND_WORDS = (r"(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+least"
+               r"|no\s+fewer\s+than|no\s+less\s+than)")
+BOUND_A = r"(?i)\b" + BOUND_WORDS + r"\s+an?\s+(\p{L}[\p{L}\-]*)"
+BOUND_A_KEPT = (r"(?i)\b" + BOUND_WORDS + r"\s+one\s+(few|couple|handful|dozen|single|minimum"
+                r"|maximum|total|bit|lot|little|number|score|rating|value|range)\b")
 # ... or in parentheses closing the clause ("a duration in minutes (an integer)")
-TYPE_CLOSING = (r"(?i)\(\s*(?:a|an)\s+(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS
-                + r")\s*\)\s*\.?\s*$")
+TYPE_CLOSING = r"(?i)\(\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*\)\s*\.?\s*$"
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
@@ -659,8 +660,7 @@ FIELD_RANGE = r"(?i)(" + TICKED + "|" + BARE_RANGE_FIELD + ")" + RANGE_AFTER_FIE
 BARE_FIELD_RANGE = r"(?i)" + BARE_RANGE_FIELD + RANGE_AFTER_FIELD
 # A backticked field with its type in parentheses ("`total` (a number)", "`at` (an ISO 8601
 # date)"): group 2 says ISO 8601, 3 is the type.
-FIELD_TYPE = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(?:(iso[\s\-]?8601)\s+)?("
-              + TYPE_WORDS + r")\s*\)")
+FIELD_TYPE = r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?" + WRITTEN_TYPE + r"\s*\)"
 # ... also written "an integer `count`", "a boolean `done` field", "`count` as an integer":
 # rewritten to the form above before it is read
 TYPE_BEFORE_FIELD = (r"(?i)\b(?:a|an)\s+((?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\s+("

@@ -19,7 +19,7 @@ import polars as pl
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
-from .output_analysis import WORDS, distinct_urls, top_level_items
+from .output_analysis import WORDS, csv_commas, distinct_urls, top_level_items
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -525,9 +525,7 @@ def count() -> Check:
         # a markdown table's header cells, else a CSV's first line's (quoted commas apart)
         .when(measure == "columns").then(
             pl.when(pl.col("has_table")).then(pl.col("table_header").list.len())
-            .when(pl.col("csv_like").fill_null(False)).then(
-                pl.col("first_line").str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x")
-                .str.count_matches(",") + 1))
+            .when(pl.col("csv_like").fill_null(False)).then(csv_commas(pl.col("first_line")) + 1))
         .when(measure == "keys").then(  # of a JSON object, else a table's columns
             pl.when(pl.col("json_kind") == "object").then(pl.col("json_keys").list.len())
             .when(pl.col("has_table")).then(pl.col("table_header").list.len()))

@@ -534,9 +534,13 @@ def _yaml_like(text: pl.Expr) -> pl.Expr:
             & ~text.str.contains(r"^[\[{]"))
 
 
+def csv_commas(line: pl.Expr) -> pl.Expr:
+    """The commas of a CSV line that part cells (a quoted cell may hold commas)."""
+    return line.str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x").str.count_matches(",")
+
+
 def _csv_like(lines: pl.Expr) -> pl.Expr:
-    commas = lines.list.eval(
-        pl.element().str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x").str.count_matches(","))
+    commas = lines.list.eval(csv_commas(pl.element()))
     return (lines.list.len() >= 2) & (commas.list.n_unique() == 1) & (commas.list.min() >= 1)
 
 
