@@ -8,6 +8,8 @@ runs of data/, a synthetic corpus, and one run per check-library case.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,3 +134,45 @@ def test_words_are_maximal_runs_of_non_whitespace():
         assert words == len(trimmed.split()), (text, words)
         assert list(lines) == [len(line.split()) for line in trimmed.split("\n")
                                if line.strip()], (text, lines)
+
+
+JSON_CASES = [
+    '{"Name": "x", "first_name": 1, " Last-Name ": null, "a\\"b": [1, 2]}',
+    '[]', '{}', '[[], {}, 1, "s", null, true, 2.5]',
+    '[{"id": 1, "Tags": ["a"]}, {"id": 2}, {"id": 3, "Deep": {"k": 1}}, "loose"]',
+    '[{"a b": 1, "A_B": 2}, {}]', '"just a string"', '42', '[1, 2, 3]',
+    '```json\n{"fenced": true, "Items": [{"x": 1}]}\n```',
+]
+
+
+def _key(name: str) -> str:
+    # DuckDB's normalisation of a JSON key: lower(trim(k)), runs of \s _ - become one '-'
+    return re.sub(r"[\t\n\f\r _\-]+", "-", name.strip(" ").lower())
+
+
+def test_json_measures_agree_with_python_json():
+    from pipeline.checks.output_analysis import output_facts
+
+    measured = output_facts(pl.DataFrame({"binding_text": JSON_CASES}))
+    for text, row in zip(JSON_CASES, measured.iter_rows(named=True), strict=True):
+        value = json.loads(text.removeprefix("```json\n").removesuffix("\n```"))
+        kind = {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+        assert row["json_kind"] == kind, text
+        keys = [_key(k) for k in value] if isinstance(value, dict) else None
+        assert row["json_keys"] == keys, text
+        if not isinstance(value, list):
+            assert row["json_len"] is None and row["json_element_keys"] is None, text
+            continue
+        assert row["json_len"] == len(value), text
+        assert row["json_element_keys"] == "\n".join(
+            "|" + "|".join(_key(k) for k in e) + "|" if isinstance(e, dict) else ""
+            for e in value), text
+
+
+def test_field_values_split_each_json_pair_at_its_key():
+    from pipeline.checks.output_analysis import output_facts
+
+    text = '{"a\\"b": "x: \\"y\\" z", "Count": 12, "list": [1], "url": "https://e.example/a:b"}'
+    measured = output_facts(pl.DataFrame({"binding_text": [text]}))
+    assert measured["field_values"][0].split("\n") == [
+        'a\\"b\tx: \\"y\\" z', "count\t12", "list\t[", "url\thttps://e.example/a:b"]

@@ -104,6 +104,9 @@ LABEL = (r"(?m)^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([\p{L}][\p{L}\p{N} _\-]{0,40}
          r"(?::(?:\*\*|__)|(?:\*\*|__)?[ \t]*:)[ \t]*([^\n]*)")
 JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
              r"|true|false|null|\[|\{)")
+# The key of a JSON_PAIR match, and the key with its colon (what precedes the value)
+JSON_KEY = r'^"((?:[^"\\]|\\.)*)"'
+JSON_KEY_COLON = r'^"(?:[^"\\]|\\.)*"\s*:\s*'
 # An output of two or more lines that each hold one item and nothing else ("https://a.example"
 # on one line, "https://b.example" on the next): a list without markers. A line that starts
 # like markdown (a heading, quote, table, fence, rule or JSON bracket) is no such item.
@@ -569,15 +572,13 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                              .str.contains(NON_STANDARD_JSON))[TEXT_ID]
     candidates = candidates.filter(~pl.col(TEXT_ID).is_in(lenient.implode()))
     with scratch({"candidates": candidates}) as con:
+        # each element's keys and type are read with one path over the array (`$[*]`), not
+        # by parsing every element again
         facts = con.sql("""
-            with valid as (
-                select _tid, t from candidates where json_valid(t)
-            ),
-
-            typed as (
-                select _tid, t, kind,
-                       case when kind = 'array' then json_extract(t, '$[*]') end as elements
-                from (select _tid, t, lower(json_type(t)) as kind from valid)
+            with typed as (
+                select _tid, t, lower(json_type(t)) as kind
+                from candidates
+                where json_valid(t)
             )
 
             select
@@ -590,24 +591,35 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                     else kind
                 end as json_kind,
                 case when kind = 'array' then json_array_length(t) end as json_len,
-                case when kind = 'object'
-                    then list_transform(json_keys(t),
-                         lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g'))
-                end as json_keys,
-                case when kind = 'array' then array_to_string(list_transform(
-                    elements,
-                    lambda e: case when json_type(e) = 'OBJECT'
-                        then '|' || array_to_string(list_transform(json_keys(e),
-                             lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')),
-                             '|') || '|'
-                        else '' end), chr(10))
-                end as json_element_keys,
-                case when kind = 'array'
-                    then list_distinct(list_transform(elements, lambda e: json_type(e)))
-                end as json_element_kinds
+                case when kind = 'object' then json_keys(t) end as json_keys,
+                case when kind = 'array' then json_keys(t, '$[*]') end as element_keys,
+                case when kind = 'array' then json_type(t, '$[*]') end as json_element_kinds
             from typed
         """).pl()
-    facts = facts.with_columns(
+        names = (pl.concat([facts["json_keys"].explode(), facts["element_keys"].explode()
+                            .explode()]).drop_nulls().unique().to_frame("k"))
+        with scratch({"names": names}) as named:
+            # a key is normalised once, however many objects hold it
+            names = named.sql(r"""
+                select k, regexp_replace(lower(trim(k)), '[\s_\-]+', '-', 'g') as n
+                from names
+            """).pl()
+    normalised = pl.element().replace_strict(names["k"], names["n"], return_dtype=pl.String)
+    # one line per element: '|key|key|' for an object, empty for anything else
+    lines = (
+        facts.select(TEXT_ID, "element_keys", kind=pl.col("json_element_kinds"))
+        .filter(pl.col("kind").is_not_null())
+        .explode("element_keys", "kind")
+        .select(TEXT_ID, pl.when(pl.col("kind") == "OBJECT").then(pl.concat_str(
+            pl.lit("|"), pl.col("element_keys").list.eval(normalised).list.join("|"),
+            pl.lit("|"))).otherwise(pl.lit("")).alias("json_element_keys"))
+        .group_by(TEXT_ID, maintain_order=True).agg(pl.col("json_element_keys").str.join("\n"))
+    )
+    facts = facts.drop("element_keys").join(lines, on=TEXT_ID, how="left").select(
+        TEXT_ID, "json_kind", "json_len", pl.col("json_keys").list.eval(normalised),
+        # (an empty array has no line)
+        pl.when(pl.col("json_kind") == "array").then(pl.col("json_element_keys").fill_null("")),
+        "json_element_kinds").with_columns(
         pl.col("json_len").cast(pl.Int64), pl.col(TEXT_ID).cast(frame.schema[TEXT_ID]),
         pl.col("json_element_kinds").list.eval(pl.element().replace_strict(
             DUCKDB_KINDS, default=pl.element().str.to_lowercase())).list.unique().list.sort())
@@ -645,9 +657,10 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         frame.filter(pl.col("json_kind").is_in(["object", "array"]))
         .select("_fv", pl.col("_json_text").str.extract_all(JSON_PAIR).alias("p"))
         .explode("p").drop_nulls("p")
-        .select("_fv", pl.col("p").str.extract_groups(JSON_PAIR).alias("g"))
-        .select("_fv", normalise_key(pl.col("g").struct.field("1")).alias("k"),
-                pl.col("g").struct.field("2").str.strip_chars('"').alias("v"))
+        # a pair is its key, then its value: split by short anchored patterns (capturing the
+        # groups of JSON_PAIR steps its slow engine through every character of the value)
+        .select("_fv", normalise_key(pl.col("p").str.extract(JSON_KEY, 1)).alias("k"),
+                pl.col("p").str.replace(JSON_KEY_COLON, "").str.strip_chars('"').alias("v"))
     )
     cells = (
         frame.filter(pl.col("has_table"))
