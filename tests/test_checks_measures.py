@@ -139,7 +139,8 @@ def test_words_are_maximal_runs_of_non_whitespace():
 JSON_CASES = [
     '{"Name": "x", "first_name": 1, " Last-Name ": null, "a\\"b": [1, 2]}',
     '[]', '{}', '[[], {}, 1, "s", null, true, 2.5]',
-    '[{"id": 1, "Tags": ["a"]}, {"id": 2}, {"id": 3, "Deep": {"k": 1}}, "loose"]',
+    '[{"id": 1, "Tags": ["a"]}, {"id": 2}, {"id": 3, "Deep": {"k": [1]}}, "loose", [[1]]]',
+    '{"a\\"b": [1, [2]], "Empty List": [], "o": {"in": [1]}, "s": "[1]"}',
     '[{"a b": 1, "A_B": 2}, {}]', '"just a string"', '42', '[1, 2, 3]',
     '```json\n{"fenced": true, "Items": [{"x": 1}]}\n```',
 ]
@@ -160,6 +161,11 @@ def test_json_measures_agree_with_python_json():
         assert row["json_kind"] == kind, text
         keys = [_key(k) for k in value] if isinstance(value, dict) else None
         assert row["json_keys"] == keys, text
+        objects = [value] if isinstance(value, dict) else [
+            e for e in value if isinstance(e, dict)] if isinstance(value, list) else None
+        assert row["json_array_lens"] == (None if objects is None else "\n".join(
+            "\n".join(f"{_key(k)}\t{len(v)}" for k, v in o.items() if isinstance(v, list))
+            for o in objects)), text
         if not isinstance(value, list):
             assert row["json_len"] is None and row["json_element_keys"] is None, text
             continue

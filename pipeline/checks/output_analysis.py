@@ -370,20 +370,40 @@ def _json_measured(frame: pl.DataFrame, kinds: list[str], sql: str,
 
 
 def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
-    """json_array_lens of each JSON object or array (see the module docstring)."""
-    return _json_measured(frame, ["object", "array"], """
-        select _tid, array_to_string(list_transform(
-            case when json_kind = 'object' then [t]
-                 else list_filter(json_extract(t, '$[*]'),
-                                  lambda e: json_type(e) = 'OBJECT') end,
-            lambda o: array_to_string(list_transform(
-                list_filter(json_keys(o), lambda k: json_type(
-                    json_extract(o, '$."' || replace(k, '"', '\\"') || '"')) = 'ARRAY'),
-                lambda k: regexp_replace(lower(trim(k)), '[\\s_\\-]+', '-', 'g')
-                    || chr(9) || json_array_length(
-                        json_extract(o, '$."' || replace(k, '"', '\\"') || '"'))),
-                chr(10))), chr(10)) as json_array_lens
-        from candidates
+    """json_array_lens of each JSON object or array (see the module docstring).
+
+    A text is parsed a few times, not twice per key: for the keys of its objects (the object,
+    or each object element of an array), then for the types and array lengths of their values
+    in the same order (the paths `$.*` and `$[*].*`, which step into objects only).
+    """
+    return _json_measured(frame, ["object", "array"], r"""
+        with objects as (
+            select _tid, t, json_kind,
+                case when json_kind = 'object' then [json_keys(t)]
+                    else list_transform(list_filter(
+                        list_zip(json_keys(t, '$[*]'), json_type(t, '$[*]')),
+                        lambda e: e[2] = 'OBJECT'), lambda e: e[1]) end as keys
+            from candidates
+        ),
+
+        -- (object number, key, type, array length) of every value of every object
+        values as (
+            select _tid, len(keys) as n_objects, list_zip(
+                flatten(list_transform(keys, lambda k, i: list_transform(k, lambda x: i))),
+                flatten(keys),
+                case when json_kind = 'object' then json_type(t, '$.*')
+                    else json_type(t, '$[*].*') end,
+                case when json_kind = 'object' then json_array_length(t, '$.*')
+                    else json_array_length(t, '$[*].*') end) as v
+            from objects
+        )
+
+        select _tid, array_to_string(list_transform(range(1, n_objects + 1), lambda i:
+            array_to_string(list_transform(
+                list_filter(v, lambda e: e[1] = i and e[3] = 'ARRAY'),
+                lambda e: regexp_replace(lower(trim(e[2])), '[\s_\-]+', '-', 'g')
+                    || chr(9) || e[4]), chr(10))), chr(10)) as json_array_lens
+        from values
     """, {"json_array_lens": pl.String})
 
 
@@ -554,6 +574,20 @@ NON_STANDARD_JSON = r",\s*[\]}]|[:\[,]\s*[+-]?(?i:nan|inf)"
 JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 
 
+def normalised_keys(keys: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """Each distinct JSON key of `keys` and its name as the measures give it (lowercase,
+    trimmed, runs of whitespace, `_` and `-` as one `-`): normalised once each, however many
+    objects hold it."""
+    names = keys.drop_nulls().unique().to_frame("k")
+    if names.is_empty():
+        return names["k"], names["k"]
+    with scratch({"names": names}) as con:
+        names = con.sql(r"""
+            select k, regexp_replace(lower(trim(k)), '[\s_\-]+', '-', 'g') as n from names
+        """).pl()
+    return names["k"], names["n"]
+
+
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
     `_json_text`.
@@ -596,15 +630,9 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                 case when kind = 'array' then json_type(t, '$[*]') end as json_element_kinds
             from typed
         """).pl()
-        names = (pl.concat([facts["json_keys"].explode(), facts["element_keys"].explode()
-                            .explode()]).drop_nulls().unique().to_frame("k"))
-        with scratch({"names": names}) as named:
-            # a key is normalised once, however many objects hold it
-            names = named.sql(r"""
-                select k, regexp_replace(lower(trim(k)), '[\s_\-]+', '-', 'g') as n
-                from names
-            """).pl()
-    normalised = pl.element().replace_strict(names["k"], names["n"], return_dtype=pl.String)
+    old, new = normalised_keys(pl.concat([facts["json_keys"].explode(),
+                                          facts["element_keys"].explode().explode()]))
+    normalised = pl.element().replace_strict(old, new, return_dtype=pl.String)
     # one line per element: '|key|key|' for an object, empty for anything else
     lines = (
         facts.select(TEXT_ID, "element_keys", kind=pl.col("json_element_kinds"))
