@@ -2,7 +2,9 @@
 
 One run of this script reports, for a synthetic corpus of --runs runs (about 19 files each):
   - plain read: wall time of one process walking the corpus and reading every file
-  - rungrade grade: wall time of the command, its ratio to the plain read, runs/s, MB/s
+  - rungrade grade: wall time of the command, its ratio to the plain read, runs/s, MB/s, and
+    the CPU seconds of both (all the command's processes, read every 0.2 s; the plain read's
+    own), steadier than wall time on a shared machine
   - no-change rerun: wall time of the same command again, its share of the full run, and its
     ratio to one process checking every file and folder with one `lstat` each (the least an
     exact change check does: a binding rewritten in place moves no folder's mtime)
@@ -63,16 +65,16 @@ def corpus(folder: Path, runs: int, seed: int, workers: int | None) -> Path:
     return root
 
 
-def plain_read(root: Path) -> tuple[float, int, int]:
-    """(seconds, files, bytes) of one process reading every file under `root`."""
-    started = time.perf_counter()
+def plain_read(root: Path) -> tuple[float, int, int, float]:
+    """(seconds, files, bytes, CPU seconds) of one process reading every file under `root`."""
+    started, cpu = time.perf_counter(), time.process_time()
     files = size = 0
     for folder, _, names in os.walk(root):
         for name in names:
             with open(os.path.join(folder, name), "rb") as handle:
                 size += len(handle.read())
             files += 1
-    return time.perf_counter() - started, files, size
+    return time.perf_counter() - started, files, size, time.process_time() - cpu
 
 
 def every_path(root: Path) -> list[str]:
@@ -147,6 +149,41 @@ class PeakRSS:
         self._thread.join()
 
 
+class CPUTime:
+    """Sums the CPU time (user + system) of a process and all its descendants, each read every
+    `every` seconds until stopped: `seconds` misses at most the last `every` seconds of each
+    process. (`getrusage` of the children cannot give it: the grade's workers are children of
+    a fork server that never waits for them.) One sample reads /proc for every process, about
+    a millisecond."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        self.root = psutil.Process(pid)
+        self.every = every
+        self.seen: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            for proc in procs:
+                try:
+                    times = proc.cpu_times()
+                except psutil.Error:
+                    continue
+                self.seen[proc.pid] = times.user + times.system
+            self._stop.wait(self.every)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return sum(self.seen.values())
+
+
 def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
           engine: str = "local", sample: bool = False) -> dict:
     """Run `rungrade grade` once; return its summary, wall time and (with `sample`) peak RSS.
@@ -162,13 +199,15 @@ def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = PeakRSS(proc.pid) if sample else None
+    cpu = CPUTime(proc.pid)
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - started
+    cpu_s = cpu.stop()
     if peak:
         peak.stop()
     if proc.returncode != 0:
         raise SystemExit(f"rungrade grade failed ({proc.returncode}):\n{stderr}")
-    return {"wall": wall, "summary": json.loads(stdout),
+    return {"wall": wall, "cpu": cpu_s, "summary": json.loads(stdout),
             "rss_largest": peak.largest if peak else None,
             "rss_total": peak.total if peak else None}
 
@@ -211,10 +250,11 @@ def main(argv: list[str] | None = None) -> dict:
         runs = corpus(folder, args.runs, args.seed, args.workers)
         plain_read(runs)  # warm the page cache, so both timings read from memory
         paths = every_path(runs)
-        reads, stats, fulls, reruns = [], [], [], []
+        reads, read_cpus, stats, fulls, reruns = [], [], [], [], []
         for _ in range(max(1, args.repeat)):  # taking turns: a slow spell hits both
-            read_s, files, size = plain_read(runs)
+            read_s, files, size, read_cpu = plain_read(runs)
             reads.append(read_s)
+            read_cpus.append(read_cpu)
             stats.append(plain_stat(paths))
             results = fresh(f"results-{args.runs}")
             fulls.append(grade(runs, results, args.workers, args.batch_size))
@@ -232,6 +272,13 @@ def main(argv: list[str] | None = None) -> dict:
             "grade_s": round(full["wall"], 3),
             "grade_all_s": [round(r["wall"], 3) for r in fulls],
             "grade_over_read": round(full["wall"] / read_s, 2),
+            # CPU seconds: steadier than wall time on a shared machine (a neighbour takes
+            # turns on the cores, not work from the command); the least of each is reported
+            "plain_read_cpu_s": round(min(read_cpus), 3),
+            "grade_cpu_s": round(min(r["cpu"] for r in fulls), 2),
+            "grade_cpu_all_s": [round(r["cpu"], 2) for r in fulls],
+            "grade_cpu_over_read_cpu": round(min(r["cpu"] for r in fulls) / min(read_cpus), 2),
+            "rerun_cpu_s": round(min(r["cpu"] for r in reruns), 2),
             "runs_per_s": round(args.runs / full["wall"], 1),
             "mb_per_s": round(size / 1e6 / full["wall"], 1),
             "grade_peak_rss_largest": memory["rss_largest"],
@@ -296,6 +343,9 @@ def report(f: dict, as_json: bool = False) -> None:
         ("plain read (1 process)", f"{f['plain_read_s']:.2f} s{_spread(f['plain_read_all_s'])}"),
         ("rungrade grade", f"{f['grade_s']:.2f} s{_spread(f['grade_all_s'])}  = "
                            f"{f['grade_over_read']:.2f}× plain read  (target ≤ 2×)"),
+        ("CPU seconds", f"grade {f['grade_cpu_s']:.1f} s (all processes), plain read "
+                        f"{f['plain_read_cpu_s']:.1f} s: {f['grade_cpu_over_read_cpu']:.2f}×; "
+                        f"rerun {f['rerun_cpu_s']:.1f} s"),
         ("throughput", f"{f['runs_per_s']:.0f} runs/s, {f['mb_per_s']:.1f} MB/s"),
         ("peak memory (own run)", f"RSS {mib(f['grade_peak_rss_largest'])} largest process; "
                         f"PSS {mib(f['grade_peak_rss_total'])} all processes"),

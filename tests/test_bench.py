@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     print(done.stdout)
-    for figure in ("plain read", "rungrade grade", "throughput", "peak memory",
+    for figure in ("plain read", "rungrade grade", "CPU seconds", "throughput", "peak memory",
                    "no-change rerun", "lstat every path", "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout
     # every grade wrote results of its own; none outlive the bench without --keep
@@ -44,3 +45,20 @@ def test_s3_bench_script_runs_end_to_end():
                    "requests in flight", "no-change rerun from S3", "discovery of the runs",
                    "one flat listing", "under one program", "from local disk"):
         assert figure in done.stdout
+
+
+BUSY = "import time\nwhile time.process_time() < 0.6: pass\n"
+
+
+def test_cpu_time_counts_every_process_of_the_tree():
+    # a parent busy for 0.6 CPU-seconds that runs a child busy for as long: the sampler sees
+    # both (each loses at most its last 0.2 s between samples)
+    spec = importlib.util.spec_from_file_location("grade_bench", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    code = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {BUSY!r}])\n{BUSY}"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    cpu = bench.CPUTime(proc.pid, every=0.05)
+    proc.wait()
+    seconds = cpu.stop()
+    assert 1.0 <= seconds <= 2.0, seconds
