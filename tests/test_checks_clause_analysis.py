@@ -168,6 +168,13 @@ CASES = [
     ("a JSON object with `count` as an integer", (),
      {"fields": [("count", False)], "unchecked_text": None}),
     ("a JSON object with a boolean `done`", (), {"fields": [("done", False)]}),
+    # in a clause about JSON, a key's name after "with" is a field it has, said nothing more
+    # of; elsewhere, or followed by another word, it is not
+    ("a JSON array of objects, each with an `id` and a `name`", (),
+     {"fields": [("id", False), ("name", False)], "unchecked_text": None}),
+    ("valid JSON with an `_id`, sorted by date", (), {"fields": [("_id", False)]}),
+    ("a JSON object with a `main` function", (), {"fields": []}),
+    ("a reply tagged with `urgent`", (), {"fields": []}),
     # a name in backticks said something of no reader takes is asked
     ("a JSON object with no `debug` field", (),
      {"unchecked_text": "JSON object with no `debug` field"}),

@@ -683,6 +683,14 @@ CASES = [
          "satisfied", "`Status` values: pass, fail"),
     Case("top-level-key-required", "a YAML document with a top-level `version` key",
          "name: x\n", "required_field", "failed", "partially_satisfied", "no `version` field"),
+    # a JSON key compares as a field's name does: `_id` and "_id" alike
+    Case("underscored-key-passes", "a JSON object with an `_id` field", '{"_id": 7, "n": 1}',
+         "required_field", "passed", "satisfied", "top-level keys: id, n"),
+    Case("underscored-element-key-fails", "a JSON array of objects, each with an `_id`",
+         '[{"_id": 1}, {"_id": 2, "x": 3}, {"x": 4}]', "required_field", "failed",
+         "partially_satisfied", "key `_id` in 2 of 3 array elements"),
+    Case("key-after-with-fails", "a JSON object with a `name`", '{"title": "x"}',
+         "required_field", "failed", "partially_satisfied", "top-level keys: title"),
     # a type said before or after a field's name in the clause
     Case("type-before-field-fails", "a JSON object with a boolean `done`", '{"done": "yes"}',
          "field_type", "failed", "partially_satisfied",

@@ -141,14 +141,17 @@ JSON_CASES = [
     '[]', '{}', '[[], {}, 1, "s", null, true, 2.5]',
     '[{"id": 1, "Tags": ["a"]}, {"id": 2}, {"id": 3, "Deep": {"k": [1]}}, "loose", [[1]]]',
     '{"a\\"b": [1, [2]], "Empty List": [], "o": {"in": [1]}, "s": "[1]"}',
-    '[{"a b": 1, "A_B": 2}, {}]', '"just a string"', '42', '[1, 2, 3]',
+    '[{"a b": 1, "A_B": 2}, {}]', '{"_id": 1, "__v": [2], "*bold*": 3, "tab\\tkey ": [4]}',
+    '[{"_id": "a", "Tags_": ["x", "y"]}, {"\\u00a0nb\\u00a0space\\u00a0": []}]',
+    '"just a string"', '42', '[1, 2, 3]',
     '```json\n{"fenced": true, "Items": [{"x": 1}]}\n```',
 ]
 
 
 def _key(name: str) -> str:
-    # DuckDB's normalisation of a JSON key: lower(trim(k)), runs of \s _ - become one '-'
-    return re.sub(r"[\t\n\f\r _\-]+", "-", name.strip(" ").lower())
+    # a JSON key is normalised as a clause's field name: without case, emphasis, backticks or
+    # quotes around it; runs of whitespace, `_` and `-` as one '-'
+    return re.sub(r"[\s_\-]+", "-", name.strip().strip("`*_\"'“”").strip().lower())
 
 
 def test_json_measures_agree_with_python_json():

@@ -302,7 +302,14 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #       YYYY-MM-DD' is an ISO date (v8: asked), 'the date of each event, …' is not; 'a
 #       duration in minutes (an integer)' is an integer (a type in parentheses closing the
 #       clause; v8: asked).
-DEFAULT_GRADER_ID = "prose.contract.grader/v9"
+# v10: v9 named a JSON key otherwise than a clause names its field (DuckDB's lower and trim,
+#      keeping underscores at the ends: "_id" was "-id", the clause's `_id` "id"): "a JSON
+#      object with an `_id` field" failed {"_id": 7}; every key measure (json_keys,
+#      json_element_keys, json_array_lens) is now normalised as field names are, as
+#      field_values already was. And in a clause about JSON, key names after "with" said
+#      nothing more of ('a JSON object with a `name`', 'each with an `id` and a `title`') are
+#      required fields (v9 dropped them: any JSON satisfied the clause at confidence 95).
+DEFAULT_GRADER_ID = "prose.contract.grader/v10"
 
 
 def builtin_checks() -> list[Check]:

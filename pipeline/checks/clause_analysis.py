@@ -603,6 +603,8 @@ HASHED_SECTION = (r"(?i)\b(?:a|an|the)\s+(#{1,6}\s+\p{L}[\p{L}\p{N} \-]{0,40}?)\
 TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
+# A key's name in backticks: a word ("id", "_id", "$schema", "@type", "meta.version")
+KEY_TICKED = r"`(?-i:[\p{L}_$@][\w\-.$@]*)`"
 # "with fields `a`, `b`", "columns `claim`, `problem`, `severity`"
 FIELD_LIST = (r"\b(?:fields?|keys?|columns?|properties|attributes|headers?|sections?|headings?)\s*"
               r"(?::|named|called)?\s*" + TICKED + r"(?:\s*(?:,|and|&|or)?\s*(?:and\s+)?" + TICKED
@@ -646,6 +648,13 @@ FIELD_FORMS = [
      r"(?:(?:a|an|the)\s+)?" + QUOTED + r"\s+" + FIELD_NOUN),
     # "a markdown report with a ## Summary section": the heading, whatever its level
     ("hashed", HASHED_SECTION),
+    # "a JSON object with a `name`", "each with an `id` and a `title`": in a clause about JSON
+    # only, names of keys after "with" and nothing said of them but that they are there (one
+    # followed by another word, "with a `data` array", is read above; "with a `main` function"
+    # is no key)
+    ("ticked_json", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)"
+     r"\s+(?:(?:a|an|the)\s+)?" + KEY_TICKED + r"(?:\s*(?:,|and|&)\s*(?:and\s+)?(?:(?:a|an|the)"
+     r"\s+)?" + KEY_TICKED + r")*(?:\s*$|\s*[,;.)]|\s+(?:and|or)\b)"),
 ]
 # A backticked field with its range in parentheses ("objects with `name` and `score` (0-100)"):
 # read before the field lists take the name, which stays in the text for them.
@@ -1354,14 +1363,24 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(((pl.col("_part") == 0) & (pl.col("json_shape") == "object")
                           & pl.col("t").str.contains(EACH_INSIDE)).fill_null(False)
                          .alias("_each_nested"))
+    about_json = ((pl.col("json_shape").is_not_null() | pl.col("formats").list.contains("json"))
+                  .fill_null(False))
     parts = []
     for i, (kind, pattern) in enumerate(FIELD_FORMS):
-        df = _take(df, f"_f{i}", pattern)
+        json_only = kind == "ticked_json"
+        if json_only:  # read, and taken out, only where the clause is about JSON
+            df = df.with_columns(
+                pl.when(about_json).then(pl.col("t").str.extract_all(pattern))
+                .otherwise(pl.lit([], pl.List(pl.String))).alias(f"_f{i}"),
+                pl.when(about_json).then(pl.col("t").str.replace_all(pattern, GAP))
+                .otherwise(pl.col("t")))
+        else:
+            df = _take(df, f"_f{i}", pattern)
         e = pl.element()
         if kind == "quoted":  # "## Summary" names the heading "Summary"
             names = e.str.extract_all(QUOTED_ONLY).list.eval(
                 _unquote(pl.element()).str.replace(r"^#+\s*", ""))
-        elif kind == "ticked":
+        elif kind in ("ticked", "ticked_json"):
             names = e.str.extract_all(TICKED)
         elif kind == "hashed":
             names = pl.concat_list(e.str.extract(HASHED_SECTION, 1).str.replace(r"^#+\s*", "")
@@ -1374,8 +1393,11 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
                      .str.split(","))
+        # (the word or mark a json_only match ends on is no part of its phrase)
+        phrase = (e.str.replace(r"(?i)(?:\s*[,;.)]|\s+(?:and|or))\s*$", "") if json_only
+                  else e).str.strip_chars()
         parts.append(pl.col(f"_f{i}").list.eval(
-            pl.struct(names.alias("names"), e.str.strip_chars().alias("phrase"))))
+            pl.struct(names.alias("names"), phrase.alias("phrase"))))
     lists = pl.concat_list(parts)
     return df.with_columns(
         lists.alias("_field_lists"),

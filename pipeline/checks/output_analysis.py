@@ -31,7 +31,8 @@ or where no check needs them: see the families below):
   n_citations       distinct numbered citation markers ("[1]", "[12]")
   json_kind         object | array | string | number | boolean | null, or null when the output
                     (or the single fenced block it consists of) is not valid JSON
-  json_fenced, json_len (array length), json_keys (top-level keys, normalised)
+  json_fenced, json_len (array length), json_keys (top-level keys, normalised as a clause's
+                    field names are: normalise_key)
   json_element_keys one line per array element: '|key|key|' (normalised keys)
   json_element_kinds the kinds of an array's elements, distinct and sorted: string | integer |
                     number (not whole) | boolean | null | object | array
@@ -376,7 +377,7 @@ def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
     or each object element of an array), then for the types and array lengths of their values
     in the same order (the paths `$.*` and `$[*].*`, which step into objects only).
     """
-    return _json_measured(frame, ["object", "array"], r"""
+    found = _json_measured(frame, ["object", "array"], r"""
         with objects as (
             select _tid, t, json_kind,
                 case when json_kind = 'object' then [json_keys(t)]
@@ -398,13 +399,18 @@ def _json_arrays(frame: pl.DataFrame) -> pl.DataFrame:
             from objects
         )
 
-        select _tid, array_to_string(list_transform(range(1, n_objects + 1), lambda i:
-            array_to_string(list_transform(
-                list_filter(v, lambda e: e[1] = i and e[3] = 'ARRAY'),
-                lambda e: regexp_replace(lower(trim(e[2])), '[\s_\-]+', '-', 'g')
-                    || chr(9) || e[4]), chr(10))), chr(10)) as json_array_lens
+        -- per object, the (key, length) of each array value
+        select _tid, list_transform(range(1, n_objects + 1), lambda i: list_transform(
+            list_filter(v, lambda e: e[1] = i and e[3] = 'ARRAY'),
+            lambda e: {'key': e[2], 'length': e[4]})) as arrays
         from values
-    """, {"json_array_lens": pl.String})
+    """, {"arrays": pl.List(pl.List(pl.Struct({"key": pl.String, "length": pl.Int64})))})
+    # each key normalised as a clause's field names are
+    line = pl.concat_str(normalise_key(pl.element().struct.field("key")), pl.lit("\t"),
+                         pl.element().struct.field("length"))
+    return found.with_columns(pl.col("arrays").list.eval(
+        pl.element().list.eval(line).list.join("\n")).list.join("\n")
+        .alias("json_array_lens")).drop("arrays")
 
 
 def _json_items(frame: pl.DataFrame) -> pl.DataFrame:
@@ -575,17 +581,10 @@ JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 
 
 def normalised_keys(keys: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """Each distinct JSON key of `keys` and its name as the measures give it (lowercase,
-    trimmed, runs of whitespace, `_` and `-` as one `-`): normalised once each, however many
-    objects hold it."""
-    names = keys.drop_nulls().unique().to_frame("k")
-    if names.is_empty():
-        return names["k"], names["k"]
-    with scratch({"names": names}) as con:
-        names = con.sql(r"""
-            select k, regexp_replace(lower(trim(k)), '[\s_\-]+', '-', 'g') as n from names
-        """).pl()
-    return names["k"], names["n"]
+    """Each distinct JSON key of `keys` and its name as the measures give it: as a clause's
+    field names are normalised (`normalise_key`), once each however many objects hold it."""
+    names = keys.drop_nulls().unique()
+    return names, names.to_frame("k").select(normalise_key(pl.col("k")))["k"]
 
 
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
