@@ -580,13 +580,6 @@ NON_STANDARD_JSON = r",\s*[\]}]|[:\[,]\s*[+-]?(?i:nan|inf)"
 JSON_STRING = r'"(?:[^"\\]|\\.)*"'
 
 
-def normalised_keys(keys: pl.Series) -> tuple[pl.Series, pl.Series]:
-    """Each distinct JSON key of `keys` and its name as the measures give it: as a clause's
-    field names are normalised (`normalise_key`), once each however many objects hold it."""
-    names = keys.drop_nulls().unique()
-    return names, names.to_frame("k").select(normalise_key(pl.col("k")))["k"]
-
-
 def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     """json_kind, json_len, json_keys, json_element_keys and json_element_kinds of each
     `_json_text`.
@@ -629,9 +622,8 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
                 case when kind = 'array' then json_type(t, '$[*]') end as json_element_kinds
             from typed
         """).pl()
-    old, new = normalised_keys(pl.concat([facts["json_keys"].explode(),
-                                          facts["element_keys"].explode().explode()]))
-    normalised = pl.element().replace_strict(old, new, return_dtype=pl.String)
+    # keys normalised as a clause's field names are
+    normalised = normalise_key(pl.element())
     # one line per element: '|key|key|' for an object, empty for anything else
     lines = (
         facts.select(TEXT_ID, "element_keys", kind=pl.col("json_element_kinds"))
