@@ -151,10 +151,10 @@ class PeakRSS:
 
 class CPUTime:
     """Sums the CPU time (user + system) of a process and all its descendants, each read every
-    `every` seconds until stopped: `seconds` misses at most the last `every` seconds of each
-    process. (`getrusage` of the children cannot give it: the grade's workers are children of
-    a fork server that never waits for them.) One sample reads /proc for every process, about
-    a millisecond."""
+    `every` seconds until stopped: the sum `stop` returns misses at most the last `every`
+    seconds of each process. (`getrusage` of the bench's children saw a twentieth of it: the
+    grade's workers are not children of the command but of its fork server, whose time reaches
+    nobody.) One sample reads /proc for every process, about a millisecond."""
 
     def __init__(self, pid: int, every: float = 0.2):
         self.root = psutil.Process(pid)
