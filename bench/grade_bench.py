@@ -111,7 +111,35 @@ def _memory(proc: psutil.Process) -> tuple[int, int] | None:
     return info.rss, getattr(info, "pss", info.rss)
 
 
-class PeakRSS:
+class TreeSampler:
+    """Calls `sample` with a process and all its descendants every `every` seconds, in a thread,
+    until `stop`."""
+
+    def __init__(self, pid: int, every: float):
+        self.root = psutil.Process(pid)
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def sample(self, procs: list[psutil.Process]) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            self.sample(procs)
+            self._stop.wait(self.every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class PeakRSS(TreeSampler):
     """Samples memory of a process and all its descendants until stopped.
 
     `largest` is the peak RSS of any one process; `total` the peak sum of proportional set
@@ -120,67 +148,42 @@ class PeakRSS:
     """
 
     def __init__(self, pid: int, every: float = 0.05):
-        self.root = psutil.Process(pid)
-        self.every = every
         self.largest = self.total = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__init__(pid, every)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                procs = [self.root, *self.root.children(recursive=True)]
-            except psutil.Error:
-                return
-            rss, pss = [], []
-            for proc in procs:
-                sizes = _memory(proc)
-                if sizes:
-                    rss.append(sizes[0])
-                    pss.append(sizes[1])
-            if rss:
-                self.largest = max(self.largest, *rss)
-                self.total = max(self.total, sum(pss))
-            self._stop.wait(self.every)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self, procs: list[psutil.Process]) -> None:
+        rss, pss = [], []
+        for proc in procs:
+            sizes = _memory(proc)
+            if sizes:
+                rss.append(sizes[0])
+                pss.append(sizes[1])
+        if rss:
+            self.largest = max(self.largest, *rss)
+            self.total = max(self.total, sum(pss))
 
 
-class CPUTime:
-    """Sums the CPU time (user + system) of a process and all its descendants, each read every
-    `every` seconds until stopped: the sum `stop` returns misses at most the last `every`
-    seconds of each process. (`getrusage` of the bench's children saw a twentieth of it: the
-    grade's workers are not children of the command but of its fork server, whose time reaches
-    nobody.) One sample reads /proc for every process, about a millisecond."""
+class CPUTime(TreeSampler):
+    """The CPU time (user + system) of a process and all its descendants, each read every
+    `every` seconds: `seconds`, after `stop`, misses at most the last `every` seconds of each
+    process. (`getrusage` of the bench's children saw a twentieth of it: the grade's workers are
+    not children of the command but of its fork server, whose time reaches nobody.) One sample
+    reads /proc for every process, about a millisecond."""
 
     def __init__(self, pid: int, every: float = 0.2):
-        self.root = psutil.Process(pid)
-        self.every = every
         self.seen: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__init__(pid, every)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def sample(self, procs: list[psutil.Process]) -> None:
+        for proc in procs:
             try:
-                procs = [self.root, *self.root.children(recursive=True)]
+                times = proc.cpu_times()
             except psutil.Error:
-                return
-            for proc in procs:
-                try:
-                    times = proc.cpu_times()
-                except psutil.Error:
-                    continue
-                self.seen[proc.pid] = times.user + times.system
-            self._stop.wait(self.every)
+                continue
+            self.seen[proc.pid] = times.user + times.system
 
-    def stop(self) -> float:
-        self._stop.set()
-        self._thread.join()
+    @property
+    def seconds(self) -> float:
         return sum(self.seen.values())
 
 
@@ -202,12 +205,12 @@ def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
     cpu = CPUTime(proc.pid)
     stdout, stderr = proc.communicate()
     wall = time.perf_counter() - started
-    cpu_s = cpu.stop()
+    cpu.stop()
     if peak:
         peak.stop()
     if proc.returncode != 0:
         raise SystemExit(f"rungrade grade failed ({proc.returncode}):\n{stderr}")
-    return {"wall": wall, "cpu": cpu_s, "summary": json.loads(stdout),
+    return {"wall": wall, "cpu": cpu.seconds, "summary": json.loads(stdout),
             "rss_largest": peak.largest if peak else None,
             "rss_total": peak.total if peak else None}
 
