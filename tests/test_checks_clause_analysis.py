@@ -175,6 +175,8 @@ CASES = [
     ("valid JSON with an `_id`, sorted by date", (), {"fields": [("_id", False)]}),
     ("a JSON object with a `main` function", (), {"fields": []}),
     ("a reply tagged with `urgent`", (), {"fields": []}),
+    ("a markdown list, each item with a `url`", (),
+     {"fields": [], "unchecked_text": "each item with a `url`"}),
     # a name in backticks said something of no reader takes is asked
     ("a JSON object with no `debug` field", (),
      {"unchecked_text": "JSON object with no `debug` field"}),

@@ -308,7 +308,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      json_element_keys, json_array_lens) is now normalised as field names are, as
 #      field_values already was. And in a clause about JSON, key names after "with" said
 #      nothing more of ('a JSON object with a `name`', 'each with an `id` and a `title`') are
-#      required fields (v9 dropped them: any JSON satisfied the clause at confidence 95).
+#      required fields (v9 dropped them: any JSON satisfied the clause at confidence 95);
+#      elsewhere ('a markdown list, each item with a `url`') they are asked (v9 dropped them
+#      too).
 DEFAULT_GRADER_ID = "prose.contract.grader/v10"
 
 

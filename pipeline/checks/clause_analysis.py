@@ -1770,7 +1770,9 @@ def _trim_quotes(text: pl.Expr) -> pl.Expr:
 TICKED_SAID = (r"(?i)\b(?:no|not|without|never|string|strings|array|arrays|object|objects|list"
                r"|lists|empty|non-empty|unique|nullable|null|optional|lowercase|uppercase)\s+"
                r"`[^`\s][^`]*`|`[^`\s][^`]*`\s+(?:as|is|are|must|should|set|equals?|contains?"
-               r"|holds?|lists?)\b")
+               r"|holds?|lists?)\b"
+               # "a markdown list, each item with a `url`": what "with" names, outside JSON
+               r"|\bwith\s+(?:(?:a|an|the)\s+)?`[^`\s][^`]*`")
 
 
 def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
