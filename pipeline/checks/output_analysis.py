@@ -124,13 +124,21 @@ def _fenced(text: pl.Expr) -> pl.Expr:
     return text.str.contains("```", literal=True) | text.str.contains("~~~", literal=True)
 
 
+# What starts a block of its own at the start of a line: a list item, a heading, a table line,
+# a quote
+BLOCK_START = r"[ ]{0,3}(?:[-*+][ \t]|\d{1,3}[.)][ \t]|#|\||>)"
+
+
 def _blocks(text: pl.Expr) -> pl.Expr:
     """Blank-line separated blocks; every list item, heading and table line starts its own."""
     text = text.str.replace_all(r"\r\n?", "\n")
     return (
         pl.when(_fenced(text)).then(text.str.replace_all(FENCED, "\n\n```\n\n"))
         .otherwise(text)
-        .str.replace_all(r"(?m)^([ ]{0,3}(?:[-*+][ \t]|\d{1,3}[.)][ \t]|#|\||>))", "\n$1")
+        # a line's start found by the newline before it: a multi-line `^` is looked for at
+        # every position of the text, four times slower here
+        .str.replace_all(r"\n(" + BLOCK_START + ")", "\n\n$1")
+        .str.replace(r"^(" + BLOCK_START + ")", "\n$1")
         .str.replace_all(r"\n[ \t]*\n\s*", BLOCK)
         .str.strip_chars().str.split(BLOCK)
         .list.eval(pl.element().str.strip_chars())
