@@ -941,10 +941,15 @@ def normalise_value(expr: pl.Expr) -> pl.Expr:
 GAP = " ¦ "
 
 
-def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP) -> pl.DataFrame:
-    """Add the matches of `pattern` as list column `name` and blank them out of `t`."""
-    return df.with_columns(pl.col("t").str.extract_all(pattern).alias(name)).with_columns(
-        pl.col("t").str.replace_all(pattern, keep).alias("t"))
+def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP,
+          where: pl.Expr | None = None) -> pl.DataFrame:
+    """Add the matches of `pattern` as list column `name` and blank them out of `t` (only on
+    the rows `where` holds, if given: elsewhere `name` is empty and `t` untouched)."""
+    found, taken = pl.col("t").str.extract_all(pattern), pl.col("t").str.replace_all(pattern, keep)
+    if where is not None:
+        found = pl.when(where).then(found).otherwise(pl.lit([], pl.List(pl.String)))
+        taken = pl.when(where).then(taken).otherwise(pl.col("t"))
+    return df.with_columns(found.alias(name)).with_columns(taken.alias("t"))
 
 
 # A number followed by a word that is no unit ("0-100 for", "3 of them", "a 6-digit code") is
@@ -1367,15 +1372,8 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                   .fill_null(False))
     parts = []
     for i, (kind, pattern) in enumerate(FIELD_FORMS):
-        json_only = kind == "ticked_json"
-        if json_only:  # read, and taken out, only where the clause is about JSON
-            df = df.with_columns(
-                pl.when(about_json).then(pl.col("t").str.extract_all(pattern))
-                .otherwise(pl.lit([], pl.List(pl.String))).alias(f"_f{i}"),
-                pl.when(about_json).then(pl.col("t").str.replace_all(pattern, GAP))
-                .otherwise(pl.col("t")))
-        else:
-            df = _take(df, f"_f{i}", pattern)
+        json_only = kind == "ticked_json"  # read, and taken out, only in a clause about JSON
+        df = _take(df, f"_f{i}", pattern, where=about_json if json_only else None)
         e = pl.element()
         if kind == "quoted":  # "## Summary" names the heading "Summary"
             names = e.str.extract_all(QUOTED_ONLY).list.eval(

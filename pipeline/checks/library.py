@@ -969,6 +969,16 @@ def enum_value() -> Check:
     )
 
 
+def holding_key(key: pl.Expr) -> pl.Expr:
+    """How many objects of a JSON output hold `key` (a normalised name): the object itself (0
+    or 1), or the object elements of an array; null for any other output."""
+    return (pl.when(pl.col("json_kind") == "object")
+            .then(pl.col("json_keys").list.contains(key).cast(pl.UInt32))
+            .when(pl.col("json_kind") == "array")
+            .then(pl.col("json_element_keys").fill_null("").str.count_matches(
+                pl.format("|{}|", key), literal=True)))
+
+
 @check("required_field")
 def required_field() -> Check:
     """A required field is there: a JSON key (in every element of an array), a table column,
@@ -978,8 +988,7 @@ def required_field() -> Check:
     shown = f.struct.field("name")
     kind = pl.col("json_kind")
     per_element = (kind == "array") & ~nested
-    having = pl.col("json_element_keys").fill_null("").str.count_matches(
-        pl.format(r"\|{}\|", _escaped(name))).cast(pl.Int64)
+    having = holding_key(name).cast(pl.Int64)
     missing = pl.col("json_len") - having
     let = Lets()
     in_values = let("_in_values", pl.col("field_values").fill_null("").str.contains(
@@ -1401,11 +1410,7 @@ def field_length() -> Check:
     too_long, too_short = sizes.list.max() > high, sizes.list.min() < low
     # the field where the JSON output has it (the object, or each element of the array) holds
     # a value that is no array ("`late`: an array of …": "t1")
-    holders = (pl.when(pl.col("json_kind") == "object")
-               .then(pl.col("json_keys").list.contains(key).cast(pl.UInt32))
-               .when(pl.col("json_kind") == "array")
-               .then(pl.col("json_element_keys").str.count_matches(pl.format("|{}|", key),
-                                                                   literal=True)))
+    holders = holding_key(key)
     listed = f.struct.field("phrase").str.contains(r"(?i)\b(?:array|list)\b")
     held = let("_held", (items & listed & (holders.fill_null(0) > sizes.list.len()))
                .fill_null(False))
