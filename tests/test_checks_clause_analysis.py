@@ -572,6 +572,28 @@ CASES = [
       "ranges": [("sla_hours", 1.0, 72.0)], "value_type": None}),
     ("a markdown report", ("at most 500 words",),
      {"field_lengths": [], "quantities": [], "unchecked_text": "at most 500 words"}),
+    # a field's length said in the clause (v10: the length of the whole output): after a noun
+    # that makes the name a field, or after words that make it part of the output
+    ("a JSON object with a `name` field of at most 40 characters", (),
+     {"field_lengths": [("name", None, 40, "chars")], "quantities": [],
+      "fields": [("name", False)]}),
+    ("a JSON object whose `summary` is under 50 words", (),
+     {"field_lengths": [("summary", None, 49, "words")], "quantities": []}),
+    ("a JSON object with a `tags` array of 2-5 strings", (),
+     {"field_lengths": [("tags", 2, 5, "items")], "quantities": []}),
+    ("a JSON object with a `summary` field (at most 3 words) and a `score`", (),
+     {"field_lengths": [("summary", None, 3, "words")], "quantities": [],
+      "unchecked_text": None}),
+    ("a reply with a `title` of at most 8 words", (),
+     {"field_lengths": [("title", None, 8, "words")], "quantities": []}),
+    # ... its other counts are asked, never counted in the whole output
+    ("a markdown report with a `Summary` field of 2-3 sentences", (),
+     {"field_lengths": [], "quantities": [], "unchecked_text": "`Summary`: 2-3 sentences"}),
+    # a name said alone may be the output's own: its length is the output's
+    ("`report` has at most 500 words", (),
+     {"field_lengths": [], "quantities": [q(None, 500, "words")]}),
+    ("a JSON object with a `name` field, at most 500 characters", (),
+     {"field_lengths": [], "quantities": [q(None, 500, "chars")]}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
     ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
     ("the recommendation in one sentence, then up to 3 bullet points of evidence", (),

@@ -744,6 +744,16 @@ CASES = [
     Case("field-items-of-markdown-are-asked", "a markdown report with sections:",
          "# Findings\n\n- a", "meets_description", "undecided", "satisfied", "- a”",
          select="`Findings`: at least 3 items", details=("`Findings`: at least 3 items",)),
+    # ... and a length said of a field in the clause itself (v10 counted the whole output)
+    Case("clause-field-length-passes", "a JSON object with a `name` field of at most 5 "
+         "characters", '{"name": "abc", "description": "a much longer value"}', "field_length",
+         "passed", "satisfied", "the longest has 3 characters: “abc”"),
+    Case("clause-field-length-fails", "a JSON object whose `name` is at most 5 characters",
+         '{"name": "abcdefgh"}', "field_length", "failed", "partially_satisfied",
+         "one has 8 characters: “abcdefgh”"),
+    Case("clause-field-items-fail", "a JSON array of objects, each with a `tags` array of at "
+         "most 2 strings", '[{"tags": ["a"]}, {"tags": ["a", "b", "c"]}]', "field_length",
+         "failed", "partially_satisfied", "2 array(s) under `tags`; one has 3 elements"),
     Case("field-length-of-a-heading-is-undecided", "a markdown report with sections:",
          "# Summary\n\nText.", "field_length", "undecided", "not_evaluable",
          "no value of `Summary` to measure", details=("`Summary`: at most 50 words",)),

@@ -16,6 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from check_runs import run_id, write_service_run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from test_checks_library import CASES
 
@@ -178,10 +180,31 @@ def test_json_measures_agree_with_python_json():
             for e in value), text
 
 
-def test_field_values_split_each_json_pair_at_its_key():
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.text(),
+                                min_size=1, max_size=6), min_size=1, max_size=12),
+       st.booleans())
+def test_field_values_of_json_strings_are_what_python_json_reads(objects, ascii_only):
+    """Whatever a string holds (quotes, backslashes, control characters, any script), its
+    value in field_values is the string Python's `json` reads (tabs and newlines as spaces)."""
     from pipeline.checks.output_analysis import output_facts
 
-    text = '{"a\\"b": "x: \\"y\\" z", "Count": 12, "list": [1], "url": "https://e.example/a:b"}'
+    texts = [json.dumps(o, ensure_ascii=ascii_only) for o in objects]
+    measured = output_facts(pl.DataFrame({"binding_text": texts}))
+    for text, obj, values in zip(texts, objects, measured["field_values"], strict=True):
+        assert values.split("\n") == [
+            key + "\t" + re.sub(r"[\t\n]", " ", value) for key, value in obj.items()], text
+
+
+def test_field_values_split_each_json_pair_at_its_key_and_decode_its_strings():
+    from pipeline.checks.output_analysis import output_facts
+
+    pairs = {'a"b': 'x: "y" z', "Count": 12, "list": [1], "url": "https://e.example/a:b",
+             "path": "C:\\dir\\", "quote": 'ends "quoted"', "café": "caf\u00e9 \u2713",
+             "lines": "one\ntwo\tthree", "slash": "a/b"}
+    text = json.dumps(pairs).replace("a/b", "a\\/b")  # "\/" is JSON for "/" too
     measured = output_facts(pl.DataFrame({"binding_text": [text]}))
     assert measured["field_values"][0].split("\n") == [
-        'a\\"b\tx: \\"y\\" z', "count\t12", "list\t[", "url\thttps://e.example/a:b"]
+        'a"b\tx: "y" z', "count\t12", "list\t[", "url\thttps://e.example/a:b",
+        "path\tC:\\dir\\", 'quote\tends "quoted"', "café\tcafé ✓", "lines\tone two three",
+        "slash\ta/b"]

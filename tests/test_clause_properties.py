@@ -45,7 +45,8 @@ PHRASES = [
     "the columns Name, Role and Email", "`score` between 0 and 1", "then up to 3",
     "under 5 words each", "one line each", "a UUID", "an email address",
     "a JSON object with a `findings` array of objects", '"## Summary"',
-    'whose `status` is "ok"', "at least one of", ",",
+    'whose `status` is "ok"', "at least one of", "field", "field of", "array of", "whose",
+    "with a `name`", "has", "is", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]

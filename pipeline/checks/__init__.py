@@ -311,7 +311,14 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      required fields (v9 dropped them: any JSON satisfied the clause at confidence 95);
 #      elsewhere ('a markdown list, each item with a `url`') they are asked (v9 dropped them
 #      too).
-DEFAULT_GRADER_ID = "prose.contract.grader/v10"
+# v11: a field's length said in the clause itself ("a JSON object with a `name` field of at
+#      most 40 characters", "whose `summary` is under 50 words", "with a `tags` array of 2-5
+#      strings") is checked on the field's values, as a sub-item's is (v10 counted the whole
+#      output: the object's 28 characters failed a 3-letter name); its counts no check reads
+#      per field ("a `Summary` field of 2-3 sentences") are asked. And a JSON string value is
+#      decoded in field_values ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café;
+#      v10 kept the escapes and lost a final escaped quote).
+DEFAULT_GRADER_ID = "prose.contract.grader/v11"
 
 
 def builtin_checks() -> list[Check]:

@@ -1612,30 +1612,56 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
 
 
-# A field's length in parentheses ("`summary` (at most 50 words)"): read as the sub-item
-# "`summary`: at most 50 words" would be, not as the length of the whole output
-INLINE_FIELD_LENGTH = (r"(?i)(`[^`\n]+`)\s*\(\s*([^()\n]*?\b(?:words?|characters?|chars?)\b"
+# A field's length said in the clause, read as the sub-item "`summary`: at most 50 words"
+# would be, not as the length of the whole output. Group 1 is what the clause keeps, group 2
+# the field's backticked name, group 3 the length:
+# - in parentheses: "`summary` (at most 50 words)";
+INLINE_FIELD_LENGTH = (r"(?i)((`[^`\n]+`))\s*\(\s*([^()\n]*?\b(?:words?|characters?|chars?)\b"
                        r"[^()\n]*?)\s*\)")
+# - after the name and a noun that makes it a field ("a `name` field of at most 40
+#   characters", "a `tags` array of 2-5 strings", "`title` key: under 80 characters"), or after
+#   words that make it part of the output ("whose `summary` is at most 50 words", "with a
+#   `reason` of one sentence"). A length of a name said alone ("`report` has at most 500
+#   words") may be the output's own: it is read as the output's length, as before.
+ITEM_LENGTH = "(?i:" + "|".join(
+    pattern.replace(SCOPE, "").replace(UNIT, r"(?:items?|elements?|entries|entry|strings?|values?"
+                                             r"|objects?|tags?|urls?|links?)\b")
+    for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
+_FIELD_NOUN = (r"(?:field|key|value|property|attribute|column|string|text|array|list|entry)"
+               r"(?-u:\b)")
+# (the length's first character is no letter: a space, or the "(" of "field (at most 3 words)",
+# whose ")" goes with it)
+_LINKED_LENGTH = (r"(?:\s*[:—–]|\s)?(?:\s+(?:that|which|is|are|of|with|has|have|having|holds?"
+                  r"|holding|contains?|containing|must|should|be|being|each)){0,3}("
+                  + PART_LENGTH + "|" + ITEM_LENGTH + r")\)?")
+FIELD_NOUN_LENGTH = r"(?i)((" + TICKED + r")\s+" + _FIELD_NOUN + ")" + _LINKED_LENGTH
+FIELD_PART_LENGTH = (r"(?i)(\b(?:whose|its|(?:with|has|having|containing|including)\s+(?:a|an|the"
+                     r"|its))\s+(" + TICKED + "))" + _LINKED_LENGTH)
+INLINE_FIELD_LENGTHS = (INLINE_FIELD_LENGTH, FIELD_NOUN_LENGTH, FIELD_PART_LENGTH)
 
 
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     """One row per clause (part 0) and per sub-item (part 1..), with the text to read; a
-    field's length in parentheses in the clause is one more sub-item (INLINE_FIELD_LENGTH)."""
+    field's length said in the clause is one more sub-item (INLINE_FIELD_LENGTHS)."""
     text = pl.col("description").fill_null("")
+    said = []
+    for pattern in INLINE_FIELD_LENGTHS:  # each reads what the ones before it left
+        e = pl.element()
+        said.append(text.str.extract_all(pattern).list.eval(pl.struct(
+            e.str.extract(pattern, 2).str.strip_chars("`").alias("_field"),
+            e.str.extract(pattern, 3).str.strip_chars().alias("t"))))
+        text = text.str.replace_all(pattern, "${1}")
     clause = frame.select(
         "_row", pl.lit(0).alias("_part"), pl.lit(None, pl.String).alias("_field"),
-        text.str.replace_all(INLINE_FIELD_LENGTH, "${1}").alias("t"))
+        text.alias("t"))
     inline = (
-        frame.select("_row", text.str.extract_all(INLINE_FIELD_LENGTH).alias("_inline"),
+        frame.select("_row", pl.concat_list(said).alias("_inline"),
                      (pl.col("details").list.len().fill_null(0) + 1).alias("_first"))
         .with_columns(pl.int_ranges(pl.col("_first"),
                                     pl.col("_first") + pl.col("_inline").list.len())
                       .alias("_part"))
-        .explode("_inline", "_part").drop_nulls("_inline")
-        .select("_row", "_part",
-                pl.col("_inline").str.extract(INLINE_FIELD_LENGTH, 1).str.strip_chars("`")
-                .alias("_field"),
-                pl.col("_inline").str.extract(INLINE_FIELD_LENGTH, 2).alias("t"))
+        .explode("_inline", "_part").drop_nulls("_inline").unnest("_inline")
+        .select("_row", "_part", "_field", "t")
     )
     sub = (
         frame.select("_row", "details").with_columns(

@@ -105,9 +105,13 @@ LABEL = (r"(?m)^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([\p{L}][\p{L}\p{N} _\-]{0,40}
          r"(?::(?:\*\*|__)|(?:\*\*|__)?[ \t]*:)[ \t]*([^\n]*)")
 JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
              r"|true|false|null|\[|\{)")
-# The key of a JSON_PAIR match, and the key with its colon (what precedes the value)
-JSON_KEY = r'^"((?:[^"\\]|\\.)*)"'
+# The key of a JSON_PAIR match (a string literal), and the key with its colon (what precedes
+# the value)
+JSON_KEY = r'^"(?:[^"\\]|\\.)*"'
 JSON_KEY_COLON = r'^"(?:[^"\\]|\\.)*"\s*:\s*'
+# A JSON string literal JSON allows (what a pair's value is in a valid document; a stretch of
+# text misread as a pair may hold another escape): its value is decoded, "x \"y\"" reads x "y"
+JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$'
 # An output of two or more lines that each hold one item and nothing else ("https://a.example"
 # on one line, "https://b.example" on the next): a list without markers. A line that starts
 # like markdown (a heading, quote, table, fence, rule or JSON bracket) is no such item.
@@ -676,6 +680,15 @@ def _csv_cells(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _json_string(value: pl.Expr) -> pl.Expr:
+    """A JSON value as text: a string literal decoded (JSON_STRING), else without its quotes.
+    Only the few values with an escape are decoded (the others are null to it): a literal
+    without one has no quote inside."""
+    escaped = pl.when(value.str.contains("\\", literal=True)).then(value)
+    decoded = pl.when(escaped.str.contains(JSON_STRING)).then(escaped).str.json_decode(pl.String)
+    return pl.coalesce(decoded, value.str.strip_chars('"'))
+
+
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings."""
     frame = frame.with_row_index("_fv")
@@ -686,8 +699,8 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         .explode("p").drop_nulls("p")
         # a pair is its key, then its value: split by short anchored patterns (capturing the
         # groups of JSON_PAIR steps its slow engine through every character of the value)
-        .select("_fv", normalise_key(pl.col("p").str.extract(JSON_KEY, 1)).alias("k"),
-                pl.col("p").str.replace(JSON_KEY_COLON, "").str.strip_chars('"').alias("v"))
+        .select("_fv", normalise_key(_json_string(pl.col("p").str.extract(JSON_KEY, 0)))
+                .alias("k"), _json_string(pl.col("p").str.replace(JSON_KEY_COLON, "")).alias("v"))
     )
     cells = (
         frame.filter(pl.col("has_table"))
