@@ -751,6 +751,10 @@ CASES = [
     Case("clause-field-length-fails", "a JSON object whose `name` is at most 5 characters",
          '{"name": "abcdefgh"}', "field_length", "failed", "partially_satisfied",
          "one has 8 characters: “abcdefgh”"),
+    Case("clause-field-length-in-json-after-a-verb", "a JSON object with keys `title` and "
+         "`body`; `title` must be at most 10 characters",
+         '{"title": "short", "body": "a body much longer than ten characters"}', "field_length",
+         "passed", "satisfied", "the longest has 5 characters: “short”"),
     Case("clause-field-items-fail", "a JSON array of objects, each with a `tags` array of at "
          "most 2 strings", '[{"tags": ["a"]}, {"tags": ["a", "b", "c"]}]', "field_length",
          "failed", "partially_satisfied", "2 array(s) under `tags`; one has 3 elements"),

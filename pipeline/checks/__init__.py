@@ -313,11 +313,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      too).
 # v11: a field's length said in the clause itself ("a JSON object with a `name` field of at
 #      most 40 characters", "whose `summary` is under 50 words", "with a `tags` array of 2-5
-#      strings") is checked on the field's values, as a sub-item's is (v10 counted the whole
-#      output: the object's 28 characters failed a 3-letter name); its counts no check reads
-#      per field ("a `Summary` field of 2-3 sentences") are asked. And a JSON string value is
-#      decoded in field_values ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café;
-#      v10 kept the escapes and lost a final escaped quote).
+#      strings", in a JSON clause "`title` must be at most 80 characters") is checked on the
+#      field's values, as a sub-item's is (v10 counted the whole output: the object's 23
+#      characters failed a 3-letter name); its counts no check reads per field ("a `Summary`
+#      field of 2-3 sentences") are asked. And a JSON string value is decoded in field_values
+#      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
+#      lost a final escaped quote).
 DEFAULT_GRADER_ID = "prose.contract.grader/v11"
 
 

@@ -1618,39 +1618,59 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
 # - in parentheses: "`summary` (at most 50 words)";
 INLINE_FIELD_LENGTH = (r"(?i)((`[^`\n]+`))\s*\(\s*([^()\n]*?\b(?:words?|characters?|chars?)\b"
                        r"[^()\n]*?)\s*\)")
-# - after the name and a noun that makes it a field ("a `name` field of at most 40
-#   characters", "a `tags` array of 2-5 strings", "`title` key: under 80 characters"), or after
-#   words that make it part of the output ("whose `summary` is at most 50 words", "with a
-#   `reason` of one sentence"). A length of a name said alone ("`report` has at most 500
-#   words") may be the output's own: it is read as the output's length, as before.
+# - after words that make the name a part of the output: "whose `summary` is at most 50
+#   words", "where `title` is under 80 characters" (kept as "with `summary`": the field is
+#   required too), "each with `name` of at most 40 characters", "with a `reason` of one
+#   sentence";
+# - after the name and a noun that makes it a field: "a `name` field of at most 40
+#   characters", "a `tags` array of 2-5 strings", "`title` key: under 80 characters";
+# - in a clause about JSON, after the name and a verb: "…; `title` must be at most 80
+#   characters". Elsewhere a name said alone ("`report` has at most 500 words") may be the
+#   output's own: its length is the output's.
 ITEM_LENGTH = "(?i:" + "|".join(
     pattern.replace(SCOPE, "").replace(UNIT, r"(?:items?|elements?|entries|entry|strings?|values?"
                                              r"|objects?|tags?|urls?|links?)\b")
     for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
 _FIELD_NOUN = (r"(?:field|key|value|property|attribute|column|string|text|array|list|entry)"
                r"(?-u:\b)")
+_LINK_WORDS = (r"that|which|is|are|of|with|has|have|having|holds?|holding|contains?|containing"
+               r"|must|should|be|being|each")
 # (the length's first character is no letter: a space, or the "(" of "field (at most 3 words)",
 # whose ")" goes with it)
-_LINKED_LENGTH = (r"(?:\s*[:—–]|\s)?(?:\s+(?:that|which|is|are|of|with|has|have|having|holds?"
-                  r"|holding|contains?|containing|must|should|be|being|each)){0,3}("
-                  + PART_LENGTH + "|" + ITEM_LENGTH + r")\)?")
+_LINKED_LENGTH = (r"(?:\s*[:—–]|\s)?(?:\s+(?:" + _LINK_WORDS + r")){0,3}(" + PART_LENGTH + "|"
+                  + ITEM_LENGTH + r")\)?")
+FIELD_WHOSE_LENGTH = (r"(?i)\b(?:whose|where|its)\s+((" + TICKED + r")(?:\s+" + _FIELD_NOUN
+                      + ")?)" + _LINKED_LENGTH)
 FIELD_NOUN_LENGTH = r"(?i)((" + TICKED + r")\s+" + _FIELD_NOUN + ")" + _LINKED_LENGTH
-FIELD_PART_LENGTH = (r"(?i)(\b(?:whose|its|(?:with|has|having|containing|including)\s+(?:a|an|the"
-                     r"|its))\s+(" + TICKED + "))" + _LINKED_LENGTH)
-INLINE_FIELD_LENGTHS = (INLINE_FIELD_LENGTH, FIELD_NOUN_LENGTH, FIELD_PART_LENGTH)
+FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a|an|the|its))?"
+                     r"\s+(" + TICKED + "))" + _LINKED_LENGTH)
+FIELD_VERB_LENGTH = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){1,3}("
+                     + PART_LENGTH + "|" + ITEM_LENGTH + ")")
+# (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
+INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
+                        (FIELD_WHOSE_LENGTH, "with ${1}", False),
+                        (FIELD_NOUN_LENGTH, "${1}", False),
+                        (FIELD_PART_LENGTH, "${1}", False),
+                        (FIELD_VERB_LENGTH, "${1}", True))
 
 
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     """One row per clause (part 0) and per sub-item (part 1..), with the text to read; a
     field's length said in the clause is one more sub-item (INLINE_FIELD_LENGTHS)."""
     text = pl.col("description").fill_null("")
+    json = text.str.contains(r"(?i)\bjson\b")
     said = []
-    for pattern in INLINE_FIELD_LENGTHS:  # each reads what the ones before it left
+    for pattern, keep, json_only in INLINE_FIELD_LENGTHS:  # each reads what the ones before left
         e = pl.element()
-        said.append(text.str.extract_all(pattern).list.eval(pl.struct(
+        found = text.str.extract_all(pattern).list.eval(pl.struct(
             e.str.extract(pattern, 2).str.strip_chars("`").alias("_field"),
-            e.str.extract(pattern, 3).str.strip_chars().alias("t"))))
-        text = text.str.replace_all(pattern, "${1}")
+            e.str.extract(pattern, 3).str.strip_chars().alias("t")))
+        kept = text.str.replace_all(pattern, keep)
+        if json_only:
+            found = pl.when(json).then(found).otherwise(found.list.head(0))
+            kept = pl.when(json).then(kept).otherwise(text)
+        said.append(found)
+        text = kept
     clause = frame.select(
         "_row", pl.lit(0).alias("_part"), pl.lit(None, pl.String).alias("_field"),
         text.alias("t"))
