@@ -602,6 +602,17 @@ CASES = [
      {"field_lengths": [], "quantities": [q(None, 500, "words")]}),
     ("a JSON object with a `name` field, at most 500 characters", (),
      {"field_lengths": [], "quantities": [q(None, 500, "chars")]}),
+    ("a JSON object with `tags` (2-3 strings) and `title`", (),
+     {"field_lengths": [("tags", 2, 3, "items")], "quantities": []}),
+    ("a JSON object with `score` and `reason` (one sentence)", (),
+     {"field_lengths": [], "quantities": [], "unchecked_text": "`reason`: one sentence"}),
+    # a length said as a count of its unit, or with its unit after "whose length is" (v10: a
+    # range of the output's first number, or of a field `length`)
+    ("the word count is between 100 and 200", (),
+     {"quantities": [q(100, 200, "words")], "ranges": []}),
+    ("a tweet; keep the character count under 280", (), {"quantities": [q(None, 279, "chars")]}),
+    ("a summary whose length is between 50 and 100 words", (),
+     {"quantities": [q(50, 100, "words")], "ranges": []}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
     ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
     ("the recommendation in one sentence, then up to 3 bullet points of evidence", (),

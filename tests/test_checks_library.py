@@ -755,6 +755,12 @@ CASES = [
          "`body`; `title` must be at most 10 characters",
          '{"title": "short", "body": "a body much longer than ten characters"}', "field_length",
          "passed", "satisfied", "the longest has 5 characters: “short”"),
+    Case("word-count-range-fails", "the word count is between 100 and 200",
+         "In 2024 the team shipped three releases.", "count", "failed", "violated",
+         "`out` has 7 words"),
+    Case("field-sentence-count-is-asked", "a JSON object with `score` and `reason` (one "
+         "sentence)", '{"score": 4, "reason": "Good. Very good."}', "meets_description",
+         "undecided", "satisfied", "“{\"score\": 4", select="`reason`: one sentence"),
     Case("clause-field-items-fail", "a JSON array of objects, each with a `tags` array of at "
          "most 2 strings", '[{"tags": ["a"]}, {"tags": ["a", "b", "c"]}]', "field_length",
          "failed", "partially_satisfied", "2 array(s) under `tags`; one has 3 elements"),

@@ -482,6 +482,23 @@ TYPE_CLOSING = r"(?i)\(\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*\)\s*\.?\s*$"
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
+# A length said as a count of its unit ("the word count is between 100 and 200", "a
+# character count under 280", "keep the word count below 500"): read as "between 100 and 200
+# words" (v10 read a bound without a unit as a range of the output's first number). Group 1
+# is the unit, 2 the bound.
+COUNT_BOUND = (r"(?:(?:between\s+)?\d[\d,]*\s*(?:-|–|—|to|and)\s*\d[\d,]*|(?:(?:at\s+(?:most"
+               r"|least)|under|over|below|above|no\s+(?:more|fewer|less)\s+than|(?:fewer|less"
+               r"|more)\s+than|up\s+to|exactly|within|not\s+exceeding|a\s+(?:maximum|minimum)"
+               r"\s+of)\s+)?\d[\d,]*)")
+UNIT_COUNT = (r"(?i)\b(word|character|char|sentence|paragraph|line)[\s\-]count\s+(?:is\s+|must"
+              r"\s+be\s+|should\s+be\s+|stays\s+|of\s+|:\s*)?(" + COUNT_BOUND
+              + r")(?:\s+(?:words?|characters?|chars?|sentences?|paragraphs?|lines?)\b)?")
+# ... or as a length with its unit after "whose length is" ("a summary whose length is
+# between 50 and 100 words"): read as "of between 50 and 100 words" (v10 read `length` as a
+# field holding a number). Without a unit it stays a question.
+LENGTH_IS = (r"(?i)\b(?:whose|its|the)\s+(?:total\s+|overall\s+)?(?:length|size)\s+(?:is\s+|must"
+             r"\s+be\s+|should\s+be\s+|stays\s+)?(" + COUNT_BOUND + r"\s+(?:words?|characters?"
+             r"|chars?|sentences?|paragraphs?|lines?)\b)")
 # ... unless the type names something inside the output ("a number of findings", "an integer
 # `count` field", "a URL per source"), is one of several ("a URL or a file path", "a date and
 # time"; an alternative output such as 'or "none"' is read apart) or a format holds it
@@ -1644,10 +1661,14 @@ FIELD_WHOSE_LENGTH = (r"(?i)\b(?:whose|where|its)\s+((" + TICKED + r")(?:\s+" + 
 FIELD_NOUN_LENGTH = r"(?i)((" + TICKED + r")\s+" + _FIELD_NOUN + ")" + _LINKED_LENGTH
 FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a|an|the|its))?"
                      r"\s+(" + TICKED + "))" + _LINKED_LENGTH)
+# - a count in parentheses after the name: "`reason` (one sentence)", "`tags` (2-5 strings)";
+FIELD_PAREN_LENGTH = (r"(?i)((" + TICKED + r"))\s*(" + PART_LENGTH + "|" + ITEM_LENGTH
+                      + r")\s*\)")
 FIELD_VERB_LENGTH = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){1,3}("
                      + PART_LENGTH + "|" + ITEM_LENGTH + ")")
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
+                        (FIELD_PAREN_LENGTH, "${1}", False),
                         (FIELD_WHOSE_LENGTH, "with ${1}", False),
                         (FIELD_NOUN_LENGTH, "${1}", False),
                         (FIELD_PART_LENGTH, "${1}", False),
@@ -1714,7 +1735,9 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
     # "a non-negative integer", "a positive integer": the type, and a least value
-    df = df.with_columns(pl.col("t").str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
+    df = df.with_columns(pl.col("t").str.replace_all(UNIT_COUNT, "${2} ${1}s")
+                         .str.replace_all(LENGTH_IS, "of ${1}")
+                         .str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
                          .str.replace_all(POSITIVE_INTEGER, "${1} ≥ 1")
                          .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}")
                          .str.replace_all(TOP_N_LIST, "${2} of the top ${1} items")
