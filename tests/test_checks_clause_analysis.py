@@ -347,6 +347,11 @@ CASES = [
     ('the report ends with a "Next steps" section', (),
      {"literals": [("Next steps", "last_section")]}),
     ("a markdown report with a ## Summary section", (), {"fields": [("Summary", False)]}),
+    # three or more names parted by commas only, closing the clause (v10: asked)
+    ("a changelog with sections Added, Changed, Fixed", (),
+     {"fields": [("Added", False), ("Changed", False), ("Fixed", False)],
+      "unchecked_text": None}),
+    ("a report with sections Summary, Details in that order", (), {"fields": []}),
     ("a reply without any markdown headings", (),
      {"quantities": [q(0, 0, "headings")], "excluded_formats": []}),
     ("a report with no duplicate entries", (), {"quantities": [q(0, 0, "duplicates")]}),

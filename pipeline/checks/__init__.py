@@ -318,7 +318,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      characters failed a 3-letter name); its counts no check reads per field ("a `Summary`
 #      field of 2-3 sentences", "`reason` (one sentence)") are asked. "The word count is
 #      between 100 and 200" and "whose length is between 50 and 100 words" count words (v10:
-#      a range of the output's first number, of a field `length`). A JSON string value is
+#      a range of the output's first number, of a field `length`). "Sections Added, Changed,
+#      Fixed" (commas only) are required fields (v10: asked). A JSON string value is
 #      decoded in field_values ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café;
 #      v10 kept the escapes and lost a final escaped quote).
 DEFAULT_GRADER_ID = "prose.contract.grader/v11"

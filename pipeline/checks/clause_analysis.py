@@ -660,6 +660,10 @@ FIELD_FORMS = [
     # "a report with sections Summary, Findings and Known Issues": capitalised names
     ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
      + TITLE + r"(?:\s*,\s*" + TITLE + r")*\s*,?\s*(?:and|&)\s+" + TITLE),
+    # ... three or more, parted by commas only, closing the clause or its sentence ("a
+    # changelog with sections Added, Changed, Fixed")
+    ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
+     + TITLE + r"(?:\s*,\s*" + TITLE + r"){2,}\s*(?:$|[.;])"),
     # 'in JSON format with a "result" key', 'with a "status" field'
     ("quoted", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)\s+"
      r"(?:(?:a|an|the)\s+)?" + QUOTED + r"\s+" + FIELD_NOUN),
