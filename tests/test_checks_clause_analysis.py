@@ -609,6 +609,17 @@ CASES = [
      {"field_lengths": [], "quantities": [q(None, 500, "chars")]}),
     ("a JSON object with `tags` (2-3 strings) and `title`", (),
      {"field_lengths": [("tags", 2, 3, "items")], "quantities": []}),
+    ("a JSON object with `items` (an array of at most 3 objects)", (),
+     {"field_lengths": [("items", None, 3, "items")], "quantities": []}),
+    # a field's type and range in parentheses (v10: the output's first number, or asked)
+    ("a JSON object with `confidence` (a number between 0 and 1)", (),
+     {"ranges": [("confidence", 0.0, 1.0)], "field_types": [("confidence", "number")]}),
+    ("a JSON object with `score` (integer 1-5)", (),
+     {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
+      "unchecked_text": None}),
+    # how a field's values begin is asked, never held against the whole output (v10)
+    ('a JSON object where every `url` starts with "https://"', (),
+     {"literals": [], "item_edges": []}),
     ("a JSON object with `score` and `reason` (one sentence)", (),
      {"field_lengths": [], "quantities": [], "unchecked_text": "`reason`: one sentence"}),
     # a length said as a count of its unit, or with its unit after "whose length is" (v10: a

@@ -758,6 +758,12 @@ CASES = [
     Case("comma-listed-sections-fail", "a changelog with sections Added, Changed, Fixed",
          "## Added\n- x\n## Changed\n- y", "required_field", "failed", "partially_satisfied",
          "no `Fixed` field, label or heading in `out`", select="`Fixed`"),
+    Case("typed-field-range-fails", "a JSON object with `id` and `confidence` (a number "
+         "between 0 and 1)", '{"id": 7, "confidence": 1.5}', "numeric_range", "failed",
+         "partially_satisfied", "`confidence` values: 1.5"),
+    Case("field-edge-is-asked", 'a JSON object where every `url` starts with "https://"',
+         '{"url": "http://x"}', "meets_description", "undecided", "satisfied",
+         '“{"url": "http://x"}”'),
     Case("word-count-range-fails", "the word count is between 100 and 200",
          "In 2024 the team shipped three releases.", "count", "failed", "violated",
          "`out` has 7 words"),

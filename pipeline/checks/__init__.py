@@ -319,7 +319,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      field of 2-3 sentences", "`reason` (one sentence)") are asked. "The word count is
 #      between 100 and 200" and "whose length is between 50 and 100 words" count words (v10:
 #      a range of the output's first number, of a field `length`). "Sections Added, Changed,
-#      Fixed" (commas only) are required fields (v10: asked). A JSON string value is
+#      Fixed" (commas only) are required fields (v10: asked). "`confidence` (a number between
+#      0 and 1)" bounds and types the field (v10: the output's first number); 'every `url`
+#      starts with "https://"' is asked (v10: the whole output's start). A JSON string value is
 #      decoded in field_values ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café;
 #      v10 kept the escapes and lost a final escaped quote).
 DEFAULT_GRADER_ID = "prose.contract.grader/v11"

@@ -695,6 +695,12 @@ FIELD_TYPE = r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?" + WRITTEN_TYPE + r
 # rewritten to the form above before it is read
 TYPE_BEFORE_FIELD = (r"(?i)\b(?:a|an)\s+((?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\s+("
                      + TICKED + r")")
+# ... and "`confidence` (a number between 0 and 1)", "`score` (integer 1-5)": the type and the
+# range of the field, rewritten as "`score` (1-5), `score` (an integer)" (v10 bounded the
+# output's first number, or asked)
+TYPED_RANGE_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS + r")\s+"
+                     r"(?:from\s+|between\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*"
+                     r"(-?\d+(?:\.\d+)?)\s*\)")
 TYPE_AFTER_FIELD = (r"(?i)(" + TICKED + r")\s+(?:as|is|must\s+be|should\s+be)\s+(?:a|an)\s+("
                     r"(?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\b")
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
@@ -809,6 +815,12 @@ SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|k
 # A requirement stated in the negative that no check reads ('does not start with "Untitled"',
 # 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
 # literals and enumerations, which would read the opposite, and left to the judgment question.
+# How a field's values begin or end ("every `url` starts with "https://"", "whose `id` begins
+# with "T-""): no check reads it per field, so it is asked (v10 held the whole output to it)
+FIELD_EDGE = (r"(?i)" + TICKED + r"(?:\s+(?:field|key|value|column|property|entry)s?)?\s+(?:(?:must"
+              r"|should|will|always|all)\s+)*(?:" + STARTS + "|" + ENDS + r"|lead|leads|leading"
+              r"|(?:is\s+|are\s+)?prefixed|(?:is\s+|are\s+)?suffixed)\s+(?:with|by|in)\s+"
+              + LIT_FILLER + QUOTED)
 NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|close|finish|"
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
            r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
@@ -1668,11 +1680,15 @@ FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a
 # - a count in parentheses after the name: "`reason` (one sentence)", "`tags` (2-5 strings)";
 FIELD_PAREN_LENGTH = (r"(?i)((" + TICKED + r"))\s*(" + PART_LENGTH + "|" + ITEM_LENGTH
                       + r")\s*\)")
+# - or an array's count: "`items` (an array of at most 3 objects)";
+FIELD_PAREN_LIST_LENGTH = (r"(?i)((" + TICKED + r"))\s*\(\s*((?:an?\s+)?(?:json\s+)?(?:array|list)"
+                           r"\s+of(?:" + PART_LENGTH + "|" + ITEM_LENGTH + r"))\s*\)")
 FIELD_VERB_LENGTH = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){1,3}("
                      + PART_LENGTH + "|" + ITEM_LENGTH + ")")
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_PAREN_LENGTH, "${1}", False),
+                        (FIELD_PAREN_LIST_LENGTH, "${1}", False),
                         (FIELD_WHOSE_LENGTH, "with ${1}", False),
                         (FIELD_NOUN_LENGTH, "${1}", False),
                         (FIELD_PART_LENGTH, "${1}", False),
@@ -1741,6 +1757,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     # "a non-negative integer", "a positive integer": the type, and a least value
     df = df.with_columns(pl.col("t").str.replace_all(UNIT_COUNT, "${2} ${1}s")
                          .str.replace_all(LENGTH_IS, "of ${1}")
+                         .str.replace_all(TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})")
                          .str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
                          .str.replace_all(POSITIVE_INTEGER, "${1} ≥ 1")
                          .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}")
@@ -1755,7 +1772,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _value_type(df)
     df = _forbidden(df)
     df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, MENTION_CHOICE, DECIMALS,
-                             AT_LEAST_ONE_OF]),
+                             AT_LEAST_ONE_OF, FIELD_EDGE]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
     # so is "`total` (a number)", the field's type
