@@ -370,6 +370,10 @@ CASES = [
     ("all lowercase", (), {"letter_case": "lower", "unchecked_text": None}),
     ("in ALL CAPS", (), {"letter_case": "upper"}),
     ("no uppercase letters", (), {"letter_case": "lower"}),
+    # the case word alone, closing the clause (v10: dropped unread)
+    ('"yes" or "no", lowercase', (), {"letter_case": "lower", "unchecked_text": None}),
+    ("a slug, lowercase.", (), {"letter_case": "lower", "unchecked_text": None}),
+    ("tags separated by commas, lowercase", (), {"letter_case": None}),
     ("a reply, not in all caps", (), {"letter_case": None}),
     ("a JSON object with keys in lowercase", (), {"letter_case": None}),
     ("a report with section names in uppercase", (), {"letter_case": None}),

@@ -259,6 +259,8 @@ CASES = [
     # the case of every letter
     Case("lowercase-passes", "a slug, all lowercase", "my-post-42", "letter_case", "passed",
          "satisfied", "all lowercase: “my-post-42”"),
+    Case("bare-lowercase-fails", '"yes" or "no", lowercase', "Yes", "letter_case", "failed",
+         "partially_satisfied", "an uppercase letter “Y” in “Yes”"),
     Case("lowercase-fails", "a slug, lowercase only", "my-Post", "letter_case", "failed",
          "violated", "an uppercase letter “P” in “my-Post”"),
     Case("all-caps-fails", "a headline in ALL CAPS", "BREAKING: rates Fall", "letter_case",

@@ -800,10 +800,14 @@ ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
          + r"|(?:newest|oldest|most\s+recent|earliest)\s+first)")
 # The case of every letter of the output: "all lowercase", "in uppercase", "ALL CAPS",
 # "lowercase only", "no uppercase letters" (of the whole output: a sub-item's is asked).
-LETTER_CASE = (r"(?i)\b(?:(?:all|entirely|only|written|in|using|use|uses)\s+(?:in\s+)?(?:(?:lower|"
-               r"upper)[\s\-]?case|caps|capitals|capital\s+letters)(?:\s+(?:letters|only))?|(?:lower"
+LETTER_CASE = (r"(?i)(?:\b(?:(?:all|entirely|only|written|in|using|use|uses)\s+(?:in\s+)?"
+               r"(?:(?:lower|upper)[\s\-]?case|caps|capitals|capital\s+letters)(?:\s+(?:letters"
+               r"|only))?|(?:lower"
                r"|upper)[\s\-]?case\s+only|all[\s\-]caps|no\s+(?:upper|lower)[\s\-]?case(?:\s+"
-               r"letters)?|no\s+capital\s+letters)\b")
+               r"letters)?|no\s+capital\s+letters)\b"
+               # ... or the word alone closing the clause ('"yes" or "no", lowercase'; v10
+               # dropped it unread)
+               r"|\b(?:lower|upper)[\s\-]?case\s*[.;]?\s*$)")
 # Words naming something inside an output, whose case a clause may state ("keys in
 # lowercase"): the case is then not the whole output's
 CASE_OF_PARTS = (r"(?i)\b(?:names?|keys?|headings?|headers?|titles?|fields?|columns?|labels?|ids?"
