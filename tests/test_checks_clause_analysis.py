@@ -633,6 +633,8 @@ CASES = [
     ("a tweet; keep the character count under 280", (), {"quantities": [q(None, 279, "chars")]}),
     ("a summary whose length is between 50 and 100 words", (),
      {"quantities": [q(50, 100, "words")], "ranges": []}),
+    # "…, then N paragraphs" is "followed by": the rest after the first line (v10: the whole)
+    ("a title, then 2-3 paragraphs", (), {"quantities": [q(2, 3, "paragraphs", "rest")]}),
     ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
     ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
     ("the recommendation in one sentence, then up to 3 bullet points of evidence", (),

@@ -482,6 +482,12 @@ TYPE_CLOSING = r"(?i)\(\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*\)\s*\.?\s*$"
 # "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
 NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
 POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
+# "a title, then 2-3 paragraphs", "a heading and then exactly 2 paragraphs": read as "followed
+# by …", a length of the rest (v10 counted the title as a paragraph)
+THEN_LENGTH = (r"(?i)(?:\s*[,;]\s*|\s+and\s+|\s+)then\s+((?:(?:at\s+(?:most|least)|up\s+to|no"
+               r"\s+more\s+than|exactly|between)\s+)?(?:\d+|one|two|three|four|five|six|seven|eight"
+               r"|nine|ten)(?:\s*(?:-|–|—|to|and)\s*(?:\d+|two|three|four|five|six|seven|eight|nine"
+               r"|ten))?\s+(?:short\s+)?(?:paragraphs?|sentences?|words?|lines?)\b)")
 # A length said as a count of its unit ("the word count is between 100 and 200", "a
 # character count under 280", "keep the word count below 500"): read as "between 100 and 200
 # words" (v10 read a bound without a unit as a range of the output's first number). Group 1
@@ -1760,6 +1766,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
     # "a non-negative integer", "a positive integer": the type, and a least value
     df = df.with_columns(pl.col("t").str.replace_all(UNIT_COUNT, "${2} ${1}s")
+                         .str.replace_all(THEN_LENGTH, " followed by ${1}")
                          .str.replace_all(LENGTH_IS, "of ${1}")
                          .str.replace_all(TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})")
                          .str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
