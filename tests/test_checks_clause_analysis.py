@@ -622,6 +622,7 @@ CASES = [
      {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
       "unchecked_text": None}),
     # how a field's values begin is asked, never held against the whole output (v10)
+    ('the final answer on its own line, prefixed with "Answer:"', (), {"literals": []}),
     ('a JSON object where every `url` starts with "https://"', (),
      {"literals": [], "item_edges": []}),
     ("a JSON object with `score` and `reason` (one sentence)", (),

@@ -769,6 +769,9 @@ CASES = [
     Case("then-paragraphs-count-the-rest", "a title, then 2-3 paragraphs",
          "Title\n\nP1.\n\nP2.\n\nP3.", "count", "passed", "satisfied",
          "`out` has 3 paragraphs after its first line"),
+    Case("own-line-prefix-is-asked", 'the final answer on its own line, prefixed with '
+         '"Answer:"', "Thinking...\nAnswer: 42", "meets_description", "undecided",
+         "not_evaluable", "“Thinking..."),
     Case("word-count-range-fails", "the word count is between 100 and 200",
          "In 2024 the team shipped three releases.", "count", "failed", "violated",
          "`out` has 7 words"),

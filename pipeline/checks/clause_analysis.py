@@ -831,6 +831,12 @@ FIELD_EDGE = (r"(?i)" + TICKED + r"(?:\s+(?:field|key|value|column|property|entr
               r"|should|will|always|all)\s+)*(?:" + STARTS + "|" + ENDS + r"|lead|leads|leading"
               r"|(?:is\s+|are\s+)?prefixed|(?:is\s+|are\s+)?suffixed)\s+(?:with|by|in)\s+"
               + LIT_FILLER + QUOTED)
+# How a line of the output begins ("the final answer on its own line, prefixed with
+# "Answer:"", "on a separate line starting with "Total""): no check reads which line, so it is
+# asked (v10 held the output's start to it)
+OWN_LINE_EDGE = (r"(?i)\bon\s+(?:its|their|a|one)\s+(?:own|separate|single)\s+line\b"
+                 r"(?-i:[^\"“‘`'\n]){0,30}?(?:" + STARTS + r"|prefixed|leads|leading)\s+(?:with|by)"
+                 r"\s+" + LIT_FILLER + QUOTED)
 NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|close|finish|"
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
            r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
@@ -1783,7 +1789,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _value_type(df)
     df = _forbidden(df)
     df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, MENTION_CHOICE, DECIMALS,
-                             AT_LEAST_ONE_OF, FIELD_EDGE]),
+                             AT_LEAST_ONE_OF, FIELD_EDGE, OWN_LINE_EDGE]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
     # so is "`total` (a number)", the field's type
