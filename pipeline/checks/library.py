@@ -1443,7 +1443,8 @@ def field_length() -> Check:
                              pl.when(outcome == FAILED).then(pl.lit("one"))
                              .when(too_short).then(pl.lit("the shortest"))
                              .otherwise(pl.lit("the longest")),
-                             sizes.list.get(at, null_on_oob=True), unit,
+                             sizes.list.get(at, null_on_oob=True),
+                             _number_of(sizes.list.get(at, null_on_oob=True), unit),
                              quoted(excerpt(values.list.get(at, null_on_oob=True), 160)))),
         confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
     )
