@@ -322,11 +322,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      Fixed" (commas only) are required fields (v10: asked). "`confidence` (a number between
 #      0 and 1)" bounds and types the field (v10: the output's first number); 'every `url`
 #      starts with "https://"' and 'the answer on its own line, prefixed with "Answer:"' are
-#      asked (v10: the whole output's start). '"yes" or "no",
-#      lowercase' reads the case word closing the clause (v10 dropped it); "a title, then 2-3
-#      paragraphs" counts those after the first line (v10: the title too). A JSON string value is
-#      decoded in field_values ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café;
-#      v10 kept the escapes and lost a final escaped quote).
+#      asked (v10: the whole output's start). '"yes" or "no", lowercase' reads the case word
+#      closing the clause (v10 dropped it); "a title, then 2-3 paragraphs" counts those after
+#      the first line (v10: the title too). A JSON string value is decoded in field_values
+#      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
+#      lost a final escaped quote).
 DEFAULT_GRADER_ID = "prose.contract.grader/v11"
 
 

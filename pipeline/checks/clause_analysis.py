@@ -808,9 +808,8 @@ ORDER = (r"(?i)\b(?:(?:sorted|ordered|ranked|arranged)\s+(?:"
 # "lowercase only", "no uppercase letters" (of the whole output: a sub-item's is asked).
 LETTER_CASE = (r"(?i)(?:\b(?:(?:all|entirely|only|written|in|using|use|uses)\s+(?:in\s+)?"
                r"(?:(?:lower|upper)[\s\-]?case|caps|capitals|capital\s+letters)(?:\s+(?:letters"
-               r"|only))?|(?:lower"
-               r"|upper)[\s\-]?case\s+only|all[\s\-]caps|no\s+(?:upper|lower)[\s\-]?case(?:\s+"
-               r"letters)?|no\s+capital\s+letters)\b"
+               r"|only))?|(?:lower|upper)[\s\-]?case\s+only|all[\s\-]caps|no\s+(?:upper|lower)"
+               r"[\s\-]?case(?:\s+letters)?|no\s+capital\s+letters)\b"
                # ... or the word alone closing the clause ('"yes" or "no", lowercase'; v10
                # dropped it unread)
                r"|\b(?:lower|upper)[\s\-]?case\s*[.;]?\s*$)")
@@ -822,9 +821,6 @@ CASE_OF_PARTS = (r"(?i)\b(?:names?|keys?|headings?|headers?|titles?|fields?|colu
 # Judgment words a sub-item uses to say what its field holds, not how good it is.
 SUB_ITEM_NOT_JUDGED = (r"^(?:summari[sz]|explain|justif|answer|address|preserv|key\s|complete$"
                        r")")
-# A requirement stated in the negative that no check reads ('does not start with "Untitled"',
-# 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
-# literals and enumerations, which would read the opposite, and left to the judgment question.
 # How a field's values begin or end ("every `url` starts with "https://"", "whose `id` begins
 # with "T-""): no check reads it per field, so it is asked (v10 held the whole output to it)
 FIELD_EDGE = (r"(?i)" + TICKED + r"(?:\s+(?:field|key|value|column|property|entry)s?)?\s+(?:(?:must"
@@ -837,6 +833,9 @@ FIELD_EDGE = (r"(?i)" + TICKED + r"(?:\s+(?:field|key|value|column|property|entr
 OWN_LINE_EDGE = (r"(?i)\bon\s+(?:its|their|a|one)\s+(?:own|separate|single)\s+line\b"
                  r"(?-i:[^\"“‘`'\n]){0,30}?(?:" + STARTS + r"|prefixed|leads|leading)\s+(?:with|by)"
                  r"\s+" + LIT_FILLER + QUOTED)
+# A requirement stated in the negative that no check reads ('does not start with "Untitled"',
+# 'must not be "failed" or "error"', 'not one of "a", "b"'): hidden from the readers of
+# literals and enumerations, which would read the opposite, and left to the judgment question.
 NEGATED = (r"(?i)(?:\bnot|\bnever|n't)\s+(?:(?:be|is|are|start|begin|end|open|close|finish|"
            r"lead|equal|match|read)\w*\s+)?(?:(?:with|by|as|to|one\s+of|any\s+of|either|"
            r"exactly)\s+)?" + LIT_FILLER + QUOTED_LIST
