@@ -622,9 +622,11 @@ CASES = [
      {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
       "unchecked_text": None}),
     # how a field's values begin is asked, never held against the whole output (v10)
-    ('the final answer on its own line, prefixed with "Answer:"', (), {"literals": []}),
+    ('the final answer on its own line, prefixed with "Answer:"', (),
+     {"literals": [], "unchecked_text": 'final answer on its own line, prefixed with "Answer:"'}),
     ('a JSON object where every `url` starts with "https://"', (),
-     {"literals": [], "item_edges": []}),
+     {"literals": [], "item_edges": [],
+      "unchecked_text": 'JSON object where every `url` starts with "https://"'}),
     ("a JSON object with `score` and `reason` (one sentence)", (),
      {"field_lengths": [], "quantities": [], "unchecked_text": "`reason`: one sentence"}),
     # a length said as a count of its unit, or with its unit after "whose length is" (v10: a

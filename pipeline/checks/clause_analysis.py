@@ -1886,6 +1886,14 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     for _ in range(4):  # up to five values in one aside ("(`file:line`)" keeps its colon)
         text = text.str.replace_all(r"(\([^()¦\n,]*),([^()¦\n]*\))", "${1}" + COMMA + "${2}")
         text = text.str.replace_all(r"(\([^()¦\n:]*):([^()¦\n]*\))", "${1}" + COLON + "${2}")
+        # ... and a quoted phrase ('starts with "https://"', “a, b”): a straight quote opens
+        # after a space or a bracket and closes before one, a mark or the end
+        for mark, placeholder in ((",", COMMA), (":", COLON)):
+            text = text.str.replace_all(
+                r'((?:^|[\s(\[])"[^"¦\n' + mark + r']*)' + mark
+                + r'([^"¦\n]*"(?:$|[\s,;.:)\]]))', "${1}" + placeholder + "${2}")
+            text = text.str.replace_all(r"(“[^”¦\n" + mark + r"]*)" + mark + r"([^”¦\n]*”)",
+                                        "${1}" + placeholder + "${2}")
     text = text.str.replace_all(r"\(([^()¦\n]*\p{L}[^()¦\n]*)\)", OPEN + "${1}" + CLOSE)
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
