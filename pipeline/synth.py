@@ -331,8 +331,9 @@ def _programs() -> list[Program]:
                     ("ticket", "ticket-text", "customer"), colon_blocks=True),
             Service("escalation-router", "Escalation router",
                     "Decides whether the reply can go out or a human takes over.",
-                    [Output("decision", "the routing decision as JSON", out_json_decision,
-                            "json"),
+                    [Output("decision", "the routing decision as JSON, with `route`, "
+                            "`confidence` (a number between 0 and 1) and `reasons` (an array "
+                            "of 1-4 strings)", out_json_decision, "json"),
                      Output("handoff", "2-3 paragraphs summarising the case for a human",
                             out_paragraphs)],
                     {"crm-unavailable": "account lookups failed"},
