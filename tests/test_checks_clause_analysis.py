@@ -119,6 +119,9 @@ CASES = [
     # a least value said with the type
     ("a non-negative integer", (), {"value_type": "integer", "ranges": [(None, 0.0, None)]}),
     ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),
+    # "out of N" after a score's noun: from 0 (v10: asked); not "3 out of 5 items"
+    ("a score out of 10", (), {"ranges": [(None, 0.0, 10.0)]}),
+    ("a rating out of 5, then a one-line justification", (), {"ranges": [(None, 0.0, 5.0)]}),
     ("a positive number", (), {"value_type": None, "unchecked_text": "positive number"}),
     # a case said of what is counted: the count, and the case asked
     ("at most 3 lowercase tags", (),

@@ -890,6 +890,8 @@ CASES = [
          "passed", "satisfied", "“**Confidence: 62/100**”"),
     Case("range-fails", "a score from 0-100", "Confidence: 140/100", "numeric_range", "failed",
          "violated", "“Confidence: 140/100”"),
+    Case("score-out-of-fails", "a score out of 10", "Score: 12/10", "numeric_range", "failed",
+         "violated", "“Score: 12/10”"),
     Case("range-fails-without-number", "a score from 0-100", "high confidence",
          "numeric_range", "failed", "violated", "no number in `out`"),
     Case("range-field-passes", "a JSON object with fields:", '{"sla_hours": 24}',

@@ -325,7 +325,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      asked (v10: the whole output's start). '"yes" or "no", lowercase' reads the case word
 #      closing the clause (v10 dropped it); "a title, then 2-3 paragraphs" counts those after
 #      the first line (v10: the title too). A judgment question keeps a quoted phrase's
-#      colons and commas (v10 cut it there). A JSON string value is decoded in field_values
+#      colons and commas (v10 cut it there). "A score out of 10" is a range from 0 (v10:
+#      asked). A JSON string value is decoded in field_values
 #      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
 #      lost a final escaped quote).
 DEFAULT_GRADER_ID = "prose.contract.grader/v11"

@@ -734,6 +734,9 @@ RANGE_FORMS = [
     ("both", r"(?i)\b(?:score|rating|confidence|probability|likelihood|percentage|grade)\b"
      r"[^()\n.;:]{0,20}?\(\s*(?:from\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)"
      r"\s*\)"),
+    # "a score out of 10", "a rating out of 5": from 0 to that number
+    ("zero_to", r"(?i)\b(?:score|rating|grade|mark)s?\s+(?:\p{L}+\s+)?out\s+of\s+(\d+(?:\.\d+)?)()"
+     + BOUND_END),
     # a bare bound ("`checked`: at least 3", "an integer ≥ 0"), not one of a thing no count
     # reads ("at least 2 code examples", "at least 3 days of data")
     ("lo", r"(?i)(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|a\s+minimum\s+of|minimum\s+of|"
@@ -1460,7 +1463,8 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
         e = pl.element()
         a = e.str.extract(pattern, 1).cast(pl.Float64, strict=False)
         b = e.str.extract(pattern, 2).cast(pl.Float64, strict=False)
-        lo, hi = {"both": (a, b), "lo": (a, None), "hi": (None, a)}[kind]
+        lo, hi = {"both": (a, b), "lo": (a, None), "hi": (None, a),
+                  "zero_to": (pl.lit(0.0), a)}[kind]
         parts.append(pl.col(f"_r{i}").list.eval(pl.struct(
             pl.lit(None, pl.String).alias("field"),
             (pl.lit(None, pl.Float64) if lo is None else lo).alias("lo"),
