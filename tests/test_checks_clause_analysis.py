@@ -121,6 +121,8 @@ CASES = [
     ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),
     # "out of N" after a score's noun: from 0 (v10: asked); not "3 out of 5 items"
     ("a score out of 10", (), {"ranges": [(None, 0.0, 10.0)]}),
+    ("3 out of 5 items marked done", (),
+     {"quantities": [], "ranges": [], "unchecked_text": "3 out of 5 items marked done"}),
     ("a rating out of 5, then a one-line justification", (), {"ranges": [(None, 0.0, 5.0)]}),
     ("a positive number", (), {"value_type": None, "unchecked_text": "positive number"}),
     # a case said of what is counted: the count, and the case asked

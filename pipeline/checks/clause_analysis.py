@@ -293,6 +293,9 @@ NOT_COUNTS = (
     r"(?:\s+(?-i:[\p{L}\p{N}\-]+)){1,2}"
     r"|(?i)(?:to\s+)?\d+\s+decimal(?:s|\s+places?)?|(?i)\b\d{4}-\d{2}-\d{2}\b"
     r"|(?i)\b(?:one|an?|a\s+single|single)\s+[\p{L}\-]+\s+of" + OF_EACH
+    # "3 out of 5 items marked done": a share, not a count of the output's items (v10 counted 5)
+    + r"|(?i)\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+out\s+of\s+(?:\d+|two"
+    r"|three|four|five|six|seven|eight|nine|ten)(?:\s+" + LETTERS + r")?"
 )
 # A standard's number ("ISO 8601", "ISO-3166-1") is no count: joined to its name by "_" (no
 # count's number follows a word character) and so left in the text, for the judgment question
