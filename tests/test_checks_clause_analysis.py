@@ -626,7 +626,8 @@ CASES = [
     ("a JSON object with `score` (integer 1-5)", (),
      {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
       "unchecked_text": None}),
-    # how a field's values begin is asked, never held against the whole output (v10)
+    # how a line or a field's values begin is asked, never held against the output's start
+    # (v10)
     ('the final answer on its own line, prefixed with "Answer:"', (),
      {"literals": [], "unchecked_text": 'final answer on its own line, prefixed with "Answer:"'}),
     ('a JSON object where every `url` starts with "https://"', (),
