@@ -594,6 +594,9 @@ CASES = [
     ("a JSON object whose `summary` is under 50 words", (),
      {"field_lengths": [("summary", None, 49, "words")], "quantities": [],
       "fields": [("summary", False)], "unchecked_text": None}),
+    # "where each element has" says where, not what (v10 asked "JSON array where each element")
+    ("a JSON array where each element has a `name`", (),
+     {"fields": [("name", False)], "unchecked_text": None}),
     ("a JSON array of objects, each with `name` of at most 40 characters", (),
      {"field_lengths": [("name", None, 40, "chars")], "quantities": []}),
     ("a JSON object with keys `title` and `body`; `title` must be at most 80 characters", (),
