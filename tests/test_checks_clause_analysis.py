@@ -120,6 +120,10 @@ CASES = [
     ("a non-negative integer", (), {"value_type": "integer", "ranges": [(None, 0.0, None)]}),
     ("a positive integer", (), {"value_type": "integer", "ranges": [(None, 1.0, None)]}),
     # "out of N" after a score's noun: from 0 (v10: asked); not "3 out of 5 items"
+    # a percentage: a number, with "%" or without (v10: asked)
+    ("a percentage between 0 and 100", (),
+     {"value_type": "percentage", "ranges": [(None, 0.0, 100.0)]}),
+    ("a JSON object with `rate` (a percentage)", (), {"field_types": [("rate", "percentage")]}),
     ("a score out of 10", (), {"ranges": [(None, 0.0, 10.0)]}),
     ("3 out of 5 items marked done", (),
      {"quantities": [], "ranges": [], "unchecked_text": "3 out of 5 items marked done"}),

@@ -327,7 +327,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      the first line (v10: the title too). A judgment question keeps a quoted phrase's
 #      colons and commas (v10 cut it there). "A score out of 10" is a range from 0 (v10:
 #      asked); "3 out of 5 items marked done" is asked (v10 counted 5 items); "where each
-#      element has" is no question (v10 asked it). A JSON string
+#      element has" is no question (v10 asked it); "a percentage" is a value type (v10:
+#      asked). A JSON string
 #      value is decoded in field_values
 #      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
 #      lost a final escaped quote).

@@ -17,10 +17,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             array's elements are ("a JSON array of strings")
   fence_lang     str        the language a fenced code block is tagged with ("inside a ```diff
                             code block", "a Python code block"): FENCE_LANGUAGES' name
-  value_type     str        integer | number | boolean | url | date | iso_date | datetime |
-                            iso_datetime | uuid | email | masked | digits, when the clause is
-                            one such value ("an integer", "an ISO 8601 date", "an email
-                            address", "a date in the format DD/MM/YYYY", "a 6-digit code")
+  value_type     str        integer | number | percentage | boolean | url | date | iso_date |
+                            datetime | iso_datetime | uuid | email | masked | digits, when the
+                            clause is one such value ("an integer", "an ISO 8601 date", "an
+                            email address", "a date in the format DD/MM/YYYY", "a 6-digit
+                            code")
   value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"; of digits, one
                             '#' per digit ("######")
   section_name   str        the section a count is scoped to ('a "Risks" section with at least 3
@@ -459,7 +460,8 @@ FORMAT_FORMS = [
 # A clause that is one value of a type ("an integer", "a number between 1 and 10", "a URL",
 # "an ISO 8601 date", "the answer as a single integer"): group 1 is what comes before the
 # type's phrase, 2 "ISO 8601", 3 the type.
-TYPE_WORDS = (r"whole\s+number|integer|number|decimal|boolean|url|timestamp|date[\s\-]?time|date"
+TYPE_WORDS = (r"whole\s+number|integer|number|decimal|percentage|boolean|url|timestamp"
+              r"|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
 # A type as written, with its standard: group 1 says ISO 8601, group 2 is the type
 WRITTEN_TYPE = r"(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + ")"
@@ -547,7 +549,8 @@ VALUE_TYPES = {"whole number": "integer", "integer": "integer", "number": "numbe
                "decimal": "number", "boolean": "boolean", "url": "url", "date": "date",
                "timestamp": "datetime", "datetime": "datetime", "date-time": "datetime",
                "date time": "datetime",
-               "uuid": "uuid", "email address": "email", "e-mail address": "email"}
+               "uuid": "uuid", "email address": "email", "e-mail address": "email",
+               "percentage": "percentage"}
 ONE_PER_LINE = (r"(?i)\b(?:one|each)\s+(?:" + LETTERS + r"\s+)?(?:per|on\s+(?:a|its\s+own|a\s+"
                 r"separate|a\s+new))\s+line\b|\bnewline[\s\-](?:separated|delimited)\b"
                 r"|\bline\s+by\s+line\b")
@@ -1594,9 +1597,9 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
 
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `value_type` (integer | number | boolean | url | date | iso_date | datetime |
-    iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their phrases
-    out of the text; only where no format was read."""
+    """Read `value_type` (integer | number | percentage | boolean | url | date | iso_date |
+    datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their
+    phrases out of the text; only where no format was read."""
     t = pl.col("t")
     word = t.str.extract(VALUE_TYPE, 3)
     after = t.str.replace(VALUE_TYPE, "")

@@ -350,6 +350,8 @@ VALUE_PATTERNS = {
     "datetime": "^(?:" + ISO_DATETIME + r"|\d{9,10}|\d{12,13})$",
     "uuid": r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
     "email": r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+$",
+    # "45%", "12.5 %", "30 percent", or the number alone (a JSON field's 45 or 0.45)
+    "percentage": r"(?i)^[+-]?(?:\d+(?:\.\d+)?|\.\d+)(?:\s?%|\s+percent)?$",
     "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
              + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4})$"),
 }
@@ -360,6 +362,7 @@ VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a bool
                "date": "a date", "iso_datetime": "an ISO 8601 date and time "
                "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 date and time, or "
                "Unix seconds)", "uuid": "a UUID", "email": "an email address",
+               "percentage": "a percentage",
                "emoji": "an emoji"}
 
 
