@@ -630,6 +630,9 @@ CASES = [
     # a field's type and range in parentheses (v10: the output's first number, or asked)
     ("a JSON object with `confidence` (a number between 0 and 1)", (),
      {"ranges": [("confidence", 0.0, 1.0)], "field_types": [("confidence", "number")]}),
+    ("a JSON object with `score` (an integer, 1 to 5)", (),
+     {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
+      "unchecked_text": None}),
     ("a JSON object with `score` (integer 1-5)", (),
      {"ranges": [("score", 1.0, 5.0)], "field_types": [("score", "integer")],
       "unchecked_text": None}),

@@ -707,12 +707,12 @@ FIELD_TYPE = r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?" + WRITTEN_TYPE + r
 # rewritten to the form above before it is read
 TYPE_BEFORE_FIELD = (r"(?i)\b(?:a|an)\s+((?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\s+("
                      + TICKED + r")")
-# ... and "`confidence` (a number between 0 and 1)", "`score` (integer 1-5)": the type and the
-# range of the field, rewritten as "`score` (1-5), `score` (an integer)" (v10 bounded the
-# output's first number, or asked)
-TYPED_RANGE_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS + r")\s+"
-                     r"(?:from\s+|between\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*"
-                     r"(-?\d+(?:\.\d+)?)\s*\)")
+# ... and "`confidence` (a number between 0 and 1)", "`score` (integer 1-5)", "`score` (an
+# integer, 1 to 5)": the type and the range of the field, rewritten as "`score` (1-5), `score`
+# (an integer)" (v10 bounded the output's first number, or asked)
+TYPED_RANGE_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS
+                     + r")(?:\s*,)?\s+(?:from\s+|between\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to"
+                     r"|and)\s*(-?\d+(?:\.\d+)?)\s*\)")
 TYPE_AFTER_FIELD = (r"(?i)(" + TICKED + r")\s+(?:as|is|must\s+be|should\s+be)\s+(?:a|an)\s+("
                     r"(?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\b")
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
