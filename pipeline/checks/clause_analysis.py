@@ -260,9 +260,15 @@ NO_LINE_BREAKS = (r"(?i)\b(?:without(?:\s+any)?|with\s+no|no|zero)\s+(?:line[\s\
 # one-line summary"); lists, links and sources are still counted (one part holds them all).
 LENGTH_UNIT = (r"(?:words?|characters?|chars?|letters?|sentences?|paragraphs?|lines?|sections?"
                r"|headings?|headers?)\b")
-PART_LENGTH = "(?i:" + "|".join(
-    pattern.replace(SCOPE, "").replace(UNIT, LENGTH_UNIT)
-    for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
+
+
+def _counted(unit: str) -> str:
+    """Every count form of QUANTITY_FORMS with a unit, of `unit` and without a scope."""
+    return "(?i:" + "|".join(pattern.replace(SCOPE, "").replace(UNIT, unit)
+                             for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
+
+
+PART_LENGTH = _counted(LENGTH_UNIT)
 PARTS_JOINED = (r"(?i)(?:(?:\band|\bplus|[,;])\s+(?:a|an)|(?:\bthen|\bfollowed\s+by)\s+"
                 r"(?:a|an|the)|\bthen\s+(?:up\s+to|at\s+(?:least|most)|no\s+more\s+than|exactly"
                 r"|\d+))\s+(?-i:[\p{L}\p{N}])")
@@ -1686,31 +1692,30 @@ INLINE_FIELD_LENGTH = (r"(?i)((`[^`\n]+`))\s*\(\s*([^()\n]*?\b(?:words?|characte
 # - in a clause about JSON, after the name and a verb: "…; `title` must be at most 80
 #   characters". Elsewhere a name said alone ("`report` has at most 500 words") may be the
 #   output's own: its length is the output's.
-ITEM_LENGTH = "(?i:" + "|".join(
-    pattern.replace(SCOPE, "").replace(UNIT, r"(?:items?|elements?|entries|entry|strings?|values?"
-                                             r"|objects?|tags?|urls?|links?)\b")
-    for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
+ITEM_LENGTH = _counted(r"(?:items?|elements?|entries|entry|strings?|values?|objects?|tags?|urls?"
+                       r"|links?)\b")
+# a field's length: in words, characters, sentences, … or in items
+FIELD_COUNT = PART_LENGTH + "|" + ITEM_LENGTH
 _FIELD_NOUN = (r"(?:field|key|value|property|attribute|column|string|text|array|list|entry)"
                r"(?-u:\b)")
 _LINK_WORDS = (r"that|which|is|are|of|with|has|have|having|holds?|holding|contains?|containing"
                r"|must|should|be|being|each")
 # (the length's first character is no letter: a space, or the "(" of "field (at most 3 words)",
 # whose ")" goes with it)
-_LINKED_LENGTH = (r"(?:\s*[:—–]|\s)?(?:\s+(?:" + _LINK_WORDS + r")){0,3}(" + PART_LENGTH + "|"
-                  + ITEM_LENGTH + r")\)?")
+_LINKED_LENGTH = (r"(?:\s*[:—–]|\s)?(?:\s+(?:" + _LINK_WORDS + r")){0,3}(" + FIELD_COUNT
+                  + r")\)?")
 FIELD_WHOSE_LENGTH = (r"(?i)\b(?:whose|where|its)\s+((" + TICKED + r")(?:\s+" + _FIELD_NOUN
                       + ")?)" + _LINKED_LENGTH)
 FIELD_NOUN_LENGTH = r"(?i)((" + TICKED + r")\s+" + _FIELD_NOUN + ")" + _LINKED_LENGTH
 FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a|an|the|its))?"
                      r"\s+(" + TICKED + "))" + _LINKED_LENGTH)
 # - a count in parentheses after the name: "`reason` (one sentence)", "`tags` (2-5 strings)";
-FIELD_PAREN_LENGTH = (r"(?i)((" + TICKED + r"))\s*(" + PART_LENGTH + "|" + ITEM_LENGTH
-                      + r")\s*\)")
+FIELD_PAREN_LENGTH = r"(?i)((" + TICKED + r"))\s*(" + FIELD_COUNT + r")\s*\)"
 # - or an array's count: "`items` (an array of at most 3 objects)";
 FIELD_PAREN_LIST_LENGTH = (r"(?i)((" + TICKED + r"))\s*\(\s*((?:an?\s+)?(?:json\s+)?(?:array|list)"
-                           r"\s+of(?:" + PART_LENGTH + "|" + ITEM_LENGTH + r"))\s*\)")
+                           r"\s+of(?:" + FIELD_COUNT + r"))\s*\)")
 FIELD_VERB_LENGTH = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){1,3}("
-                     + PART_LENGTH + "|" + ITEM_LENGTH + ")")
+                     + FIELD_COUNT + ")")
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_PAREN_LENGTH, "${1}", False),
@@ -1894,17 +1899,17 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
     text = text.str.replace_all(r"(?i)\b(e\.g|i\.e)\.", "${1}" + ABBREVIATION_DOT)
-    for _ in range(4):  # up to five values in one aside ("(`file:line`)" keeps its colon)
-        text = text.str.replace_all(r"(\([^()¦\n,]*),([^()¦\n]*\))", "${1}" + COMMA + "${2}")
-        text = text.str.replace_all(r"(\([^()¦\n:]*):([^()¦\n]*\))", "${1}" + COLON + "${2}")
-        # ... and a quoted phrase ('starts with "https://"', “a, b”): a straight quote opens
-        # after a space or a bracket and closes before one, a mark or the end
+    # An aside keeps its commas and colons ("(`file:line`)"), and so does a quoted phrase
+    # ('starts with "https://"', “a, b”: a straight quote opens after a space or a bracket and
+    # closes before one, a mark or the end); up to five of each in one
+    for _ in range(4):
         for mark, placeholder in ((",", COMMA), (":", COLON)):
-            text = text.str.replace_all(
-                r'((?:^|[\s(\[])"[^"¦\n' + mark + r']*)' + mark
-                + r'([^"¦\n]*"(?:$|[\s,;.:)\]]))', "${1}" + placeholder + "${2}")
-            text = text.str.replace_all(r"(“[^”¦\n" + mark + r"]*)" + mark + r"([^”¦\n]*”)",
-                                        "${1}" + placeholder + "${2}")
+            for opening, inside, closing in ((r"\(", "()", r"\)"),
+                                             (r'(?:^|[\s(\[])"', '"', r'"(?:$|[\s,;.:)\]])'),
+                                             ("“", "”", "”")):
+                text = text.str.replace_all(
+                    "(" + opening + "[^" + inside + "¦\n" + mark + "]*)" + mark + "([^" + inside
+                    + "¦\n]*" + closing + ")", "${1}" + placeholder + "${2}")
     text = text.str.replace_all(r"\(([^()¦\n]*\p{L}[^()¦\n]*)\)", OPEN + "${1}" + CLOSE)
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")

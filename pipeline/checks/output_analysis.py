@@ -108,7 +108,7 @@ JSON_PAIR = (r"\"((?:[^\"\\]|\\.)*)\"\s*:\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)
 # The key of a JSON_PAIR match (a string literal), and the key with its colon (what precedes
 # the value)
 JSON_KEY = r'^"(?:[^"\\]|\\.)*"'
-JSON_KEY_COLON = r'^"(?:[^"\\]|\\.)*"\s*:\s*'
+JSON_KEY_COLON = JSON_KEY + r"\s*:\s*"
 # A JSON string literal JSON allows (what a pair's value is in a valid document; a stretch of
 # text misread as a pair may hold another escape): its value is decoded, "x \"y\"" reads x "y"
 JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$'
