@@ -309,6 +309,7 @@ class Job:
 
 
 _WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
+_LISTED: dict = {}  # the saved listings, while `_classified` runs (its forks inherit them)
 
 
 def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: int,
@@ -353,21 +354,26 @@ def _init_watchdog(parent: int) -> None:
     threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
 
 
-def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]]
-               ) -> list[tuple[str, RunRef, tuple | None]]:
-    """List and fingerprint runs; return (status, run, listing row), dropping the listing of
-    a skip.
+def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],
+               saved: bool = False) -> list[tuple[str, RunRef | None, tuple | None]]:
+    """List and fingerprint runs; return (status, run, listing row) for each, in order: the
+    run is None when it is unchanged by its saved listing (the caller holds it already).
 
     A run with the listing saved when it was graded is first checked against it, one `stat`
-    per path (`Bucket.unchanged`); it is listed and fingerprinted only when that fails. An
-    unchanged run that had to be listed (graded before listings were saved, or its saved
-    listing was lost) comes with its listing row, for the next grade to use.
+    per path (`Bucket.unchanged`); it is listed and fingerprinted only when that fails. With
+    `saved`, the listings are looked up in the index `_classified` left in `_LISTED` (this
+    process's, or inherited by a fork) instead of coming with the runs. An unchanged run that
+    had to be listed (graded before listings were saved, or its saved listing was lost) comes
+    with its listing row, for the next grade to use.
     """
     bucket = Bucket(job.runs_uri, job.endpoint_url)
-    out = []
+    index: ListingIndex | None = _LISTED.get("index") if saved else None
+    out: list[tuple[str, RunRef | None, tuple | None]] = []
     for ref, known, listing in items:
+        if index is not None:
+            listing = index.take(ref.uri)
         if listing is not None and not job.full and bucket.unchanged(ref, listing):
-            out.append(("unchanged", ref, None))
+            out.append(("unchanged", None, None))
             continue
         bucket.list_run(ref)
         status = _status(ref, known) if ref.files else "empty"
@@ -578,7 +584,12 @@ def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Jo
                 listed: list | None = None) -> Iterator[tuple[str, RunRef]]:
     """Every run of `runs` (the bucket's) with its status, in discovery order; listings in
     parallel (by the saved listing of `index` where it has one). The listing rows of unchanged
-    runs that had none are added to `listed`."""
+    runs that had none are added to `listed`.
+
+    Local listing workers are forks of this process made at the first task, so they inherit
+    `index` (`_LISTED`): each task then carries only its runs, and each worker unpacks the
+    saved listings of the runs it checks. Other engines get the listings with the runs.
+    """
     if not bucket.local:  # S3: the listing already holds sizes and mtimes
         for ref in runs:
             status = _status(ref, known.get(ref.uri))
@@ -586,27 +597,34 @@ def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Jo
                 ref.files = {}
             yield status, ref
         return
-    window: deque[Future] = deque()
+    saved = index is not None and isinstance(engine, _Engine)
+    if saved:
+        _LISTED["index"] = index
+    window: deque[tuple[list[RunRef], Future]] = deque()
     limit = 2 * engine.workers + 2
-    for chunk in chunks(runs, LIST_CHUNK):
-        # a run never graded is new whatever its files: the worker grading it lists it
-        seen = [(r, known[r.uri], index.take(r.uri) if index else None)
-                for r in chunk if r.uri in known]
-        yield from (("new", r) for r in chunk if r.uri not in known)
-        if seen:
-            window.append(engine.submit_list(_list_task, job, seen))
-        while len(window) >= limit:
-            yield from _statuses(window.popleft().result(), listed)
-    while window:
-        yield from _statuses(window.popleft().result(), listed)
+    try:
+        for chunk in chunks(runs, LIST_CHUNK):
+            # a run never graded is new whatever its files: the worker grading it lists it
+            seen = [(r, known[r.uri], index.take(r.uri) if index and not saved else None)
+                    for r in chunk if r.uri in known]
+            yield from (("new", r) for r in chunk if r.uri not in known)
+            if seen:
+                window.append(([r for r, _, _ in seen],
+                               engine.submit_list(_list_task, job, seen, saved)))
+            while len(window) >= limit:
+                yield from _statuses(*window.popleft(), listed)
+        while window:
+            yield from _statuses(*window.popleft(), listed)
+    finally:
+        _LISTED.clear()
 
 
-def _statuses(results: list[tuple[str, RunRef, tuple | None]], listed: list | None
+def _statuses(refs: list[RunRef], future: Future, listed: list | None
               ) -> Iterator[tuple[str, RunRef]]:
-    for status, ref, row in results:
+    for sent, (status, ref, row) in zip(refs, future.result(), strict=True):
         if row is not None and listed is not None:
             listed.append(row)
-        yield status, ref
+        yield status, ref or sent
 
 
 def _worker_died(exc: BaseException) -> bool:

@@ -227,6 +227,30 @@ def test_rerun_checks_saved_listings_without_listing_run_folders(corpus: Path, t
     assert not [p for p in listed if any(p.startswith(run) for run in inside)]
 
 
+def test_listing_workers_check_runs_by_the_saved_listings_they_inherit(corpus: Path,
+                                                                      tmp_path: Path):
+    # Forked listing workers find the saved listings in what they inherit. A run they had to
+    # list again would come back with its listing, which the grade saves as a "-listed" file.
+    import shutil
+
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+
+    def saved() -> list[str]:
+        return sorted(p.name for p in (out / "_listings").glob("*.parquet"))
+
+    grade_runs(str(runs), str(out), default_grader(), workers=2)
+    first = saved()
+    assert first and not [name for name in first if name.endswith("-listed.parquet")]
+    again = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (again.skipped, saved()) == (RUNS, first)
+
+    shutil.rmtree(out / "_listings")
+    again = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert again.skipped == RUNS
+    assert len(saved()) == 1 and saved()[0].endswith("-listed.parquet")
+
+
 def test_changes_a_saved_listing_cannot_vouch_for_are_regraded(corpus: Path, tmp_path: Path):
     runs = _copy(corpus, tmp_path / "runs")
     out = tmp_path / "results"
