@@ -355,7 +355,7 @@ def _programs() -> list[Program]:
         [
             Service("profiler", "Profiler", "Profiles every table of the warehouse.",
                     [Output("metrics", "a JSON object with fields:", out_json_metrics, "json",
-                            ("`profiled`: the number of tables profiled",
+                            ("`profiled`: the number of tables profiled, a positive integer",
                              "`tables`: one object per table with rows and null_rate"))],
                     {"warehouse-down": "the warehouse could not be reached"},
                     [("the warehouse is down", "yesterday's metrics, flagged as stale")],

@@ -128,7 +128,54 @@ CASES = [
     ("3 out of 5 items marked done", (),
      {"quantities": [], "ranges": [], "unchecked_text": "3 out of 5 items marked done"}),
     ("a rating out of 5, then a one-line justification", (), {"ranges": [(None, 0.0, 5.0)]}),
-    ("a positive number", (), {"value_type": None, "unchecked_text": "positive number"}),
+    # a sign, or a bound in words, of a number: "positive" excludes 0 (v11: asked, or dropped)
+    ("a positive number", (),
+     {"value_type": "number", "ranges": [(None, 0.0, None, ">")], "unchecked_text": None}),
+    ("a negative integer", (),
+     {"value_type": "integer", "ranges": [(None, None, 0.0, "<")], "unchecked_text": None}),
+    ("a non-positive number", (), {"value_type": "number", "ranges": [(None, None, 0.0)]}),
+    ("a number less than 1", (),
+     {"value_type": "number", "ranges": [(None, None, 1.0, "<")], "unchecked_text": None}),
+    ("a confidence above 0.5", (), {"ranges": [(None, 0.5, None, ">")]}),
+    ("the temperature, below 0", (),
+     {"ranges": [(None, None, 0.0, "<")], "unchecked_text": None}),
+    ("a price, a positive number", (), {"ranges": [(None, 0.0, None, ">")]}),
+    ("not more than 10", (), {"ranges": [(None, None, 10.0)]}),
+    ("greater than or equal to 2", (), {"ranges": [(None, 2.0, None)]}),
+    # two bounds joined: both read (v11 took "at least 3 and" for a count of "and")
+    ("a number at least 0 and at most 1", (),
+     {"ranges": [(None, 0.0, None), (None, None, 1.0)], "quantities": []}),
+    ("a score of at least 3 or higher", (), {"ranges": [(None, 3.0, None)], "quantities": []}),
+    ("at least 3 and at most 5 bullet points", (),
+     {"quantities": [q(3, 5, "items")], "ranges": []}),
+    ("more than 3 sources", (), {"quantities": [q(4, None, "sources")], "ranges": []}),
+    # ... of a field, in its parentheses or its sub-item (v11: the output's first number)
+    ("a JSON object with `count` (a positive integer)", (),
+     {"ranges": [("count", 1.0, None)], "field_types": [("count", "integer")],
+      "fields": [("count", False)], "unchecked_text": None}),
+    ("a JSON object with `total` (a positive number)", (),
+     {"ranges": [("total", 0.0, None, ">")], "field_types": [("total", "number")]}),
+    ("a JSON object with `count` (an integer, at least 1)", (),
+     {"ranges": [("count", 1.0, None)], "field_types": [("count", "integer")]}),
+    ("a JSON object with `delay` (under 30) and `name`", (),
+     {"ranges": [("delay", None, 30.0, "<")], "fields": [("delay", False), ("name", False)]}),
+    ("a JSON object with fields:", ("`profiled`: the number of tables profiled, a positive "
+                                    "integer",),
+     {"ranges": [("profiled", 1.0, None)], "field_types": [("profiled", "integer")]}),
+    ("a JSON object with:", ("`ratio`: a number greater than 0 and at most 1",
+                             "`delta`: a negative number"),
+     {"ranges": [("ratio", None, 1.0), ("ratio", 0.0, None, ">"), ("delta", None, 0.0, "<")],
+      "field_types": [("ratio", "number"), ("delta", "number")]}),
+    # ... with the field's noun before its parentheses (v11: the output's first number, or the
+    # type and the range dropped unread)
+    ("a JSON object with a `count` field (a positive integer)", (),
+     {"ranges": [("count", 1.0, None)], "field_types": [("count", "integer")],
+      "fields": [("count", False)]}),
+    ("a JSON object with a `score` key (0-100)", (), {"ranges": [("score", 0.0, 100.0)]}),
+    ("a JSON object with a `total` field (a number)", (),
+     {"field_types": [("total", "number")], "fields": [("total", False)]}),
+    ("a table with a `count` column (a positive integer)", (),
+     {"ranges": [("count", 1.0, None)], "fields": [("count", False)]}),
     # a case said of what is counted: the count, and the case asked
     ("at most 3 lowercase tags", (),
      {"quantities": [q(None, 3, "items")], "unchecked_text": "all lowercase"}),
@@ -870,8 +917,9 @@ def _shape(column: str, value):
         return [(v["field"], v["type"]) for v in value]
     if column == "field_lengths":
         return [(v["field"], v["min"], v["max"], v["measure"]) for v in value]
-    if column == "ranges":
-        return [(v["field"], v["lo"], v["hi"]) for v in value]
+    if column == "ranges":  # a bound that excludes its number adds ">" (lo) or "<" (hi)
+        return [(v["field"], v["lo"], v["hi"]) + ((">",) if v["lo_exclusive"] else ())
+                + (("<",) if v["hi_exclusive"] else ()) for v in value]
     return value
 
 

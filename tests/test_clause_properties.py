@@ -46,7 +46,9 @@ PHRASES = [
     "under 5 words each", "one line each", "a UUID", "an email address",
     "a JSON object with a `findings` array of objects", '"## Summary"',
     'whose `status` is "ok"', "at least one of", "field", "field of", "array of", "whose",
-    "with a `name`", "has", "is", ",",
+    "with a `name`", "has", "is", "a positive number", "a negative integer", "non-positive",
+    "greater than", "less than", "below", "above", "≥", "<", "`count` (a positive integer)",
+    "a `count` field (under 30)", "a `score` key (0-100)", "at least 3 and at most 5", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]

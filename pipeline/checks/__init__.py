@@ -332,7 +332,21 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      value is decoded in field_values
 #      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
 #      lost a final escaped quote).
-DEFAULT_GRADER_ID = "prose.contract.grader/v11"
+# v12: a bound said in words or by a sign bounds a number, excluding its own number where the
+#      words say so: "a positive number" (> 0), "a negative integer" (< 0), "a non-positive
+#      number" (≤ 0), "a number less than 1", "a confidence above 0.5", "the temperature,
+#      below 0" (v11 dropped these unread, "less than 1" satisfied by 5 at confidence 95, or
+#      asked). A field's sign or one-sided bound in its parentheses, "`count` (a positive
+#      integer)", "`delay` (under 30)", "`count` (an integer, at least 1)", bounds and types
+#      that field (v11 bounded the output's first number: {"id": 0, "count": 4} failed), and
+#      so do a type or a range after the field's noun, "a `count` field (a positive
+#      integer)", "a `score` key (0-100)", "a `total` field (a number)" (v11: the output's
+#      first number, or dropped unread). Two bounds joined, "at least 0 and at most 1", are
+#      both read, and "at least 3 and at most 5 bullet points" counts 3-5 items (v11 took
+#      "at least 3 and" for a count of "and" and lost the lower bound; "at least 3 or higher"
+#      was dropped whole). A bound's phrase in a check's detail no longer ends on the comma or
+#      the "and" after it ("rating out of 5", not "rating out of 5,").
+DEFAULT_GRADER_ID = "prose.contract.grader/v12"
 
 
 def builtin_checks() -> list[Check]:

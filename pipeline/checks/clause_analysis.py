@@ -71,8 +71,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             null means the whole output must be one of the values
   fields         list[struct{name, key, nested, phrase}]  from sub-items and from "with fields
                             `a`, `b`", "containing: a, b and c", "each has: x, y"
-  ranges         list[struct{field, lo, hi, phrase, key}]  numeric ranges ("a score from
-                            0-100") and unitless bounds of a sub-item ("`checked`: at least 3")
+  ranges         list[struct{field, lo, hi, phrase, lo_exclusive, hi_exclusive, key}]  numeric
+                            ranges ("a score from 0-100"), unitless bounds ("`checked`: at
+                            least 3") and signs ("a positive number"); lo_exclusive and
+                            hi_exclusive: the bound excludes its number ("above 0.5",
+                            "positive", "less than 1")
   field_lengths  list[struct{field, key, min, max, measure, phrase}]  a sub-item's length in
                             words or characters ("`summary`: at most 50 words"), or in items
                             for a field of a JSON output ("`tags`: 2-5 strings"); its other
@@ -488,11 +491,27 @@ BOUND_WORDS = (r"(at\s+most|no\s+more\s+than|not\s+more\s+than|up\s+to|at\s+leas
 BOUND_A = r"(?i)\b" + BOUND_WORDS + r"\s+an?\s+(\p{L}[\p{L}\-]*)"
 BOUND_A_KEPT = (r"(?i)\b" + BOUND_WORDS + r"\s+one\s+(few|couple|handful|dozen|single|minimum"
                 r"|maximum|total|bit|lot|little|number|score|rating|value|range)\b")
+# The words of a one-sided bound, by kind: lo (≥), hi (≤), above (>) and below (<); the
+# bounds that include their number are tried first ("no more than 5" is no "more than 5")
+VALUE_BOUNDS = {
+    "lo": r"at\s+least|(?:no|not)\s+(?:less|fewer|lower|smaller)\s+than|(?:greater|more)\s+than"
+          r"\s+or\s+equal\s+to|a\s+minimum\s+of|minimum\s+of|>=|≥",
+    "hi": r"at\s+most|(?:no|not)\s+(?:more|greater|higher|larger)\s+than|less\s+than\s+or\s+"
+          r"equal\s+to|up\s+to|a\s+maximum\s+of|maximum\s+of|<=|≤",
+    "above": r"greater\s+than|more\s+than|higher\s+than|larger\s+than|above|over|exceeding|>",
+    "below": r"less\s+than|lower\s+than|smaller\s+than|below|under|<",
+}
+VALUE_BOUND = "|".join(VALUE_BOUNDS.values())
 # ... or in parentheses closing the clause ("a duration in minutes (an integer)")
 TYPE_CLOSING = r"(?i)\(\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*\)\s*\.?\s*$"
-# "a non-negative integer" (≥ 0), "a positive integer" (≥ 1): group 1 is the type
-NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+(integer|whole\s+number|number|decimal)\b"
-POSITIVE_INTEGER = r"(?i)\bpositive\s+(integer|whole\s+number)\b"
+# "a non-negative integer" (≥ 0), "a positive integer" (≥ 1), "a non-positive number" (≤ 0),
+# "a positive number" (> 0), "a negative integer" (< 0): group 1 is the type
+SIGNED_TYPES = r"(integer|whole\s+number|number|decimal)\b"
+NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+" + SIGNED_TYPES
+NON_POSITIVE = r"(?i)\bnon[\s\-]?positive\s+" + SIGNED_TYPES
+POSITIVE_INTEGER = r"(?i)\b(?:strictly\s+)?positive\s+(integer|whole\s+number)\b"
+POSITIVE = r"(?i)\b(?:strictly\s+)?positive\s+" + SIGNED_TYPES
+NEGATIVE = r"(?i)\b(?:strictly\s+)?negative\s+" + SIGNED_TYPES
 # "a title, then 2-3 paragraphs", "a heading and then exactly 2 paragraphs": read as "followed
 # by …", a length of the rest (v10 counted the title as a paragraph)
 THEN_LENGTH = (r"(?i)(?:\s*[,;]\s*|\s+and\s+|\s+)then\s+((?:(?:at\s+(?:most|least)|up\s+to|no"
@@ -719,6 +738,19 @@ TYPE_BEFORE_FIELD = (r"(?i)\b(?:a|an)\s+((?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS
 TYPED_RANGE_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS
                      + r")(?:\s*,)?\s+(?:from\s+|between\s+)?(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to"
                      r"|and)\s*(-?\d+(?:\.\d+)?)\s*\)")
+# ... and one-sided: "`count` (a positive integer)" (read "`count` (an integer ≥ 1)" by then),
+# "`confidence` (a number above 0.5)", rewritten as "`count` (≥ 1), `count` (an integer)"; then
+# FIELD_BOUND reads "`count` (≥ 1)", "`delay` (under 30)": group 2 is the bound's words, 3 its
+# number (v11 bounded the output's first number)
+TYPED_BOUND_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS
+                     + r")(?:\s*,)?\s*(" + VALUE_BOUND + r")\s*(-?\d+(?:\.\d+)?)\s*\)")
+FIELD_BOUND = (r"(?i)(" + TICKED + r")\s*\(\s*(" + VALUE_BOUND + r")\s*(-?\d+(?:\.\d+)?)\s*\)")
+# A field's noun before its parentheses ("a `count` field (a positive integer)", "a `score` key
+# (0-100)") is moved after them, so the forms above read the field (v11 read the output's first
+# number, or dropped the type and the range unread)
+NOUN_BEFORE_ASIDE = (r"(?i)(" + TICKED + r")\s+(field|key|column|property)\s*(\(\s*(?:(?:a|an)\s+)?"
+                     r"(?:(?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r")|" + VALUE_BOUND
+                     + r"|(?:from\s+|between\s+)?-?\d)[^()\n]*\))")
 TYPE_AFTER_FIELD = (r"(?i)(" + TICKED + r")\s+(?:as|is|must\s+be|should\s+be)\s+(?:a|an)\s+("
                     r"(?:iso[\s\-]?8601\s+)?(?:" + TYPE_WORDS + r"))\b")
 # How every item or line of an output begins: 'each line starts with "TODO:"', "every item
@@ -749,12 +781,10 @@ RANGE_FORMS = [
     # "a score out of 10", "a rating out of 5": from 0 to that number
     ("zero_to", r"(?i)\b(?:score|rating|grade|mark)s?\s+(?:\p{L}+\s+)?out\s+of\s+(\d+(?:\.\d+)?)()"
      + BOUND_END),
-    # a bare bound ("`checked`: at least 3", "an integer ≥ 0"), not one of a thing no count
-    # reads ("at least 2 code examples", "at least 3 days of data")
-    ("lo", r"(?i)(?:at\s+least|no\s+less\s+than|no\s+fewer\s+than|a\s+minimum\s+of|minimum\s+of|"
-     r">=|≥)\s*(-?\d+(?:\.\d+)?)()" + BOUND_END),
-    ("hi", r"(?i)(?:at\s+most|no\s+more\s+than|up\s+to|a\s+maximum\s+of|maximum\s+of|<=|≤)\s*"
-     r"(-?\d+(?:\.\d+)?)()" + BOUND_END),
+    # a bare bound ("`checked`: at least 3", "an integer ≥ 0", "a confidence above 0.5"), not
+    # one of a thing no count reads ("at least 2 code examples", "at least 3 days of data")
+    *((kind, r"(?i)(?:" + VALUE_BOUNDS[kind] + r")\s*(-?\d+(?:\.\d+)?)()" + BOUND_END)
+      for kind in VALUE_BOUNDS),
 ]
 JUDGMENT_WORDS = (
     r"(?i)\b(?:critically\s+(?:evaluated|examined|assessed|reviewed|analy[sz]ed)"
@@ -1032,6 +1062,14 @@ def _number_followed_by(words) -> str:
 
 NOT_UNIT_AFTER_NUMBER = _number_followed_by(w for w in NOT_UNITS if w not in JOINERS)
 NOT_ANY_UNIT_AFTER_NUMBER = _number_followed_by(NOT_UNITS)
+# Two bounds of one count: "at least 3 and at most 5 bullet points" is read "3-5 bullet points"
+BOTH_BOUNDS = (r"(?i)\b(?:at\s+least|(?:no|not)\s+(?:fewer|less)\s+than|a\s+minimum\s+of)\s+(\d+)"
+               r"\s*,?\s+(?:and|but)\s+(?:at\s+most|(?:no|not)\s+more\s+than|up\s+to|a\s+maximum"
+               r"\s+of)\s+(\d+)(\s+\p{L})")
+# ... and "and" or "or" that join a bound to another ("at least 3 and at most 5", "3 or
+# higher"): no count's unit (v11 took "at least 3 and" for a count of "and", and lost it)
+BOUND_JOINED = (r"(?i)(\d)(\s+)((?:and|or|but)\s+(?:" + VALUE_BOUND
+                + r"|higher|lower|greater|smaller|larger|exactly)\b)")
 
 
 def _spelled_out(text: pl.Expr) -> pl.Expr:
@@ -1049,8 +1087,10 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = t.str.replace_all(EXCLAMATION_MARKS, "exclamation-mark${1}")
     t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
     t = t.str.replace_all(NO_PART_LONGER, "each $1 at most ")
-    df = df.with_columns(t.str.replace_all(EACH_AFTER, "each ${1}")
-                         .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}"))
+    df = df.with_columns(t.str.replace_all(BOTH_BOUNDS, "${1}-${2}${3}")
+                         .str.replace_all(EACH_AFTER, "each ${1}")
+                         .str.replace_all(NOT_UNIT_AFTER_NUMBER, "${1}${2}" + SHIELD + "${3}")
+                         .str.replace_all(BOUND_JOINED, "${1}" + SHIELD + "${2}${3}"))
     parts = []
     for i, (kind, pattern) in enumerate(QUANTITY_FORMS):
         pattern = "(?i)" + pattern
@@ -1470,33 +1510,49 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ranges(df: pl.DataFrame) -> pl.DataFrame:
+    no = pl.lit(False)
+
+    def bounds(field: pl.Expr, lo, hi, phrase: pl.Expr, lo_exclusive=no, hi_exclusive=no
+               ) -> pl.Expr:
+        return pl.struct(field.alias("field"),
+                         (pl.lit(None, pl.Float64) if lo is None else lo).alias("lo"),
+                         (pl.lit(None, pl.Float64) if hi is None else hi).alias("hi"),
+                         phrase.str.strip_chars().alias("phrase"),
+                         lo_exclusive.alias("lo_exclusive"), hi_exclusive.alias("hi_exclusive"))
+
     parts = []
+    e = pl.element()
+    unscoped = pl.lit(None, pl.String)
     for i, (kind, pattern) in enumerate(RANGE_FORMS):
         df = _take(df, f"_r{i}", pattern)
-        e = pl.element()
         a = e.str.extract(pattern, 1).cast(pl.Float64, strict=False)
         b = e.str.extract(pattern, 2).cast(pl.Float64, strict=False)
-        lo, hi = {"both": (a, b), "lo": (a, None), "hi": (None, a),
-                  "zero_to": (pl.lit(0.0), a)}[kind]
-        parts.append(pl.col(f"_r{i}").list.eval(pl.struct(
-            pl.lit(None, pl.String).alias("field"),
-            (pl.lit(None, pl.Float64) if lo is None else lo).alias("lo"),
-            (pl.lit(None, pl.Float64) if hi is None else hi).alias("hi"),
-            e.str.strip_chars().alias("phrase"))))
-    e = pl.element()
-    parts.append(pl.col("_field_ranges").list.eval(pl.struct(
+        lo, hi = {"both": (a, b), "lo": (a, None), "hi": (None, a), "zero_to": (pl.lit(0.0), a),
+                  "above": (a, None), "below": (None, a)}[kind]
+        # (the mark or joining word a bound ends on is no part of its phrase)
+        phrase = e.str.replace(r"(?i)(?:\s*[,;.:]|\s+(?:and|or|but|if|when))+\s*$", "").str.replace(
+            r"^([^(\[]*)[)\]]\s*$", "${1}")
+        parts.append(pl.col(f"_r{i}").list.eval(bounds(
+            unscoped, lo, hi, phrase, pl.lit(kind == "above"), pl.lit(kind == "below"))))
+    parts.append(pl.col("_field_ranges").list.eval(bounds(
         e.str.extract(FIELD_RANGE, 1).str.strip_chars("` ")
         .str.replace(r"(?i)^(?:where|whose)\s+(?:the\s+|each\s+|every\s+)?", "")
-        .str.replace(r"(?i)(?:\s+(?:column|field|value|key))?(?:\s+(?:is|are|lies|falls))?$", "")
-        .alias("field"),
-        e.str.extract(FIELD_RANGE, 2).cast(pl.Float64, strict=False).alias("lo"),
-        e.str.extract(FIELD_RANGE, 3).cast(pl.Float64, strict=False).alias("hi"),
-        e.str.strip_chars().alias("phrase"))))
+        .str.replace(r"(?i)(?:\s+(?:column|field|value|key))?(?:\s+(?:is|are|lies|falls))?$", ""),
+        e.str.extract(FIELD_RANGE, 2).cast(pl.Float64, strict=False),
+        e.str.extract(FIELD_RANGE, 3).cast(pl.Float64, strict=False), e)))
+    # "`count` (≥ 1)": the kind of the bound by its words
+    words = e.str.extract(FIELD_BOUND, 2)
+    number = e.str.extract(FIELD_BOUND, 3).cast(pl.Float64, strict=False)
+    kind = {k: words.str.contains(r"(?i)^(?:" + VALUE_BOUNDS[k] + r")$") for k in VALUE_BOUNDS}
+    parts.append(pl.col("_field_bounds").list.eval(bounds(
+        e.str.extract(FIELD_BOUND, 1).str.strip_chars("` "),
+        pl.when(kind["lo"] | kind["above"]).then(number),
+        pl.when(kind["hi"] | kind["below"]).then(number), e, kind["above"], kind["below"])))
     valid = (pl.element().struct.field("lo").fill_null(-1e300)
              <= pl.element().struct.field("hi").fill_null(1e300))
     return df.with_columns(
         pl.concat_list(parts).list.eval(pl.element().filter(valid)).alias("ranges")
-    ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))], "_field_ranges")
+    ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))], "_field_ranges", "_field_bounds")
 
 
 def _format_names(text: pl.Expr) -> pl.Expr:
@@ -1785,13 +1841,19 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
-    # "a non-negative integer", "a positive integer": the type, and a least value
+    # "a non-negative integer", "a positive number": the type, and a bound
     df = df.with_columns(pl.col("t").str.replace_all(UNIT_COUNT, "${2} ${1}s")
                          .str.replace_all(THEN_LENGTH, " followed by ${1}")
                          .str.replace_all(LENGTH_IS, "of ${1}")
+                         # (the bound set apart, so a type said apart is still read)
+                         .str.replace_all(NON_NEGATIVE, "${1}, ≥ 0")
+                         .str.replace_all(NON_POSITIVE, "${1}, ≤ 0")
+                         .str.replace_all(POSITIVE_INTEGER, "${1}, ≥ 1")
+                         .str.replace_all(POSITIVE, "${1}, > 0")
+                         .str.replace_all(NEGATIVE, "${1}, < 0")
+                         .str.replace_all(NOUN_BEFORE_ASIDE, "${1} ${3} ${2}")
                          .str.replace_all(TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})")
-                         .str.replace_all(NON_NEGATIVE, "${1} ≥ 0")
-                         .str.replace_all(POSITIVE_INTEGER, "${1} ≥ 1")
+                         .str.replace_all(TYPED_BOUND_FIELD, "${1} (${3} ${4}), ${1} (a ${2})")
                          .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}")
                          .str.replace_all(TOP_N_LIST, "${2} of the top ${1} items")
                          # "no more than a paragraph": one
@@ -1811,9 +1873,11 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(TYPE_BEFORE_FIELD, "${2} (a ${1})")
                          .str.replace_all(TYPE_AFTER_FIELD, "${1} (a ${2})"))
     df = df.with_columns(pl.col("t").str.extract_all(FIELD_RANGE).alias("_field_ranges"),
+                         pl.col("t").str.extract_all(FIELD_BOUND).alias("_field_bounds"),
                          pl.col("t").str.extract_all(FIELD_TYPE).alias("_field_types"),
                          pl.col("t").str.replace_all(BARE_FIELD_RANGE, GAP)
                          .str.replace_all(FIELD_RANGE, "${1}")
+                         .str.replace_all(FIELD_BOUND, "${1}")
                          .str.replace_all(FIELD_TYPE, "${1}"))
     df = _take(df, "_tagged", TAGGED)
     df = _orders(df)

@@ -1087,7 +1087,9 @@ def no_extra_fields() -> Check:
 
 @check("numeric_range")
 def numeric_range() -> Check:
-    """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72") is in range."""
+    """A number the clause bounds ("a score from 0-100", "`sla_hours`: from 1-72", "a positive
+    number", "`delay` (under 30)") is in range; a bound said with "above", "below", "greater
+    than", "positive", … excludes its own number."""
     r = pl.col("ranges")
     field, lo, hi = r.struct.field("field"), r.struct.field("lo"), r.struct.field("hi")
     let = Lets()
@@ -1111,13 +1113,19 @@ def numeric_range() -> Check:
     number = found.cast(pl.Float64, strict=False)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
-    fields_ok = (field_numbers.list.min() >= low) & (field_numbers.list.max() <= high)
+    above, below = r.struct.field("lo_exclusive"), r.struct.field("hi_exclusive")
+
+    def within(least: pl.Expr, most: pl.Expr) -> pl.Expr:
+        return (pl.when(above).then(least > low).otherwise(least >= low)
+                & pl.when(below).then(most < high).otherwise(most <= high))
+
+    fields_ok = within(field_numbers.list.min(), field_numbers.list.max())
     outcome = let("_outcome", (
         pl.when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0).then(UNDECIDED)
             .when(fields_ok).then(PASSED).otherwise(FAILED))
         .when(number.is_null()).then(FAILED)
-        .when((number >= low) & (number <= high)).then(PASSED).otherwise(FAILED)
+        .when(within(number, number)).then(PASSED).otherwise(FAILED)
     ))
     evidence = (
         pl.when(field.is_not_null()).then(
