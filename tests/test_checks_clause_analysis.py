@@ -408,6 +408,17 @@ CASES = [
      {"fields": [("Added", False), ("Changed", False), ("Fixed", False)],
       "unchecked_text": None}),
     ("a report with sections Summary, Details in that order", (), {"fields": []}),
+    # a name in sentence case where a mark, "and" or a plural word closes it (v11 read a
+    # section "Next"); the order of the named sections is asked (v11 dropped it)
+    ("sections Summary, Details and Next steps, in that order", (),
+     {"fields": [("Summary", False), ("Details", False), ("Next steps", False)],
+      "unchecked_text": "in that order"}),
+    ("a report with sections Summary, Risks and Next steps", (),
+     {"fields": [("Summary", False), ("Risks", False), ("Next steps", False)]}),
+    ("a changelog with sections Added, Open questions, Fixed.", (),
+     {"fields": [("Added", False), ("Open questions", False), ("Fixed", False)]}),
+    ("a report with sections Summary and Details in French", (),
+     {"fields": [("Summary", False), ("Details", False)], "judgments": ["in french"]}),
     ("a reply without any markdown headings", (),
      {"quantities": [q(0, 0, "headings")], "excluded_formats": []}),
     ("a report with no duplicate entries", (), {"quantities": [q(0, 0, "duplicates")]}),

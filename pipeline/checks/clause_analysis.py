@@ -655,6 +655,9 @@ SECTION_BEFORE = (r"(?i)(?:^|[,;:]\s*)([^,;:\n]{1,80}?)\s+(?:under|in|within|bel
 HASHED_SECTION = (r"(?i)\b(?:a|an|the)\s+(#{1,6}\s+\p{L}[\p{L}\p{N} \-]{0,40}?)\s+"
                   r"(?:section|heading|header)\b")
 TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
+# ... or in sentence case ("Next steps", "Open questions"), where a comma, "and" or a closing
+# mark ends it (shortest first: "Details and Next steps" is two names)
+TITLE_CASED = r"(?-i:\p{Lu}[\w\-]*(?:\s+[\w\-]+){0,3}?)"
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 # A key's name in backticks: a word ("id", "_id", "$schema", "@type", "meta.version")
@@ -695,12 +698,16 @@ FIELD_FORMS = [
      + TICKED + r")*\s+" + FIELD_NOUN + r"(?:\s*,?\s*(?:and|&)\s+(?:a|an|the)\s+" + TICKED
      + r"\s+" + FIELD_NOUN + r")*"),
     # "a report with sections Summary, Findings and Known Issues": capitalised names
+    # ("Next steps" in sentence case where a mark closes it, "sections Summary and Next steps,
+    # in that order", or closing the clause with a plural word, "… and Next steps"; v11 read a
+    # section "Next")
     ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
-     + TITLE + r"(?:\s*,\s*" + TITLE + r")*\s*,?\s*(?:and|&)\s+" + TITLE),
+     + TITLE_CASED + r"(?:\s*,\s*" + TITLE_CASED + r")*\s*,?\s*(?:and|&)\s+(?:" + TITLE_CASED
+     + r"\s*[,.;)]|" + TITLE + r"(?:\s+(?-i:\p{Ll}[\w\-]{2,}s))?\s*$|" + TITLE + ")"),
     # ... three or more, parted by commas only, closing the clause or its sentence ("a
     # changelog with sections Added, Changed, Fixed")
     ("bare", r"(?i)\b(?:sections?|headings?|headers?)\s+(?:named\s+|called\s+|titled\s+)?"
-     + TITLE + r"(?:\s*,\s*" + TITLE + r"){2,}\s*(?:$|[.;])"),
+     + TITLE_CASED + r"(?:\s*,\s*" + TITLE_CASED + r"){2,}\s*(?:$|[.;])"),
     # 'in JSON format with a "result" key', 'with a "status" field'
     ("quoted", r"(?i)\b(?:with|has|have|having|includes?|including|contains?|containing)\s+"
      r"(?:(?:a|an|the)\s+)?" + QUOTED + r"\s+" + FIELD_NOUN),
@@ -933,7 +940,11 @@ UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimite
                   # the order of two sections ('an "Impact" section before the "Timeline" one')
                   r"|(?i)(?:an?\s+|the\s+)?" + QUOTED + r"\s*(?:section|heading)s?\s+(?:comes?\s+)?"
                   r"(?:before|after|above|below|followed\s+by)\s+(?:an?\s+|the\s+)?" + QUOTED
-                  + r"(?:\s*(?:section|heading|one)s?)?")
+                  + r"(?:\s*(?:section|heading|one)s?)?"
+                  # ... or of the sections the clause names ("sections A, B and C, in that
+                  # order"; v11 dropped it unread)
+                  r"|(?i)\bin\s+(?:that|this|the\s+same|the\s+given|the\s+listed|the\s+above)"
+                  r"\s+order\b")
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -1490,7 +1501,7 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
         elif kind == "bare":  # names after "columns" or "sections"
             names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?|sections?|headings?|"
                                    r"headers?)\s+(?:named\s+|called\s+|titled\s+)?", "")
-                     .str.replace(r"\s*[.;)]?\s*$", "")
+                     .str.replace(r"\s*[.,;)]?\s*$", "")
                      .str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:
             names = (e.str.replace(r"^[^:]*:\s*", "").str.replace_all(r"\s+(?:and|&)\s+", ",")
