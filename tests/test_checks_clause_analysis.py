@@ -137,6 +137,10 @@ CASES = [
     ("a number less than 1", (),
      {"value_type": "number", "ranges": [(None, None, 1.0, "<")], "unchecked_text": None}),
     ("a confidence above 0.5", (), {"ranges": [(None, 0.5, None, ">")]}),
+    ("a score of 1-5", (), {"ranges": [(None, 1.0, 5.0)], "unchecked_text": None}),
+    ("a rating of 1 to 10, then a reason", (), {"ranges": [(None, 1.0, 10.0)]}),
+    # when a date falls is asked (v11 dropped "in the future" unread: any date satisfied it)
+    ("a date in the future", (), {"value_type": "date", "unchecked_text": "in the future"}),
     ("the temperature, below 0", (),
      {"ranges": [(None, None, 0.0, "<")], "unchecked_text": None}),
     ("a price, a positive number", (), {"ranges": [(None, 0.0, None, ">")]}),

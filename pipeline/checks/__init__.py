@@ -345,7 +345,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      both read, and "at least 3 and at most 5 bullet points" counts 3-5 items (v11 took
 #      "at least 3 and" for a count of "and" and lost the lower bound; "at least 3 or higher"
 #      was dropped whole). "Sections Summary, Risks and Next steps" names "Next steps" (v11:
-#      "Next"), and "in that order" after named sections is asked (v11 dropped it). A bound's
+#      "Next"), and "in that order" after named sections is asked (v11 dropped it), as is "a
+#      date in the future" (v11 dropped "in the future"); "a score of 1-5" is a range (v11:
+#      asked). A bound's
 #      phrase in a check's detail no longer ends on the comma or the "and" after it ("rating
 #      out of 5", not "rating out of 5,").
 DEFAULT_GRADER_ID = "prose.contract.grader/v12"

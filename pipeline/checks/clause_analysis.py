@@ -778,7 +778,7 @@ ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|en
 BOUND_END = r"(?:\s*$|\s*[,;.:()\]]|\s+(?:and|or|but|if|when|inclusive)\b)"
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
-     r"on\s+a\s+scale(?:\s+of)?)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
+     r"on\s+a\s+scale(?:\s+of)?|(?:score|rating|grade)\s+of)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
     ("both", r"(?i)" + START + r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)\s*"
      r"(?:score|rating|scale|range|%|percent)"),
     # "a confidence score (0-100)": the range in parentheses after what it bounds
@@ -944,7 +944,9 @@ UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimite
                   # ... or of the sections the clause names ("sections A, B and C, in that
                   # order"; v11 dropped it unread)
                   r"|(?i)\bin\s+(?:that|this|the\s+same|the\s+given|the\s+listed|the\s+above)"
-                  r"\s+order\b")
+                  r"\s+order\b"
+                  # ... or when a date or time falls ("a date in the future"; v11 dropped it)
+                  r"|(?i)\b(?:in\s+the\s+(?:future|past)|(?:before|after)\s+today)\b")
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
