@@ -161,6 +161,18 @@ CASES = [
      {"ranges": [("total", 0.0, None, ">")], "field_types": [("total", "number")]}),
     ("a JSON object with `count` (an integer, at least 1)", (),
      {"ranges": [("count", 1.0, None)], "field_types": [("count", "integer")]}),
+    ("a JSON object whose `count` is at least 1", (),
+     {"ranges": [("count", 1.0, None)], "fields": [("count", False)], "unchecked_text": None}),
+    ("a JSON object where `count` > 0", (), {"ranges": [("count", 0.0, None, ">")]}),
+    ("a JSON object; `count` must be greater than 0", (),
+     {"ranges": [("count", 0.0, None, ">")]}),
+    # a name said alone outside JSON may be the output's own: its number is bounded
+    ("`score` is at least 3", (), {"ranges": [(None, 3.0, None)]}),
+    # a range of each of several numbers is asked (v11 bounded the first number only)
+    ("a JSON array of numbers, each between 0 and 1", (),
+     {"ranges": [], "unchecked_text": "each between 0 and 1"}),
+    ("a bulleted list, each under 25 words", (), {"quantities": [q(None, 24, "words", "each")],
+                                                  "ranges": []}),
     ("a JSON object with `delay` (under 30) and `name`", (),
      {"ranges": [("delay", None, 30.0, "<")], "fields": [("delay", False), ("name", False)]}),
     ("a JSON object with fields:", ("`profiled`: the number of tables profiled, a positive "

@@ -341,15 +341,17 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      that field (v11 bounded the output's first number: {"id": 0, "count": 4} failed), and
 #      so do a type or a range after the field's noun, "a `count` field (a positive
 #      integer)", "a `score` key (0-100)", "a `total` field (a number)" (v11: the output's
-#      first number, or dropped unread). Two bounds joined, "at least 0 and at most 1", are
+#      first number, or dropped unread), and so does one after "whose" or "where" ("whose
+#      `count` is at least 1") or after the name and a verb in a clause about JSON ("`count`
+#      must be greater than 0"); "a JSON array of numbers, each between 0 and 1" is asked (v11
+#      bounded the first number only). Two bounds joined, "at least 0 and at most 1", are
 #      both read, and "at least 3 and at most 5 bullet points" counts 3-5 items (v11 took
 #      "at least 3 and" for a count of "and" and lost the lower bound; "at least 3 or higher"
 #      was dropped whole). "Sections Summary, Risks and Next steps" names "Next steps" (v11:
 #      "Next"), and "in that order" after named sections is asked (v11 dropped it), as is "a
 #      date in the future" (v11 dropped "in the future"); "a score of 1-5" is a range (v11:
-#      asked). A bound's
-#      phrase in a check's detail no longer ends on the comma or the "and" after it ("rating
-#      out of 5", not "rating out of 5,").
+#      asked). A bound's phrase in a check's detail no longer ends on the comma or the "and"
+#      after it ("rating out of 5", not "rating out of 5,").
 DEFAULT_GRADER_ID = "prose.contract.grader/v12"
 
 

@@ -946,7 +946,13 @@ UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimite
                   r"|(?i)\bin\s+(?:that|this|the\s+same|the\s+given|the\s+listed|the\s+above)"
                   r"\s+order\b"
                   # ... or when a date or time falls ("a date in the future"; v11 dropped it)
-                  r"|(?i)\b(?:in\s+the\s+(?:future|past)|(?:before|after)\s+today)\b")
+                  r"|(?i)\b(?:in\s+the\s+(?:future|past)|(?:before|after)\s+today)\b"
+                  # ... or a range of each of several numbers ("a JSON array of numbers, each
+                  # between 0 and 1"; v11 bounded the first number only)
+                  r"|(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?"
+                  r"\s+(?:(?:is|are|must\s+be|should\s+be|lies|lie|falls?)\s+)?(?:(?:between|from)"
+                  r"\s+-?\d+(?:\.\d+)?\s*(?:-|–|—|to|and)\s*-?\d+(?:\.\d+)?|(?:" + VALUE_BOUND
+                  + r")\s*-?\d+(?:\.\d+)?)(?:\s*$|\s*[,;.:()\]]|\s+(?:inclusive|and|or|but)\b)")
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -1785,6 +1791,14 @@ FIELD_PAREN_LIST_LENGTH = (r"(?i)((" + TICKED + r"))\s*\(\s*((?:an?\s+)?(?:json\
                            r"\s+of(?:" + FIELD_COUNT + r"))\s*\)")
 FIELD_VERB_LENGTH = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){1,3}("
                      + FIELD_COUNT + ")")
+# A field's one-sided bound said in the clause, after the lengths took theirs: "whose `count`
+# is at least 1", "where `score` > 0.5", and in a clause about JSON after the name and a verb,
+# "`count` must be greater than 0" (v11 bounded the output's first number)
+_BOUND_VALUE = r"(?:" + VALUE_BOUND + r")\s*-?\d+(?:\.\d+)?"
+FIELD_WHOSE_BOUND = (r"(?i)\b(?:whose|where)\s+((" + TICKED + r")(?:\s+" + _FIELD_NOUN
+                     + r")?)(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*(" + _BOUND_VALUE + ")")
+FIELD_VERB_BOUND = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*("
+                    + _BOUND_VALUE + ")")
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_PAREN_LENGTH, "${1}", False),
@@ -1792,7 +1806,9 @@ INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_WHOSE_LENGTH, "with ${1}", False),
                         (FIELD_NOUN_LENGTH, "${1}", False),
                         (FIELD_PART_LENGTH, "${1}", False),
-                        (FIELD_VERB_LENGTH, "${1}", True))
+                        (FIELD_VERB_LENGTH, "${1}", True),
+                        (FIELD_WHOSE_BOUND, "with ${1}", False),
+                        (FIELD_VERB_BOUND, "${1}", True))
 
 
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
