@@ -728,7 +728,13 @@ CASES = [
      {"quantities": [q(50, 100, "words")], "ranges": []}),
     # "…, then N paragraphs" is "followed by": the rest after the first line (v10: the whole)
     ("a title, then 2-3 paragraphs", (), {"quantities": [q(2, 3, "paragraphs", "rest")]}),
-    ("a headline of at most 10 words and a 2-sentence lede", (), {"quantities": []}),
+    # ... but a length of the first line is that line's, whatever follows (v11: asked)
+    ("a headline of at most 10 words and a 2-sentence lede", (),
+     {"quantities": [q(None, 10, "words", "first")], "unchecked_text": "2-sentence lede"}),
+    ("a commit message: subject of at most 50 characters, a blank line, then a body", (),
+     {"quantities": [q(None, 50, "chars", "first")]}),
+    ("an email subject line under 60 characters, then a blank line, then the body", (),
+     {"quantities": [q(None, 59, "chars", "first")]}),
     ("a greeting of at most 2 sentences, then the answer", (), {"quantities": []}),
     ("the recommendation in one sentence, then up to 3 bullet points of evidence", (),
      {"quantities": [q(None, 3, "items")]}),

@@ -694,6 +694,9 @@ CASES = [
          "`count` values: 0"),
     Case("field-above-fails-at-its-number", "a JSON object with `total` (a positive number)",
          '{"total": 0}', "numeric_range", "failed", "partially_satisfied", "`total` values: 0"),
+    Case("subject-length-after-parts-fails", "a commit message: subject of at most 20 "
+         "characters, a blank line, then a body", "Fix the parser that dropped tokens\n\nBody.",
+         "count", "failed", "violated", "the first line of `out` has 34 characters"),
     Case("whose-field-bound-passes", "a JSON object whose `count` is at least 1",
          '{"id": 0, "count": 4}', "numeric_range", "passed", "satisfied", "`count` values: 4"),
     Case("each-range-is-asked", "a JSON array of numbers, each between 0 and 1", "[0.5, 3]",

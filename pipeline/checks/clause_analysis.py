@@ -153,12 +153,14 @@ ADJ = (r"(?:(?:distinct|unique|different|separate|specific|short|brief|full|comp
 UNIT = (r"((?-i:[\p{L}][\p{L}\-]*))(?-u:\b)(?:\s+(?:objects?|items?|entries|entry|elements?|rows?"
         r"|records?|lines?|bullets?|points?))?")
 # "each item under 20 words", "followed by at most 100 words", "whose first line is at most 50
-# characters" (a commit message's subject line), "whose title is at most 8 words" (its first
-# line)
+# characters" (a commit message's subject line), "whose title is at most 8 words", "a subject
+# of at most 50 characters, a blank line, then a body", "a headline of at most 10 words and a
+# 2-sentence lede" (its first line; v11 counted the whole output for the last two)
 # A count tied to a named section is marked (SECTION_MARK) before the readers run.
 SECTION_MARK = "\ue00a"
 SCOPE = (r"((?:each|every)\s+(?:" + LETTERS + r"\s+){0,2}?|followed\s+by\s+(?:" + LETTERS
-         + r"\s+)??|(?:first\s+line|title(?:\s+line)?)\s+(?:(?:is|must\s+be|should\s+be|stays|has"
+         + r"\s+)??|(?:first\s+line|title(?:\s+line)?|subject(?:\s+line)?|summary\s+line|headline)"
+         r"\s+(?:(?:is|must\s+be|should\s+be|stays|has"
          r"|of|with)\s+)?"
          + r"|" + SECTION_MARK + r"\s*)?")
 
@@ -279,6 +281,13 @@ PART_WITH_LENGTH = (r"(?i)\bwith\s+(?:a|an)(?:\s+" + LETTERS + r"){0,3}?(?:\s+of
                     + PART_LENGTH)
 # ... but "with a maximum of 100 words" states the length of the whole
 WHOLE_LENGTH_WORDS = r"(?i)\b(?:maximum|minimum|total|length|limit|overall)\b"
+# ... but a length said of the first line ("a subject of at most 50 characters, a blank line,
+# then a body", "whose first line is at most 50 characters, then a body") is its own part's:
+# it is kept from that hiding (v11 asked it)
+FIRST_LINE_LENGTH = (r"(?i)\b(?:first\s+line|title(?:\s+line)?|subject(?:\s+line)?|summary\s+line"
+                     r"|headline)(?:\s+(?:is|must\s+be|should\s+be|stays|has|of|with))?(?:"
+                     + PART_LENGTH + ")")
+SHELTERED = "\ue00d"
 LIST_BOUND = (r"(?i),\s*((?:at\s+most|at\s+least|no\s+more\s+than|no\s+fewer\s+than|up\s+to)"
               r"\s+\d+)\s*([.;]|$)")
 # "one line each", "under 20 words each": read as "each one line", "each under 20 words".
@@ -1143,7 +1152,8 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
             pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
-            .when(scope.str.contains(r"(?i)^(?:first|title)\s")).then(pl.lit("first"))
+            .when(scope.str.contains(r"(?i)^(?:first|title|subject|summary|headline)\s"))
+            .then(pl.lit("first"))
             .when(scope.str.contains(SECTION_MARK, literal=True)).then(pl.lit("section"))
             .when(scope.is_not_null()).then(pl.lit("rest")).otherwise(pl.lit("whole"))
             .alias("scope"),
@@ -1894,9 +1904,15 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _formats(df)
     df = _value_type(df)
     df = _forbidden(df)
+    df = _take(df, "_sheltered", FIRST_LINE_LENGTH, keep=SHELTERED)
     df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, MENTION_CHOICE, DECIMALS,
                              AT_LEAST_ONE_OF, FIELD_EDGE, OWN_LINE_EDGE]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
+    sheltered = pl.col("t")
+    for k in range(df["_sheltered"].list.len().max() or 0):
+        sheltered = sheltered.str.replace(SHELTERED, pl.col("_sheltered").list.get(
+            k, null_on_oob=True).fill_null(SHELTERED), literal=True)
+    df = df.with_columns(sheltered.alias("t")).drop("_sheltered")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
     # so is "`total` (a number)", the field's type
     df = df.with_columns(pl.col("t").str.replace_all(TYPE_BEFORE_FIELD, "${2} (a ${1})")
