@@ -168,6 +168,14 @@ CASES = [
      {"ranges": [("count", 0.0, None, ">")]}),
     # a name said alone outside JSON may be the output's own: its number is bounded
     ("`score` is at least 3", (), {"ranges": [(None, 3.0, None)]}),
+    # "non-empty" of an array or a list: at least one item (v11: asked)
+    ("a non-empty JSON array", (), {"quantities": [q(1, None, "items")], "unchecked_text": None}),
+    ("a JSON object with a non-empty `items` array", (),
+     {"field_lengths": [("items", 1, None, "items")], "fields": [("items", False)]}),
+    ("a JSON object whose `tags` list is non-empty", (),
+     {"field_lengths": [("tags", 1, None, "items")]}),
+    ("a JSON object with fields:", ("`items`: a non-empty array",),
+     {"field_lengths": [("items", 1, None, "items")]}),
     # a range of each of several numbers is asked (v11 bounded the first number only)
     ("a JSON array of numbers, each between 0 and 1", (),
      {"ranges": [], "unchecked_text": "each between 0 and 1"}),

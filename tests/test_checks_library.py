@@ -697,6 +697,9 @@ CASES = [
     Case("subject-length-after-parts-fails", "a commit message: subject of at most 20 "
          "characters, a blank line, then a body", "Fix the parser that dropped tokens\n\nBody.",
          "count", "failed", "violated", "the first line of `out` has 34 characters"),
+    Case("non-empty-field-array-fails", "a JSON object with a non-empty `items` array",
+         '{"items": []}', "field_length", "failed", "partially_satisfied",
+         "1 array(s) under `items`; one has 0 elements"),
     Case("whose-field-bound-passes", "a JSON object whose `count` is at least 1",
          '{"id": 0, "count": 4}', "numeric_range", "passed", "satisfied", "`count` values: 4"),
     Case("each-range-is-asked", "a JSON array of numbers, each between 0 and 1", "[0.5, 3]",

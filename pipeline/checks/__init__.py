@@ -352,7 +352,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      date in the future" (v11 dropped "in the future"); "a score of 1-5" is a range (v11:
 #      asked). A length of the first line ("subject", "headline", "title", "first line") in
 #      a clause of several parts is that line's ("a commit message: subject of at most 50
-#      characters, a blank line, then a body"; v11 asked it). A bound's phrase in a check's
+#      characters, a blank line, then a body"; v11 asked it). "A non-empty JSON array", "a
+#      non-empty `items` array", "whose `tags` list is non-empty" count at least one item
+#      (v11: asked). A bound's phrase in a check's
 #      detail no longer ends on the comma or the "and" after it ("rating out of 5", not
 #      "rating out of 5,").
 DEFAULT_GRADER_ID = "prose.contract.grader/v12"

@@ -787,7 +787,8 @@ ITEM_END = (r"(?i)\b(?:each|every|all)\s+(?:of\s+the\s+)?(?:(item|line|bullet|en
 BOUND_END = r"(?:\s*$|\s*[,;.:()\]]|\s+(?:and|or|but|if|when|inclusive)\b)"
 RANGE_FORMS = [
     ("both", r"(?i)(?:from|between|range(?:\s+of)?|scale(?:\s+of)?|in\s+the\s+range(?:\s+of)?|"
-     r"on\s+a\s+scale(?:\s+of)?|(?:score|rating|grade)\s+of)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)"),
+     r"on\s+a\s+scale(?:\s+of)?|(?:score|rating|grade)\s+of)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to"
+     r"|and)\s*(-?\d+(?:\.\d+)?)"),
     ("both", r"(?i)" + START + r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to)\s*(-?\d+(?:\.\d+)?)\s*"
      r"(?:score|rating|scale|range|%|percent)"),
     # "a confidence score (0-100)": the range in parentheses after what it bounds
@@ -1809,6 +1810,21 @@ FIELD_WHOSE_BOUND = (r"(?i)\b(?:whose|where)\s+((" + TICKED + r")(?:\s+" + _FIEL
                      + r")?)(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*(" + _BOUND_VALUE + ")")
 FIELD_VERB_BOUND = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*("
                     + _BOUND_VALUE + ")")
+# "Non-empty" said of an array or a list is a count of at least one item: "a non-empty JSON
+# array", "a non-empty `items` array", "`items` (a non-empty array)", "whose `tags` list is
+# non-empty" are read "… array of at least one item" before anything else (v11: asked)
+NON_EMPTY = ((r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
+              + r"\s+(?:array|list))\b", "${1} of at least one item"),
+             (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+non[\s\-]?"
+              r"empty\b", "${1} of at least one item"))
+
+
+def _non_empty(text: pl.Expr) -> pl.Expr:
+    for pattern, replacement in NON_EMPTY:
+        text = text.str.replace_all(pattern, replacement)
+    return text
+
+
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_PAREN_LENGTH, "${1}", False),
@@ -1824,7 +1840,7 @@ INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     """One row per clause (part 0) and per sub-item (part 1..), with the text to read; a
     field's length said in the clause is one more sub-item (INLINE_FIELD_LENGTHS)."""
-    text = pl.col("description").fill_null("")
+    text = _non_empty(pl.col("description").fill_null(""))
     json = text.str.contains(r"(?i)\bjson\b")
     said = []
     for pattern, keep, json_only in INLINE_FIELD_LENGTHS:  # each reads what the ones before left
@@ -1860,7 +1876,8 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
         .select("_row", "_part",
                 pl.coalesce(pl.col("_g").struct.field("a"), pl.col("_g").struct.field("b"))
                 .str.strip_chars().alias("_field"),
-                pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")).alias("t"))
+                _non_empty(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")))
+                .alias("t"))
     )
     return pl.concat([clause, sub.cast({"_part": pl.Int32}), inline.cast({"_part": pl.Int32})],
                      how="vertical_relaxed")
