@@ -168,6 +168,10 @@ CASES = [
      {"ranges": [("count", 0.0, None, ">")]}),
     # a name said alone outside JSON may be the output's own: its number is bounded
     ("`score` is at least 3", (), {"ranges": [(None, 3.0, None)]}),
+    # "unique" with an upper bound also rules out repeats (v11 counted each item once)
+    ("a list of at most 5 unique tags", (),
+     {"quantities": [q(None, 5, "items"), q(0, 0, "duplicates")]}),
+    ("a list of at least 3 unique tags", (), {"quantities": [q(3, None, "items")]}),
     # "non-empty" of an array or a list: at least one item (v11: asked)
     ("a non-empty JSON array", (), {"quantities": [q(1, None, "items")], "unchecked_text": None}),
     ("a JSON object with a non-empty `items` array", (),

@@ -1180,6 +1180,16 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(SHIELD, "", literal=True)
         .str.replace_all(SECTION_MARK, "", literal=True),
     ).drop([f"_q{i}" for i in range(len(QUANTITY_FORMS))])
+    # "at most 5 unique tags": at most 5 items, none repeated (v11 counted each once, so 7 tags
+    # of which 5 differ passed, and so did "a, a, b")
+    e = pl.element()
+    unique_cap = ((e.struct.field("measure") == "items") & e.struct.field("min").is_null()
+                  & e.struct.field("phrase").str.contains(r"(?i)\b(?:distinct|unique)\b"))
+    df = df.with_columns(pl.concat_list(
+        "quantities", pl.col("quantities").list.eval(e.filter(unique_cap).struct.with_fields(
+            pl.lit(0, pl.Int64).alias("min"), pl.lit(0, pl.Int64).alias("max"),
+            pl.lit("duplicates").alias("unit"), pl.lit("duplicates").alias("measure"),
+            pl.lit("no repeated items").alias("phrase")))))
     # "at least 2 pros and at least 2 cons": the kinds of items the clause counts; "at least 2
     # paragraphs, each under 50 words": the parts a bare "each" is each of
     e = pl.element()

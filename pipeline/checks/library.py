@@ -534,10 +534,12 @@ def count() -> Check:
             .when(pl.col("has_table")).then(pl.col("table_header").list.len()))
     ).cast(pl.Int64)
     # "at least 3 unique tags": a list's items, each counted once (without case or a final
-    # period); only where the count reads every list item
+    # period); only where the count reads every list item, and has a least number ("at most 5
+    # unique tags" counts every item, and the clause rules out repeats besides)
     listed = pl.col("list_items").list.len()
     distinct = let("_distinct", measure.is_in(["items", "sources"]) & (items == listed)
-                   & (listed > 0) & q.struct.field("phrase").str.contains(DISTINCT))
+                   & (listed > 0) & q.struct.field("phrase").str.contains(DISTINCT)
+                   & ((measure == "sources") | q.struct.field("min").is_not_null()))
     what = let("_what", (
         pl.when(distinct).then(pl.concat_str(pl.lit("distinct "), items_what))
         .when((measure == "items") & items.is_not_null()).then(items_what)
