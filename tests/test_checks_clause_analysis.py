@@ -860,6 +860,16 @@ CASES = [
      {"enums": [(None, ["approve", "reject", "escalate"])]}),
     ("one of billing, outage, account", (),
      {"enums": [(None, ["billing", "outage", "account"])], "unchecked_text": None}),
+    # ... after "from:" closing the part (v11 dropped it unread: any output satisfied it);
+    # words joined by "and" are no choice
+    ("a category from: billing, technical, account", (),
+     {"enums": [(None, ["billing", "technical", "account"])], "unchecked_text": None}),
+    ("a JSON object whose `tier` is taken from: gold, silver, bronze", (),
+     {"enums": [("tier", ["gold", "silver", "bronze"])]}),
+    ("data from: Jan, Feb and Mar", (), {"enums": []}),
+    # a field "set to" quoted values (v11: the whole output was to be one of them)
+    ('a JSON object with `severity` set to "low", "medium" or "high"', (),
+     {"enums": [("severity", ["low", "medium", "high"])]}),
     ("two or three sentences explaining the label", (),
      {"quantities": [q(2, 3, "sentences")], "judgments": ["explaining"]}),
     ("a JSON object with fields:", ('`status` (one of "ok", "late")', "`note`: free text"),

@@ -706,6 +706,11 @@ CASES = [
     Case("unique-cap-rules-out-repeats", "a list of at most 5 unique tags", "- a\n- a\n- b",
          "count", "failed", "partially_satisfied", "`out` has 1 repeated item",
          select="no repeated items"),
+    Case("field-set-to-values-passes", 'a JSON object with `severity` set to "low", "medium" '
+         'or "high"', '{"severity": "low"}', "enum_value", "passed", "satisfied",
+         "`severity` values: low"),
+    Case("from-list-fails", "a category from: billing, technical, account", "shipping",
+         "enum_value", "failed", "violated", "the output is “shipping”"),
     Case("whose-field-bound-passes", "a JSON object whose `count` is at least 1",
          '{"id": 0, "count": 4}', "numeric_range", "passed", "satisfied", "`count` values: 4"),
     Case("each-range-is-asked", "a JSON array of numbers, each between 0 and 1", "[0.5, 3]",

@@ -323,7 +323,8 @@ STANDARD_NUMBER = r"(?i)\b(ISO)[\s\-]?(\d+(?:-\d+)?)\b"
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
 FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")\s*"
-                r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=)\s+|:\s*))?")
+                r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=|(?:is\s+)?set\s+to"
+                r"|equals|(?:is\s+)?equal\s+to)\s+|:\s*))?")
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # Unquoted words, the last after "or": "low, medium or high"
 WORD_OR = WORD + r"(?:\s*,\s*" + WORD + r")*\s*,?\s+or\s+" + WORD
@@ -358,6 +359,12 @@ ENUM_FORMS = [
     # unquoted: "one of approve, reject or escalate", "one of billing, outage, account"
     ("unquoted", r"(?i)" + FIELD_PREFIX + r"one\s+of\s*:?\s*" + WORD + r"(?:(?:\s*,\s*" + WORD
      + r")+(?:\s*,?\s*(?:or|and)\s+" + WORD + r")?|\s*,?\s*or\s+" + WORD + r")(?:\s*\))?"),
+    # ... or after "from:" or "among:", closing the part ("a category from: billing, technical,
+    # account"; v11 dropped it unread); words joined by "and" are no choice ("data from: Jan,
+    # Feb and Mar")
+    ("from_list", r"(?i)" + FIELD_PREFIX + r"(?:(?:chosen|picked|taken)\s+)?(?:from|among)\s*(?::|"
+     + COLON + r")\s*" + WORD + r"(?:\s*,\s*" + WORD + r")+(?:\s*,?\s*or\s+" + WORD
+     + r")?\s*(?:[.;)]|$)"),
     # unquoted words joined by "or" that are all a part says after its opening noun ("a
     # severity: low, medium or high"; a sub-item "`tier`: gold, silver or bronze")...
     ("bare_or", r"(?i)(?:^|" + COLON + r")\s*" + WORD_OR + r"\s*(?:[.;,)]|$)"),
@@ -1444,7 +1451,8 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
 def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
     """The words of an unquoted enumeration, after what introduces it."""
     start = {"unquoted": r"(?i)^.*?one\s+of\s*:?\s*", "bare_or": r"^.*" + COLON,
-             "scalar_of": r"(?is)^.*?\sof\s"}[kind]
+             "scalar_of": r"(?is)^.*?\sof\s",
+             "from_list": r"(?i)^.*?(?:from|among)\s*(?::|" + COLON + r")\s*"}[kind]
     return (phrase.str.replace(start, "").str.extract_all(WORD)
             .list.eval(pl.element().filter(~pl.element().str.to_lowercase().is_in(["or", "and"]))))
 
@@ -1455,7 +1463,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
     continues = pl.col("_continues")
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
-        if kind in ("bare_or", "scalar_of"):  # taken only where no word says it is no choice
+        # (the unquoted forms are taken only where no word says they are no choice)
+        if kind in ("bare_or", "scalar_of", "from_list"):
             said = pl.col("t").str.extract(pattern, 0)
             words = _unquoted_values(said, kind).list.eval(pl.element().str.to_lowercase())
             # nor where the words are qualities ("concise or brief": judged, not matched)
@@ -1490,7 +1499,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
             values = _unquoted_values(e, kind)
         parts.append(pl.col(f"_e{i}").list.eval(pl.struct(
             field.str.strip_chars("` ").alias("field"), values.alias("values"),
-            e.str.strip_chars().alias("phrase"))))
+            e.str.replace(r"^\s*" + COLON, "").str.replace_all(COLON, ":", literal=True)
+            .str.strip_chars().alias("phrase"))))
     unquote_all = pl.element().struct.with_fields(
         pl.field("values").list.eval(normalise_value(_unquote(pl.element()))).list.unique(
             maintain_order=True))
