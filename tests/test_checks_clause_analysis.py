@@ -172,6 +172,9 @@ CASES = [
     ("a list of at most 5 unique tags", (),
      {"quantities": [q(None, 5, "items"), q(0, 0, "duplicates")]}),
     ("a list of at least 3 unique tags", (), {"quantities": [q(3, None, "items")]}),
+    # a participle alone after a comma is asked (v11 dropped it: any slug satisfied it)
+    ("a slug, hyphenated", (), {"unchecked_text": "hyphenated"}),
+    ("the report, anonymized", (), {"unchecked_text": "anonymized"}),
     # "non-empty" of an array or a list: at least one item (v11: asked)
     ("a non-empty JSON array", (), {"quantities": [q(1, None, "items")], "unchecked_text": None}),
     ("a JSON object with a non-empty `items` array", (),

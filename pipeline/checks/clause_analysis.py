@@ -2074,6 +2074,10 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             | ((_content_words(pl.element()).list.len() == 1)
                & (pl.element().str.count_matches(r"\S+") >= 3))
             | pl.element().str.contains(TICKED_SAID)
+            # a participle alone ("a slug, hyphenated", "the report, anonymized") says what
+            # the output is (v11 dropped it)
+            | ((_content_words(pl.element()).list.len() == 1)
+               & pl.element().str.contains(r"(?i)^\p{L}[\p{L}\-]{3,}ed$"))
             | pl.element().str.contains(KEPT, literal=True)))
     )
     # a kept phrase says something even in words that are filler elsewhere ("not JSON")
