@@ -172,6 +172,9 @@ CASES = [
     ("a list of at most 5 unique tags", (),
      {"quantities": [q(None, 5, "items"), q(0, 0, "duplicates")]}),
     ("a list of at least 3 unique tags", (), {"quantities": [q(3, None, "items")]}),
+    # "signed" with a quoted phrase: the output's last words (v11: asked)
+    ('a reply signed "— Support"', (), {"literals": [("— Support", "ends")],
+                                        "unchecked_text": None}),
     # a participle alone after a comma is asked (v11 dropped it: any slug satisfied it)
     ("a slug, hyphenated", (), {"unchecked_text": "hyphenated"}),
     ("the report, anonymized", (), {"unchecked_text": "anonymized"}),

@@ -439,6 +439,8 @@ LITERAL_FORMS = [
     ("last_section", r"(?i)(?:" + ENDS + r")\s+with\s+(?:a|an|the)\s+" + QUOTED
      + r"\s+(?:section|heading)\b"),
     ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
+    # 'a reply signed "— Support"', 'signed off with "Cheers"': its last words (v11 asked)
+    ("ends", r"(?i)\bsigned(?:\s+off)?(?:\s+(?:with|as|by))?\s+" + QUOTED),
     ("ends", END_MARK),
     # "a file name ending in .csv", "with a .md extension"
     ("ends", EXTENSION),
