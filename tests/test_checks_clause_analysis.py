@@ -172,6 +172,12 @@ CASES = [
     ("a list of at most 5 unique tags", (),
      {"quantities": [q(None, 5, "items"), q(0, 0, "duplicates")]}),
     ("a list of at least 3 unique tags", (), {"quantities": [q(3, None, "items")]}),
+    # every phrase of a list joined by "and" (v11 read the first and dropped the rest)
+    ('a summary that mentions both "Q3" and "Q4"', (),
+     {"literals": [("Q3", "contains"), ("Q4", "contains")], "unchecked_text": None}),
+    ('a summary that includes "a", "b", "c" and "d"', (),
+     {"literals": [("a", "contains"), ("b", "contains"), ("c", "contains"),
+                   ("d", "contains")]}),
     # "signed" with a quoted phrase: the output's last words (v11: asked)
     ('a reply signed "— Support"', (), {"literals": [("— Support", "ends")],
                                         "unchecked_text": None}),

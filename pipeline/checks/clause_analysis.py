@@ -456,6 +456,14 @@ LITERAL_FORMS = [
     ("contains", r"(?i)(?:the\s+)?exact\s+(?:phrase|text|words?|string|sentence)\s+(?:\"|“)?"
      r"[^\s\"“‘`'][^,;.\n\"”]*"),
 ]
+# 'mentions "Q3" and "Q4"', 'includes both "a" and "b"', 'contains "a", "b" and "c"': each
+# phrase, read as 'mentions "Q3" and mentions "Q4"' (v11 read the first and dropped the rest);
+# a list after a negation is read whole before (forbidden)
+ALL_OF_VERB = (r"(?i)\b(contains?|containing|includes?|including|mentions?|mentioning|states?"
+               r"|stating)\s+(?:both\s+|all\s+of\s+|each\s+of\s+)?(")
+QUOTED_AND_LIST = QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*and\s+" + QUOTED
+ALL_OF_HEAD = ALL_OF_VERB + QUOTED + r")\s*,\s*(" + QUOTED_AND_LIST + ")"
+ALL_OF_PAIR = ALL_OF_VERB + QUOTED + r")\s*,?\s*and\s+(" + QUOTED + ")"
 FORMAT_FORMS = [
     # ".json", ".csv": a file name's extension names no format of the output (see
     # _format_names)
@@ -1975,6 +1983,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.when(whole).then(pl.col("t").str.replace_all(NOTHING_ELSE, GAP))
                          .otherwise(pl.col("t")))
     df = _fields(df)
+    t = pl.col("t")
+    for _ in range(3):  # up to five phrases
+        t = t.str.replace_all(ALL_OF_HEAD, "${1} ${2} and ${1} ${3}")
+    df = df.with_columns(t.str.replace_all(ALL_OF_PAIR, "${1} ${2} and ${1} ${3}"))
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     # what looks like a count but is none ("one row per service") is held from the count
