@@ -172,6 +172,7 @@ CASES = [
     ("a list of at most 5 unique tags", (),
      {"quantities": [q(None, 5, "items"), q(0, 0, "duplicates")]}),
     ("a list of at least 3 unique tags", (), {"quantities": [q(3, None, "items")]}),
+    ("a bash one-liner", (), {"quantities": [q(None, 1, "lines")], "unchecked_text": None}),
     # every phrase of a list joined by "and" (v11 read the first and dropped the rest)
     ('a summary that mentions both "Q3" and "Q4"', (),
      {"literals": [("Q3", "contains"), ("Q4", "contains")], "unchecked_text": None}),

@@ -48,7 +48,10 @@ PHRASES = [
     'whose `status` is "ok"', "at least one of", "field", "field of", "array of", "whose",
     "with a `name`", "has", "is", "a positive number", "a negative integer", "non-positive",
     "greater than", "less than", "below", "above", "≥", "<", "`count` (a positive integer)",
-    "a `count` field (under 30)", "a `score` key (0-100)", "at least 3 and at most 5", ",",
+    "a `count` field (under 30)", "a `score` key (0-100)", "at least 3 and at most 5",
+    'signed "— Team"', "from: gold, silver, bronze", 'mentions both "x" and "y"', "set to",
+    "non-empty", "unique", "in that order", "hyphenated", "subject of", "whose `n` is above",
+    "Next steps", ",",
     ";", ":", "(",
     ")", "—", "-", ".", "e.g.", "such as", "if", "or the single line", "```", "\n",
 ]

@@ -256,6 +256,8 @@ NO_PART_LONGER = (r"(?i)\bno\s+(item|bullet|line|paragraph|entry|point|step|row)
 # "without line breaks", "no newlines": the output is one line (read as "at most one line")
 NO_LINE_BREAKS = (r"(?i)\b(?:without(?:\s+any)?|with\s+no|no|zero)\s+(?:line[\s\-]?breaks?"
                   r"|newlines?|new\s+lines)(?:\s*$|\s*[,;.)])")  # not "no line breaks in cells"
+# "a bash one-liner": at most one line (v11 counted "liner" items)
+ONE_LINER = r"(?i)\bone[\s\-]liners?\b"
 # A length stated of one part of an output of several ("a title and a summary of 2 sentences",
 # "a one-line verdict followed by a list", "a report with an executive summary of at most 100
 # words") is no length of the whole output, the only one a count measures: in such a clause
@@ -1132,6 +1134,7 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
     t = t.str.replace_all(COUNTED_CODE_BLOCKS, "${1} codeblock${2}")
     t = t.str.replace_all(EXCLAMATION_MARKS, "exclamation-mark${1}")
     t = t.str.replace_all(NO_LINE_BREAKS, "at most one line")
+    t = t.str.replace_all(ONE_LINER, "at most one line")
     t = t.str.replace_all(NO_PART_LONGER, "each $1 at most ")
     df = df.with_columns(t.str.replace_all(BOTH_BOUNDS, "${1}-${2}${3}")
                          .str.replace_all(EACH_AFTER, "each ${1}")
