@@ -182,6 +182,14 @@ CASES = [
     # "signed" with a quoted phrase: the output's last words (v11: asked)
     ('a reply signed "— Support"', (), {"literals": [("— Support", "ends")],
                                         "unchecked_text": None}),
+    # a field that may be absent is not required; when it must be there is asked (v11
+    # required it)
+    ("a JSON object with fields:", ('`status`: "ok" or "error"',
+                                    '`code`: an integer, only when status is "error"'),
+     {"fields": [("status", False)], "field_types": [("code", "integer")],
+      "unchecked_text": '`code`: only when status is "error"'}),
+    ("a JSON object with fields:", ("`id`: a UUID", "`note`: optional, a short text"),
+     {"fields": [("id", False)], "unchecked_text": None}),
     # a participle alone after a comma is asked (v11 dropped it: any slug satisfied it)
     ("a slug, hyphenated", (), {"unchecked_text": "hyphenated"}),
     ("the report, anonymized", (), {"unchecked_text": "anonymized"}),

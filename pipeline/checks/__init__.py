@@ -358,7 +358,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      dropped it unread), and "`severity` set to "low", "medium" or "high"" the field's (v11:
 #      the whole output's). 'A reply signed "— Support"' ends with it (v11: asked);
 #      'mentions "Q3" and "Q4"' requires both (v11: the first only). "A one-liner" is at most
-#      one line (v11: undecided). "A slug,
+#      one line (v11: undecided). A sub-item's field that may be absent ("`note`: optional",
+#      "`code`: …, only when status is "error"") is not required (v11 failed outputs without
+#      it); when it must be there is asked. "A slug,
 #      hyphenated": a participle set apart is asked (v11
 #      dropped it). "At most 5 unique tags" counts every item and rules out repeats (v11
 #      counted each item once: "a, a, b" passed). A bound's phrase in a check's

@@ -2141,14 +2141,32 @@ def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.join(known, on="_akey", how="left", maintain_order="left").drop("_akey")
 
 
+# A sub-item whose field may be absent: "`code`: optional, an integer", "`retry_after`: an
+# integer, only when status is "error"" (v11 required the field: an output without it failed)
+OPTIONAL = (r"(?i)\b(?:optional(?:ly)?|only\s+(?:when|if)|if\s+(?:any|present|applicable|available"
+            r"|known|needed)|when\s+(?:present|applicable|available|known)|(?:may|can)\s+be\s+"
+            r"(?:omitted|absent|missing|null|left\s+out)|nullable|omitted\s+(?:when|if|otherwise)"
+            r")\b")
+
+
 def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     parts = _analyse_parts(_parts(frame))
+    optional = (frame.select("_row", "details").with_columns(
+        pl.int_ranges(1, pl.col("details").list.len() + 1).alias("_part"))
+        .explode("details", "_part").drop_nulls("details")
+        .filter(pl.col("details").str.contains(OPTIONAL)))
+    # ... and when it must be there is asked ("`code`: only when status is "error"")
+    conditions = optional.select(
+        "_row", "_part", pl.col("details").str.extract(r"^\s*`([^`]+)`", 1).alias("_field"),
+        pl.col("details").str.extract(r"(?i)\b(only\s+(?:when|if)\b[^;\n]*)", 1)
+        .str.strip_chars(" .,;").alias("phrase")).drop_nulls("phrase")
+    optional = optional.select("_row", "_part")
     clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t", "_each_nested",
                                                      "_sub_said")
     sub = parts.filter(pl.col("_part") > 0)
     fields = pl.concat([
-        # a sub-item names a field of the output
-        sub.select("_row", "_part", pl.struct(
+        # a sub-item names a field of the output (one it must have, unless it may be absent)
+        sub.join(optional, on=["_row", "_part"], how="anti").select("_row", "_part", pl.struct(
             pl.col("_field").alias("name"), normalise_key(pl.col("_field")).alias("key"),
             pl.lit(False).alias("nested"),
             pl.lit("sub-item").alias("phrase")).alias("field")),
@@ -2179,7 +2197,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     # the clauses whose sub-items are fields of a JSON output ("a JSON object with fields:")
     json_rows = clause.filter(pl.col("formats").list.contains("json")
                               | pl.col("json_shape").is_not_null())["_row"]
-    lengths, open_counts = _sub_item_counts(sub, json_rows)
+    lengths, open_counts = _sub_item_counts(sub, json_rows, conditions)
     # "`total` (a number)" in any part, beside the sub-items' own types
     phrase = pl.col("_field_types")
     inline = (parts.select("_row", "_part", "_field_types").explode("_field_types")
@@ -2294,7 +2312,7 @@ NO_TEXTS = pl.lit([], dtype=pl.List(pl.String))
 LIST_OF_FIELD = r"(?i)^\W*((?:an?\s+)?(?:json\s+)?(?:array|list))\b"
 
 
-def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
+def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series, conditions: pl.DataFrame
                      ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(field_lengths, _open) by clause row, from the counts and phrases its sub-items state.
     A length in words or characters of a named field ("`summary`: at most 50 words") is
@@ -2303,7 +2321,8 @@ def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
     arrays); any other count ("`Summary`: 2-3 sentences", a sub-item naming no field), any
     exact phrase ('`log`: starts with "[INFO]"', '`reply`: never mentions "password"'), order
     or letter case ("`items`: sorted by date", "`id`: all lowercase") is left to the judgment
-    question, as "`field`: phrase"."""
+    question, as "`field`: phrase", and so are the `conditions` under which a field must be
+    there."""
     counts = (sub.select("_row", "_part", "_field", "quantities", "t").explode("quantities")
               .drop_nulls("quantities").unnest("quantities")
               # "a list of at most 3 strings": the count of a field said to hold an array
@@ -2338,7 +2357,8 @@ def _sub_item_counts(sub: pl.DataFrame, json_rows: pl.Series
             .explode("phrase").drop_nulls("phrase")
             .with_columns(pl.col("phrase").str.strip_chars(" ,;")))
     asked = pl.concat([counts.filter(~measurable).select("_row", "_part", "_field", "phrase"),
-                       phrases, said]).sort("_row", "_part", maintain_order=True)
+                       phrases, said, conditions], how="vertical_relaxed"
+                      ).sort("_row", "_part", maintain_order=True)
     open_counts = (asked.select(
         "_row", pl.when(pl.col("_field").is_not_null())
         .then(pl.format("`{}`: {}", pl.col("_field"), pl.col("phrase")))
