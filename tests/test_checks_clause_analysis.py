@@ -608,7 +608,11 @@ CASES = [
     # an output that goes on after its value is not one of the values: asked
     ('a verdict of "approve" or "reject", followed by one sentence of reasoning', (),
      {"enums": [], "unchecked_text": '"approve" or "reject"'}),
-    ('a JSON object whose `status` is "ok"', (), {"enums": [("status", ["ok"])]}),
+    # (no question is left of the field's name: v11 asked "JSON object `status`")
+    ('a JSON object whose `status` is "ok"', (),
+     {"enums": [("status", ["ok"])], "unchecked_text": None}),
+    ('a JSON object with `severity` set to "low" or "high"', (),
+     {"enums": [("severity", ["low", "high"])], "unchecked_text": None}),
     # unquoted answers
     ("a single word: yes or no", (), {"enums": [(None, ["yes", "no"])]}),
     ("true/false", (), {"enums": [(None, ["true", "false"])]}),

@@ -2050,7 +2050,7 @@ def _trim_quotes(text: pl.Expr) -> pl.Expr:
 # A name in backticks that a stretch says something of, by a word before it ("no `debug`
 # field", "a string `id`") or after it ("`id` as a string"); "with `score`" says nothing more
 # (a reader took what followed it, or the name is a field read elsewhere).
-TICKED_SAID = (r"(?i)\b(?:no|not|without|never|string|strings|array|arrays|object|objects|list"
+TICKED_SAID = (r"(?i)\b(?:no|not|without|never|string|strings|array|arrays|list"
                r"|lists|empty|non-empty|unique|nullable|null|optional|lowercase|uppercase)\s+"
                r"`[^`\s][^`]*`|`[^`\s][^`]*`\s+(?:as|is|are|must|should|set|equals?|contains?"
                r"|holds?|lists?)\b"
