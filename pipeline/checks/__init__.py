@@ -356,7 +356,7 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      non-empty `items` array", "whose `tags` list is non-empty" count at least one item
 #      (v11: asked). "A category from: billing, technical, account" is an enumeration (v11
 #      dropped it unread), and "`severity` set to "low", "medium" or "high"" the field's (v11:
-#      the whole output's). 'A reply signed "— Support"' ends with it (v11: asked);
+#      the whole output's), with no question left of the field's name. 'A reply signed "— Support"' ends with it (v11: asked);
 #      'mentions "Q3" and "Q4"' requires both (v11: the first only). "A one-liner" is at most
 #      one line (v11: undecided). A sub-item's field that may be absent ("`note`: optional",
 #      "`code`: …, only when status is "error"") is not required (v11 failed outputs without
