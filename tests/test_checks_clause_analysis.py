@@ -885,6 +885,14 @@ CASES = [
      {"enums": [(None, ["approve", "reject", "escalate"])]}),
     ("one of billing, outage, account", (),
      {"enums": [(None, ["billing", "outage", "account"])], "unchecked_text": None}),
+    # ... in parentheses after a value's noun, whatever the words say (v11: asked, or
+    # "neutral" judged as a quality)
+    ("a sentiment label (positive, negative or neutral)", (),
+     {"enums": [(None, ["positive", "negative", "neutral"])], "judgments": [],
+      "unchecked_text": None}),
+    ("a JSON object with a `tier` (gold, silver or bronze)", (),
+     {"enums": [("tier", ["gold", "silver", "bronze"])]}),
+    ("a summary (concise or detailed)", (), {"enums": []}),
     # ... after "from:" closing the part (v11 dropped it unread: any output satisfied it);
     # words joined by "and" are no choice
     ("a category from: billing, technical, account", (),

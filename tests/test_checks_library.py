@@ -709,6 +709,8 @@ CASES = [
     Case("field-set-to-values-passes", 'a JSON object with `severity` set to "low", "medium" '
          'or "high"', '{"severity": "low"}', "enum_value", "passed", "satisfied",
          "`severity` values: low"),
+    Case("paren-values-fail", "a sentiment label (positive, negative or neutral)", "happy",
+         "enum_value", "failed", "violated", "the output is “happy”"),
     Case("from-list-fails", "a category from: billing, technical, account", "shipping",
          "enum_value", "failed", "violated", "the output is “shipping”"),
     Case("every-listed-phrase-is-required", 'a summary that mentions "Q3" and "Q4"',

@@ -332,39 +332,37 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      value is decoded in field_values
 #      ('"ends \"quoted\""' reads ends "quoted", "caf\u00e9" café; v10 kept the escapes and
 #      lost a final escaped quote).
-# v12: a bound said in words or by a sign bounds a number, excluding its own number where the
-#      words say so: "a positive number" (> 0), "a negative integer" (< 0), "a non-positive
-#      number" (≤ 0), "a number less than 1", "a confidence above 0.5", "the temperature,
-#      below 0" (v11 dropped these unread, "less than 1" satisfied by 5 at confidence 95, or
-#      asked). A field's sign or one-sided bound in its parentheses, "`count` (a positive
-#      integer)", "`delay` (under 30)", "`count` (an integer, at least 1)", bounds and types
-#      that field (v11 bounded the output's first number: {"id": 0, "count": 4} failed), and
-#      so do a type or a range after the field's noun, "a `count` field (a positive
-#      integer)", "a `score` key (0-100)", "a `total` field (a number)" (v11: the output's
-#      first number, or dropped unread), and so does one after "whose" or "where" ("whose
-#      `count` is at least 1") or after the name and a verb in a clause about JSON ("`count`
-#      must be greater than 0"); "a JSON array of numbers, each between 0 and 1" is asked (v11
-#      bounded the first number only). Two bounds joined, "at least 0 and at most 1", are
-#      both read, and "at least 3 and at most 5 bullet points" counts 3-5 items (v11 took
-#      "at least 3 and" for a count of "and" and lost the lower bound; "at least 3 or higher"
-#      was dropped whole). "Sections Summary, Risks and Next steps" names "Next steps" (v11:
-#      "Next"), and "in that order" after named sections is asked (v11 dropped it), as is "a
-#      date in the future" (v11 dropped "in the future"); "a score of 1-5" is a range (v11:
-#      asked). A length of the first line ("subject", "headline", "title", "first line") in
-#      a clause of several parts is that line's ("a commit message: subject of at most 50
-#      characters, a blank line, then a body"; v11 asked it). "A non-empty JSON array", "a
-#      non-empty `items` array", "whose `tags` list is non-empty" count at least one item
-#      (v11: asked). "A category from: billing, technical, account" is an enumeration (v11
-#      dropped it unread), and "`severity` set to "low", "medium" or "high"" the field's (v11:
-#      the whole output's), with no question left of the field's name. 'A reply signed "— Support"' ends with it (v11: asked);
-#      'mentions "Q3" and "Q4"' requires both (v11: the first only). "A one-liner" is at most
-#      one line (v11: undecided). A sub-item's field that may be absent ("`note`: optional",
-#      "`code`: …, only when status is "error"") is not required (v11 failed outputs without
-#      it); when it must be there is asked. "A slug,
-#      hyphenated": a participle set apart is asked (v11
-#      dropped it). "At most 5 unique tags" counts every item and rules out repeats (v11
-#      counted each item once: "a, a, b" passed). A bound's phrase in a check's
-#      detail no longer ends on the comma or the "and" after it ("rating out of 5", not
+# v12: a bound said in words or by a sign bounds a number, excluding its own number where the words
+#      say so: "a positive number" (> 0), "a negative integer" (< 0), "a non-positive number" (≤ 0),
+#      "a number less than 1", "a confidence above 0.5", "the temperature, below 0" (v11 dropped
+#      these unread, "less than 1" satisfied by 5 at confidence 95, or asked). A field's sign or
+#      one-sided bound in its parentheses, "`count` (a positive integer)", "`delay` (under 30)",
+#      "`count` (an integer, at least 1)", bounds and types that field (v11 bounded the output's
+#      first number: {"id": 0, "count": 4} failed), and so do a type or a range after the field's
+#      noun, "a `count` field (a positive integer)", "a `score` key (0-100)", "a `total` field (a
+#      number)" (v11: the output's first number, or dropped unread), and so does one after "whose"
+#      or "where" ("whose `count` is at least 1") or after the name and a verb in a clause about
+#      JSON ("`count` must be greater than 0"); "a JSON array of numbers, each between 0 and 1" is
+#      asked (v11 bounded the first number only). Two bounds joined, "at least 0 and at most 1", are
+#      both read, and "at least 3 and at most 5 bullet points" counts 3-5 items (v11 took "at least
+#      3 and" for a count of "and" and lost the lower bound; "at least 3 or higher" was dropped
+#      whole). "Sections Summary, Risks and Next steps" names "Next steps" (v11: "Next"), and "in
+#      that order" after named sections is asked (v11 dropped it), as is "a date in the future" (v11
+#      dropped "in the future"); "a score of 1-5" is a range (v11: asked). A length of the first
+#      line ("subject", "headline", "title", "first line") in a clause of several parts is that
+#      line's ("a commit message: subject of at most 50 characters, a blank line, then a body"; v11
+#      asked it). "A non-empty JSON array", "a non-empty `items` array", "whose `tags` list is
+#      non-empty" count at least one item (v11: asked). "A category from: billing, technical,
+#      account" is an enumeration (v11 dropped it unread), as is "a sentiment label (positive,
+#      negative or neutral)" (v11: asked), and "`severity` set to "low", "medium" or "high"" the
+#      field's (v11: the whole output's), with no question left of the field's name. 'A reply signed
+#      "— Support"' ends with it (v11: asked); 'mentions "Q3" and "Q4"' requires both (v11: the
+#      first only). "A one-liner" is at most one line (v11: undecided). A sub-item's field that may
+#      be absent ("`note`: optional", "`code`: …, only when status is "error"") is not required (v11
+#      failed outputs without it); when it must be there is asked. "A slug, hyphenated": a
+#      participle set apart is asked (v11 dropped it). "At most 5 unique tags" counts every item and
+#      rules out repeats (v11 counted each item once: "a, a, b" passed). A bound's phrase in a
+#      check's detail no longer ends on the comma or the "and" after it ("rating out of 5", not
 #      "rating out of 5,").
 DEFAULT_GRADER_ID = "prose.contract.grader/v12"
 

@@ -375,6 +375,11 @@ ENUM_FORMS = [
     ("scalar_of", r"(?i)(?:\bwith\s+(?:a|an|the)\s+"
      r"(" + TICKED + r"|(?:" + IDENT + r"\s+)?(?:" + VALUE_NOUNS + r"))|^\s*(?:a|an|the)\s+(?:"
      + IDENT + r"\s+)?(?:" + VALUE_NOUNS + r"))\s+of\s+" + WORD_OR + r"\s*(?:[.;,)]|$)"),
+    # ... or in parentheses after it ("a sentiment label (positive, negative or neutral)", "a
+    # severity (low, medium or high)"; v11 asked it, or judged "neutral" as a quality)
+    ("scalar_paren", r"(?i)(?:\bwith\s+(?:a|an|the)\s+(" + TICKED + r"|(?:" + IDENT
+     + r"\s+)?(?:" + VALUE_NOUNS + r"))|^\s*(?:a|an|the)\s+(?:" + IDENT + r"\s+)?(?:"
+     + VALUE_NOUNS + r"))\s*\(\s*" + WORD_OR + r"\s*\)"),
 ]
 # Words that end no enumeration ("3 or more", "high or higher"): such a phrase is no choice.
 NOT_VALUES = ["more", "less", "fewer", "higher", "lower", "above", "below", "greater", "both",
@@ -1464,7 +1469,7 @@ def _item_edges(df: pl.DataFrame) -> pl.DataFrame:
 def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
     """The words of an unquoted enumeration, after what introduces it."""
     start = {"unquoted": r"(?i)^.*?one\s+of\s*:?\s*", "bare_or": r"^.*" + COLON,
-             "scalar_of": r"(?is)^.*?\sof\s",
+             "scalar_of": r"(?is)^.*?\sof\s", "scalar_paren": r"^[^(]*\(",
              "from_list": r"(?i)^.*?(?:from|among)\s*(?::|" + COLON + r")\s*"}[kind]
     return (phrase.str.replace(start, "").str.extract_all(WORD)
             .list.eval(pl.element().filter(~pl.element().str.to_lowercase().is_in(["or", "and"]))))
@@ -1477,12 +1482,15 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
         # (the unquoted forms are taken only where no word says they are no choice)
-        if kind in ("bare_or", "scalar_of", "from_list"):
+        if kind in ("bare_or", "scalar_of", "scalar_paren", "from_list"):
             said = pl.col("t").str.extract(pattern, 0)
             words = _unquoted_values(said, kind).list.eval(pl.element().str.to_lowercase())
             # nor where the words are qualities ("concise or brief": judged, not matched)
+            # (options named in parentheses after a value's noun are values, whatever they
+            # say: "(positive, negative or neutral)")
             choice = (said.is_not_null() & ~words.list.eval(pl.element().is_in(NOT_VALUES))
-                      .list.any() & ~said.str.contains(JUDGMENT_WORDS)
+                      .list.any() & (pl.lit(kind == "scalar_paren")
+                                     | ~said.str.contains(JUDGMENT_WORDS))
                       & ~said.str.contains(VAGUE_WORDS))
             if kind == "bare_or":  # "a list: bugs, fixes or features" names the list's items
                 choice = choice & (pl.col("formats").list.len() == 0)
