@@ -101,6 +101,7 @@ and nested fields they state, scoped to that field; their quality words join `ju
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 import polars as pl
 
@@ -471,6 +472,9 @@ ALL_OF_VERB = (r"(?i)\b(contains?|containing|includes?|including|mentions?|menti
 QUOTED_AND_LIST = QUOTED + r"(?:\s*,\s*" + QUOTED + r")*\s*,?\s*and\s+" + QUOTED
 ALL_OF_HEAD = ALL_OF_VERB + QUOTED + r")\s*,\s*(" + QUOTED_AND_LIST + ")"
 ALL_OF_PAIR = ALL_OF_VERB + QUOTED + r")\s*,?\s*and\s+(" + QUOTED + ")"
+# (the head peeled three times: up to five phrases)
+ALL_OF_REWRITES = (*((ALL_OF_HEAD, "${1} ${2} and ${1} ${3}"),) * 3,
+                   (ALL_OF_PAIR, "${1} ${2} and ${1} ${3}"))
 FORMAT_FORMS = [
     # ".json", ".csv": a file name's extension names no format of the output (see
     # _format_names)
@@ -1217,7 +1221,6 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
             pl.lit("no repeated items").alias("phrase")))))
     # "at least 2 pros and at least 2 cons": the kinds of items the clause counts; "at least 2
     # paragraphs, each under 50 words": the parts a bare "each" is each of
-    e = pl.element()
     whole = e.struct.field("scope") == "whole"
     return df.with_columns(
         pl.col("quantities").list.eval(
@@ -1289,19 +1292,31 @@ def _hold_opening_colon(df: pl.DataFrame) -> pl.DataFrame:
                            .otherwise(pl.col("t")))
 
 
+def _put_back(df: pl.DataFrame, t: pl.Expr, column: str, marker: str,
+              shown: Callable[[pl.Expr], pl.Expr] = lambda phrase: phrase) -> pl.Expr:
+    """`t` with each `marker` replaced, in order, by the phrase of list `column` in its place
+    (as `shown` writes it); a marker with no phrase left stays."""
+    for k in range(df[column].list.len().max() or 0):
+        phrase = shown(pl.col(column).list.get(k, null_on_oob=True))
+        t = t.str.replace(marker, phrase.fill_null(marker), literal=True)
+    return t
+
+
+def _kept(phrase: pl.Expr) -> pl.Expr:
+    """A hidden phrase as the judgment question keeps it: marked KEPT, its commas held."""
+    phrase = phrase.str.replace_all(",", COMMA, literal=True)
+    # a mark before the phrase's first word: "(2 sentences" keeps its words whole
+    lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
+    return pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(lead.str.len_chars()))
+
+
 def _restore(df: pl.DataFrame) -> pl.DataFrame:
     """Put every hidden phrase back in place, marked KEPT, and the opening noun's colon, for
     the judgment question."""
     t = pl.col("t")
     for column, marker in (("_hidden", HIDDEN), ("_not_counted", NOT_COUNTED),
                            ("_unread", UNREAD)):
-        for k in range(df[column].list.len().max() or 0):
-            phrase = pl.col(column).list.get(k, null_on_oob=True).str.replace_all(
-                ",", COMMA, literal=True)
-            # a mark before the phrase's first word: "(2 sentences" keeps its words whole
-            lead = phrase.str.extract(r"^([^\p{L}\p{N}]*)", 1)
-            t = t.str.replace(marker, pl.concat_str(lead, pl.lit(KEPT), phrase.str.slice(
-                lead.str.len_chars())).fill_null(marker), literal=True)
+        t = _put_back(df, t, column, marker, _kept)
     return df.with_columns(t.str.replace(COLON, ":", literal=True)
                            .str.replace_all(OF_EACH, "", literal=True)
                            .str.replace_all(r"\b(ISO)_(\d)", "$1 $2")
@@ -1860,12 +1875,27 @@ NON_EMPTY = ((r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|li
               r"empty\b", "${1} of at least one item"))
 
 
-def _non_empty(text: pl.Expr) -> pl.Expr:
-    for pattern, replacement in NON_EMPTY:
+def _rewritten(text: pl.Expr, rewrites: Iterable[tuple[str, str]]) -> pl.Expr:
+    """`text` with each (pattern, replacement) of `rewrites` applied in turn."""
+    for pattern, replacement in rewrites:
         text = text.str.replace_all(pattern, replacement)
     return text
 
 
+# What every part is read as before the readers run, in this order (pattern, replacement)
+CLAUSE_REWRITES = (
+    (UNIT_COUNT, "${2} ${1}s"), (THEN_LENGTH, " followed by ${1}"), (LENGTH_IS, "of ${1}"),
+    # "a non-negative integer", "a positive number": the type, and a bound set apart (so a type
+    # said apart is still read)
+    (NON_NEGATIVE, "${1}, ≥ 0"), (NON_POSITIVE, "${1}, ≤ 0"), (POSITIVE_INTEGER, "${1}, ≥ 1"),
+    (POSITIVE, "${1}, > 0"), (NEGATIVE, "${1}, < 0"),
+    (NOUN_BEFORE_ASIDE, "${1} ${3} ${2}"),
+    (TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})"),
+    (TYPED_BOUND_FIELD, "${1} (${3} ${4}), ${1} (a ${2})"),
+    (CASED_COUNT, "${1}${4}, all ${3}"), (TOP_N_LIST, "${2} of the top ${1} items"),
+    # "no more than a paragraph": one
+    (BOUND_A, "${1} one ${2}"), (BOUND_A_KEPT, "${1} a ${2}"),
+)
 # (pattern, what the clause keeps of a match, whether only in a clause naming JSON)
 INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
                         (FIELD_PAREN_LENGTH, "${1}", False),
@@ -1881,7 +1911,7 @@ INLINE_FIELD_LENGTHS = ((INLINE_FIELD_LENGTH, "${1}", False),
 def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     """One row per clause (part 0) and per sub-item (part 1..), with the text to read; a
     field's length said in the clause is one more sub-item (INLINE_FIELD_LENGTHS)."""
-    text = _non_empty(pl.col("description").fill_null(""))
+    text = _rewritten(pl.col("description").fill_null(""), NON_EMPTY)
     json = text.str.contains(r"(?i)\bjson\b")
     said = []
     for pattern, keep, json_only in INLINE_FIELD_LENGTHS:  # each reads what the ones before left
@@ -1917,8 +1947,8 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
         .select("_row", "_part",
                 pl.coalesce(pl.col("_g").struct.field("a"), pl.col("_g").struct.field("b"))
                 .str.strip_chars().alias("_field"),
-                _non_empty(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")))
-                .alias("t"))
+                _rewritten(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")),
+                           NON_EMPTY).alias("t"))
     )
     return pl.concat([clause, sub.cast({"_part": pl.Int32}), inline.cast({"_part": pl.Int32})],
                      how="vertical_relaxed")
@@ -1938,24 +1968,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
-    # "a non-negative integer", "a positive number": the type, and a bound
-    df = df.with_columns(pl.col("t").str.replace_all(UNIT_COUNT, "${2} ${1}s")
-                         .str.replace_all(THEN_LENGTH, " followed by ${1}")
-                         .str.replace_all(LENGTH_IS, "of ${1}")
-                         # (the bound set apart, so a type said apart is still read)
-                         .str.replace_all(NON_NEGATIVE, "${1}, ≥ 0")
-                         .str.replace_all(NON_POSITIVE, "${1}, ≤ 0")
-                         .str.replace_all(POSITIVE_INTEGER, "${1}, ≥ 1")
-                         .str.replace_all(POSITIVE, "${1}, > 0")
-                         .str.replace_all(NEGATIVE, "${1}, < 0")
-                         .str.replace_all(NOUN_BEFORE_ASIDE, "${1} ${3} ${2}")
-                         .str.replace_all(TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})")
-                         .str.replace_all(TYPED_BOUND_FIELD, "${1} (${3} ${4}), ${1} (a ${2})")
-                         .str.replace_all(CASED_COUNT, "${1}${4}, all ${3}")
-                         .str.replace_all(TOP_N_LIST, "${2} of the top ${1} items")
-                         # "no more than a paragraph": one
-                         .str.replace_all(BOUND_A, "${1} one ${2}")
-                         .str.replace_all(BOUND_A_KEPT, "${1} a ${2}"))
+    df = df.with_columns(_rewritten(pl.col("t"), CLAUSE_REWRITES))
     df = _section_counts(df)
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
@@ -1966,11 +1979,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _hide(df, "|".join([NEGATED, PHRASE_CHOICE, MENTION_CHOICE, DECIMALS,
                              AT_LEAST_ONE_OF, FIELD_EDGE, OWN_LINE_EDGE]),
                pl.col("_parts_joined"), PART_LENGTH).drop("_parts_joined")
-    sheltered = pl.col("t")
-    for k in range(df["_sheltered"].list.len().max() or 0):
-        sheltered = sheltered.str.replace(SHELTERED, pl.col("_sheltered").list.get(
-            k, null_on_oob=True).fill_null(SHELTERED), literal=True)
-    df = df.with_columns(sheltered.alias("t")).drop("_sheltered")
+    df = df.with_columns(_put_back(df, pl.col("t"), "_sheltered", SHELTERED).alias("t")
+                         ).drop("_sheltered")
     # "`score` (0-100)": the range is taken (`_ranges` reads it), the name left to `_fields`;
     # so is "`total` (a number)", the field's type
     df = df.with_columns(pl.col("t").str.replace_all(TYPE_BEFORE_FIELD, "${2} (a ${1})")
@@ -1994,10 +2004,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.when(whole).then(pl.col("t").str.replace_all(NOTHING_ELSE, GAP))
                          .otherwise(pl.col("t")))
     df = _fields(df)
-    t = pl.col("t")
-    for _ in range(3):  # up to five phrases
-        t = t.str.replace_all(ALL_OF_HEAD, "${1} ${2} and ${1} ${3}")
-    df = df.with_columns(t.str.replace_all(ALL_OF_PAIR, "${1} ${2} and ${1} ${3}"))
+    df = df.with_columns(_rewritten(pl.col("t"), ALL_OF_REWRITES))
     df = _literals(df)
     df = df.with_columns(pl.col("t").str.replace_all(SECRETS, GAP))
     # what looks like a count but is none ("one row per service") is held from the count
