@@ -1100,7 +1100,7 @@ def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP,
     if where is not None:
         found = pl.when(where).then(found).otherwise(pl.lit([], pl.List(pl.String)))
         taken = pl.when(where).then(taken).otherwise(pl.col("t"))
-    return df.with_columns(found.alias(name)).with_columns(taken.alias("t"))
+    return df.with_columns(found.alias(name), taken.alias("t"))
 
 
 # A number followed by a word that is no unit ("0-100 for", "3 of them", "a 6-digit code") is
@@ -1178,7 +1178,9 @@ def _quantities(df: pl.DataFrame) -> pl.DataFrame:
         for n, word in enumerate(LEVEL_WORDS, 1):
             phrase = phrase.str.replace(f"level-{word}-", f"H{n} ", literal=True)
         phrase = _spelled_out(phrase)
-        parts.append(pl.col(f"_q{i}").list.eval(pl.struct(
+        # read while the pattern is among the last ones compiled (polars keeps 32 of them)
+        parts.append(f"_q{i}")
+        df = df.with_columns(pl.col(f"_q{i}").list.eval(pl.struct(
             lo.cast(pl.Int64).alias("min"), hi.cast(pl.Int64).alias("max"),
             unit.alias("unit"),
             pl.when(scope.str.contains(r"(?i)^(?:each|every)\b")).then(pl.lit("each"))
@@ -1244,8 +1246,9 @@ def _forbidden(df: pl.DataFrame) -> pl.DataFrame:
 def _hide(df: pl.DataFrame, pattern: str, where: pl.Expr | None = None,
           more: str = "") -> pl.DataFrame:
     """Take the matches of `pattern` out of the text, each replaced by HIDDEN, so that no
-    reader sees them; `_restore` puts them back. Where `where` holds, matches of `more` too."""
-    if where is None:
+    reader sees them; `_restore` puts them back. Where `where` holds, matches of `more` too
+    (the wider pattern is compiled only when a row asks for it)."""
+    if where is None or not df.select(where.any()).item():
         return _take(df, "_hidden", pattern, keep=HIDDEN)
     t, wider = pl.col("t"), pattern + "|" + more
     return df.with_columns(
@@ -1641,6 +1644,17 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
     ).drop([f"_r{i}" for i in range(len(RANGE_FORMS))], "_field_ranges", "_field_bounds")
 
 
+# A format name dropped where a name beside it says more: "a markdown table" names a table,
+# not markdown; "a numbered list" a numbered list, not a list of lines as well; "a bulleted
+# markdown list" a bulleted list.
+NAMED_MORE_SPECIFICALLY = (
+    ("markdown", ["table", "numbered_list", "bulleted_list", "markdown_list", "list",
+                  "code_block", "checklist"]),
+    ("list", ["numbered_list", "bulleted_list", "markdown_list", "json"]),
+    ("markdown_list", ["numbered_list", "bulleted_list"]),
+)
+
+
 def _format_names(text: pl.Expr) -> pl.Expr:
     """The formats `text` names ("a markdown table" names a table, not markdown)."""
     found = []
@@ -1656,25 +1670,11 @@ def _format_names(text: pl.Expr) -> pl.Expr:
                 ~pl.element().str.contains(r"(?i)^of\s")))
         found.append(pl.when(hits.list.len() > 0).then(pl.lit(name)))
     formats = pl.concat_list(found).list.drop_nulls()
-    specific_md = formats.list.set_intersection(
-        pl.lit(["table", "numbered_list", "bulleted_list", "markdown_list", "list",
-                "code_block", "checklist"]))
-    exact_list = formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list",
-                                                       "markdown_list", "json"]))
-    formats = (
-        pl.when(specific_md.list.len() > 0)
-        .then(formats.list.set_difference(pl.lit(["markdown"]))).otherwise(formats)
-    )
-    formats = (
-        pl.when(exact_list.list.len() > 0)
-        .then(formats.list.set_difference(pl.lit(["list"]))).otherwise(formats)
-    )
-    # "a bulleted markdown list" is a bulleted list
-    return (
-        pl.when(formats.list.set_intersection(pl.lit(["numbered_list", "bulleted_list"]))
-                .list.len() > 0)
-        .then(formats.list.set_difference(pl.lit(["markdown_list"]))).otherwise(formats)
-    )
+    # a name is dropped where a more specific one is found: each rule reads the list once
+    for name, specific in NAMED_MORE_SPECIFICALLY:
+        formats = formats.list.eval(pl.element().filter(
+            (pl.element() != name) | ~pl.element().is_in(specific).any()))
+    return formats
 
 
 def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
@@ -1689,7 +1689,8 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
-    formats = _format_names(pl.col("t"))
+    df = df.with_columns(_format_names(pl.col("t")).alias("_named"))
+    formats = pl.col("_named")
     # "a list of URLs, one per line": a list of lines, not a markdown list (unless it says
     # so: "markdown_list"); "a comma-separated list of tags": one line of values, neither a
     # markdown list nor a CSV table
@@ -1733,7 +1734,7 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.when(pl.col("fence_lang").is_not_null())
                            .then(t.str.replace_all(INLINE_FENCE_TAG, " ")
                                  .str.replace_all(NAMED_FENCE, " code block "))
-                           .otherwise(t).alias("t"))
+                           .otherwise(t).alias("t")).drop("_named")
 
 
 def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
@@ -1747,52 +1748,70 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | percentage | boolean | url | date | iso_date |
     datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their
-    phrases out of the text; only where no format was read."""
+    phrases out of the text; only where no format was read.
+
+    Each phrase is read into a column of its own first: the readings below name them several
+    times, and an expression that names another twice evaluates it twice (with polars'
+    eager queries, each regex of it compiled anew once more than 32 patterns are in use).
+    """
     t = pl.col("t")
-    word = t.str.extract(VALUE_TYPE, 3)
-    after = t.str.replace(VALUE_TYPE, "")
-    iso = (t.str.extract(VALUE_TYPE, 2).is_not_null()
-           | t.str.contains(r"(?i)\bISO[\s\-]?8601\b|YYYY-MM-DD"))
-    kind = (pl.when(word.is_null() | (pl.col("formats").list.len() > 0)
-                    | after.str.contains(VALUE_IN_SOMETHING)).then(None)
-            .otherwise(_type_of(word, iso)))
+    whole = (pl.col("_part") == 0) & (pl.col("formats").list.len() == 0)
     # "the release date in ISO 8601 format": the output is that date, written so
     noun, standard = t.str.extract(ISO_WRITTEN, 2), t.str.extract(ISO_WRITTEN, 3)
     # a time is an ISO date and time only where its mask says so ("YYYY-MM-DDTHH:MM:SSZ")
-    written = (noun.is_not_null() & (pl.col("_part") == 0) & (pl.col("formats").list.len() == 0)
+    written = (noun.is_not_null() & whole
                & ((noun.str.to_lowercase() != "time") | standard.str.contains("(?i)HH"))
                & ~t.str.extract(ISO_WRITTEN, 1).str.contains(NOT_THE_DATE)
                & ~t.str.replace(ISO_WRITTEN, "").str.contains(VALUE_IN_SOMETHING))
-    kind = (pl.when(kind.is_null() & written)
-            .then(pl.when((noun.str.to_lowercase() == "date") & ~standard.str.contains("(?i)HH"))
-                  .then(pl.lit("iso_date")).otherwise(pl.lit("iso_datetime")))
-            .otherwise(kind))
-    # "a duration in minutes (an integer)", "the total cost (a number)": the whole output's
-    # type, in parentheses closing the clause (a field's, "`total` (a number)", is read apart)
-    closing = t.str.extract(TYPE_CLOSING, 2)
-    kind = pl.when(kind.is_null() & (pl.col("_part") == 0) & (pl.col("formats").list.len() == 0)
-                   & closing.is_not_null() & ~t.str.contains("`")).then(
-        _type_of(closing, t.str.extract(TYPE_CLOSING, 1).is_not_null())).otherwise(kind)
-    # a sub-item's type said apart from the words before it ("`retry_after`: seconds to
-    # wait, an integer, only when status is "error"")
-    apart = t.str.extract(TYPE_APART, 2)
-    kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & apart.is_not_null()).then(
-        _type_of(apart, t.str.extract(TYPE_APART, 1).is_not_null())).otherwise(kind)
-    # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
-    kind = pl.when(kind.is_null() & (pl.col("_part") > 0) & t.str.contains(
-        r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date")).otherwise(kind)
-    # "a date in the format DD/MM/YYYY", "a time in HH:MM format": the whole output is a date
-    # or time written so (YYYY-MM-DD is an ISO date, read above)
-    mask = t.str.extract(MASK, 1)
-    masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & (pl.col("_part") == 0)
-              & (pl.col("formats").list.len() == 0)
-              & (kind.is_in(["date", "datetime"]) | t.str.contains(TIME_VALUE)) & ~written)
-    # "a 6-digit code": so many digits (its mask is one '#' per digit)
-    n_digits = _words_to_int(t.str.extract(DIGIT_VALUE, 2))
-    digits = (kind.is_null() & ~masked & n_digits.is_between(1, 40) & (pl.col("_part") == 0)
-              & (pl.col("formats").list.len() == 0)
-              & ~t.str.extract(DIGIT_VALUE, 3).str.contains(r"(?i)\b(?:phone|mobile|fax)\b")
-              & ~t.str.replace(DIGIT_VALUE, "").str.contains(VALUE_IN_SOMETHING))
+    df = df.with_columns(
+        pl.when(t.str.extract(VALUE_TYPE, 3).is_null() | (pl.col("formats").list.len() > 0)
+                | t.str.replace(VALUE_TYPE, "").str.contains(VALUE_IN_SOMETHING)).then(None)
+        .otherwise(_type_of(t.str.extract(VALUE_TYPE, 3),
+                            t.str.extract(VALUE_TYPE, 2).is_not_null()
+                            | t.str.contains(r"(?i)\bISO[\s\-]?8601\b|YYYY-MM-DD")))
+        .alias("_said"),
+        written.alias("_written"),
+        pl.when(noun.str.to_lowercase() == "date").then(~standard.str.contains("(?i)HH"))
+        .alias("_written_date"),
+        # "a duration in minutes (an integer)", "the total cost (a number)": the whole
+        # output's type, in parentheses closing the clause (a field's, "`total` (a number)",
+        # is read apart)
+        pl.when(whole & ~t.str.contains("`")).then(_type_of(
+            t.str.extract(TYPE_CLOSING, 2), t.str.extract(TYPE_CLOSING, 1).is_not_null()))
+        .alias("_closing"),
+        # a sub-item's type said apart from the words before it ("`retry_after`: seconds to
+        # wait, an integer, only when status is "error"")
+        pl.when(pl.col("_part") > 0).then(_type_of(
+            t.str.extract(TYPE_APART, 2), t.str.extract(TYPE_APART, 1).is_not_null()))
+        .alias("_apart"),
+        # a sub-item's value "as YYYY-MM-DD" (a field's format, never the whole output's)
+        pl.when((pl.col("_part") > 0) & t.str.contains(
+            r"\bYYYY-MM-DD\b|(?i)\bISO[\s\-]?8601\s+dates?\b")).then(pl.lit("iso_date"))
+        .alias("_as_iso"),
+        # "a date in the format DD/MM/YYYY", "a time in HH:MM format": the whole output is a
+        # date or time written so (YYYY-MM-DD is an ISO date, read above)
+        t.str.extract(MASK, 1).alias("_mask"),
+        t.str.contains(TIME_VALUE).alias("_time"),
+        # "a 6-digit code": so many digits (its mask is one '#' per digit)
+        _words_to_int(t.str.extract(DIGIT_VALUE, 2)).alias("_n_digits"),
+        (~t.str.extract(DIGIT_VALUE, 3).str.contains(r"(?i)\b(?:phone|mobile|fax)\b")
+         & ~t.str.replace(DIGIT_VALUE, "").str.contains(VALUE_IN_SOMETHING)).alias("_digit_ok"),
+    )
+    # each reading fills what the ones before left open
+    kind = pl.coalesce(
+        "_said",
+        pl.when(pl.col("_written")).then(
+            pl.when(pl.col("_written_date")).then(pl.lit("iso_date"))
+            .otherwise(pl.lit("iso_datetime"))),
+        "_closing", "_apart", "_as_iso")
+    df = df.with_columns(kind.alias("_kind"))
+    kind, mask, n_digits = pl.col("_kind"), pl.col("_mask"), pl.col("_n_digits")
+    masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
+              & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
+    digits = (kind.is_null() & ~masked & n_digits.is_between(1, 40) & whole
+              & pl.col("_digit_ok"))
+    df = df.with_columns(masked.alias("_masked"), digits.alias("_digits"))
+    masked, digits = pl.col("_masked"), pl.col("_digits")
     return df.with_columns(
         pl.when(masked).then(pl.lit("masked")).when(digits).then(pl.lit("digits"))
         .otherwise(kind).alias("value_type"),
@@ -1816,7 +1835,9 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("value_type").is_not_null() & ~t.str.contains(VALUE_TYPE))
         .then(t.str.replace(TYPE_CLOSING, GAP))
         .when(pl.col("value_type").is_not_null())
-        .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t"))
+        .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t")
+    ).drop("_said", "_written", "_written_date", "_closing", "_apart", "_as_iso", "_mask",
+           "_time", "_n_digits", "_digit_ok", "_kind", "_masked", "_digits")
 
 
 # A field's length said in the clause, read as the sub-item "`summary`: at most 50 words"
