@@ -30,6 +30,7 @@ import polars as pl
 
 from . import scratch
 from .catalog import write_catalog
+from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
 from .checks.grader import Grader, run_checks
 from .checks.ledger import (
@@ -408,6 +409,26 @@ def batch_for(batch_id: str, grader_id: str, main_grader_id: str) -> str:
     return f"{batch_id}-{hashlib.sha1(grader_id.encode()).hexdigest()[:6]}"
 
 
+class KeptReadings:
+    """Clause readings kept in the results (`ResultStore.saved_readings`) for every worker of
+    a grade and for the grades after it: a clause is read once per version of the code that
+    reads it, not once in each worker process that meets it. Only a cache: when it cannot be
+    read or written, clauses are read as if it were not there."""
+
+    def __init__(self, store: ResultStore):
+        self.store, self.version = store, readings_version()
+
+    def fetch(self, keys: pl.Series) -> pl.DataFrame | None:
+        try:
+            return self.store.saved_readings(self.version, keys)
+        except Exception:  # its clauses are read again
+            return None
+
+    def save(self, readings: pl.DataFrame) -> None:
+        with contextlib.suppress(Exception):
+            self.store.save_readings(self.version, readings)
+
+
 def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 died: str | None = None) -> dict[str, dict]:
     """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}.
@@ -445,13 +466,14 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             parts.append((grader_id, part_tables, build_reports(part_tables, frame)))
         return parts
 
-    try:
-        parts = graded(rows)
-    except Exception as exc:
-        if is_outage(exc):
-            raise
-        parts = graded(_run_by_run(rows, graded))
     store = ResultStore(job.results_uri, job.endpoint_url)
+    with shared_readings(KeptReadings(store)):
+        try:
+            parts = graded(rows)
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            parts = graded(_run_by_run(rows, graded))
     out: dict[str, dict] = {}
     for grader_id, part_tables, reports in parts:
         uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
@@ -843,6 +865,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         try:
             if listed:
                 keep_listed()
+            if summary.graded + summary.refused:
+                with contextlib.suppress(Exception):  # a cache: tidied on a later grade
+                    store.tidy_readings(readings_version())
             if progress:
                 progress("grade", summary.graded + summary.refused,
                          summary.found - summary.skipped)

@@ -343,6 +343,87 @@ class ResultStore:
                     self.fs.rm(path)
         return ListingIndex(valid)
 
+    # -- clause readings: what each distinct clause requires, read once per code version --
+    READINGS = "_readings"
+    READING_FILES_KEPT = 16  # more files than this are merged into one by `tidy_readings`
+
+    def _reading_files(self, version: str) -> list[str]:
+        folder = self.path(self.READINGS, version)
+        if self.local:
+            names = os.listdir(folder) if os.path.isdir(folder) else []
+            return sorted(f"{folder}/{n}" for n in names if n.endswith(".parquet"))
+        return sorted(p for p in (self.fs.ls(folder, detail=False)
+                                  if self.fs.exists(folder) else []) if p.endswith(".parquet"))
+
+    def saved_readings(self, version: str, keys: pl.Series) -> pl.DataFrame | None:
+        """The clause readings kept under `version` (see `clause_analysis.readings_version`)
+        of the clauses `keys` names (their `_akey`), one row each; None when none is kept.
+
+        Only a cache: a file that cannot be read, or whose columns do not line up with the
+        others, is passed over (its clauses are read again)."""
+        paths = self._reading_files(version)
+        if not paths:
+            return None
+        wanted = keys.unique().to_frame("_akey")
+        blobs = {} if self.local else self.fs.cat(paths)  # concurrently on S3
+        frames = []
+        for path in paths:
+            try:
+                frame = pl.read_parquet(path if self.local else io.BytesIO(blobs[path]))
+                frames.append(frame.join(wanted, on="_akey", how="semi"))
+            except Exception:  # an unreadable cache file is never fatal
+                continue
+        found = None
+        for frame in frames:
+            try:
+                found = frame if found is None else pl.concat([found, frame],
+                                                              how="vertical_relaxed")
+            except pl.exceptions.PolarsError:
+                continue
+        if found is None or found.is_empty():
+            return None
+        return found.unique("_akey", keep="first", maintain_order=True)
+
+    def save_readings(self, version: str, readings: pl.DataFrame) -> None:
+        """Keep clause readings (one row per clause, keyed by `_akey`) under `version`, in a
+        file of their own: workers save side by side, never into one file."""
+        if readings.is_empty():
+            return
+        buf = io.BytesIO()
+        readings.write_parquet(buf, compression="zstd")
+        self._put(self.path(self.READINGS, version, f"{new_batch_id()}.parquet"),
+                  buf.getvalue())
+
+    def tidy_readings(self, version: str) -> None:
+        """Remove the readings of other versions (made by other code), and merge this
+        version's files into one when there are more than READING_FILES_KEPT (the merged
+        file is written before the others are removed). Run while no worker saves any."""
+        folder = self.path(self.READINGS)
+        if not self.fs.exists(folder):
+            return
+        for other in self.fs.ls(folder, detail=False):
+            if other.rstrip("/").rsplit("/", 1)[-1] != version:
+                self._remove(other)
+        paths = self._reading_files(version)
+        if len(paths) <= self.READING_FILES_KEPT:
+            return
+        frames = []
+        for path in paths:
+            try:
+                with self.fs.open(path, "rb") as handle:
+                    frames.append(pl.read_parquet(handle))
+            except Exception:  # dropped with the others below
+                continue
+        try:
+            merged = pl.concat(frames, how="vertical_relaxed").unique("_akey", keep="first",
+                                                                      maintain_order=True)
+        except pl.exceptions.PolarsError:  # files that do not line up: start afresh
+            merged = None
+        if merged is not None and not merged.is_empty():
+            self.save_readings(version, merged)
+        for path in paths:
+            self.fs.rm(path)
+
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
     def lock(self, command: str = "rungrade grade",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
 from pipeline.sources.bucket import Bucket
 from pipeline.store import ResultsLocked, ResultStore
@@ -70,6 +71,10 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     slug = summary["grader_id"].replace("/", "-")
     reports = s3fs_client.ls(f"{s3_bucket}/results/reports/grader={slug}")
     assert len(reports) == summary["graded"]
+    # the workers kept what they read of the clauses, for the grades after this one
+    readings = f"{s3_bucket}/results/_readings/{readings_version()}"
+    kept = s3fs_client.ls(readings)
+    assert kept and all(path.endswith(".parquet") for path in kept)
 
     # nothing changed: everything is skipped and nothing is committed
     again = json.loads(cli.invoke(app, args).output)
@@ -84,6 +89,7 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     s3fs_client.pipe_file(key, s3fs_client.cat_file(key) + b"\nA late correction.\n")
     third = json.loads(cli.invoke(app, args).output)
     assert (third["changed"], third["skipped"], len(third["batches"])) == (1, RUNS - 1, 1)
+    assert s3fs_client.ls(readings) == kept  # its clauses were found there, not read again
 
     # analysts read the results back from S3: `rungrade sql` over the catalog views (DuckDB
     # through s3fs): every run once, the changed one from the newest batch

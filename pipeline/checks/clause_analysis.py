@@ -100,8 +100,12 @@ and nested fields they state, scoped to that field; their quality words join `ju
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 import polars as pl
 
@@ -2150,9 +2154,48 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 # Clauses already read by this process, by text: a worker grades shard after shard of the
-# same few programs, so most shards find every clause here. Bounded: cleared when full.
+# same few programs, so most shards find every clause here. Bounded: when full, only the
+# clauses of the frame at hand are kept.
 _READ: dict[str, pl.DataFrame] = {}
 READ_CACHE_CLAUSES = 20_000
+
+
+class SharedReadings(Protocol):
+    """Readings kept beyond one process (the grade's workers keep them in the results, see
+    `ResultStore.saved_readings`): asked before a clause is read, given each new reading.
+    Both may fail quietly: they only spare work."""
+
+    def fetch(self, keys: pl.Series) -> pl.DataFrame | None:
+        """The kept readings of the clauses `keys` names (any of them; None for none)."""
+
+    def save(self, readings: pl.DataFrame) -> None:
+        """Keep `readings` (one row per clause, keyed by `_akey`)."""
+
+
+_SHARED: dict[str, SharedReadings] = {}
+
+
+@contextlib.contextmanager
+def shared_readings(shared: SharedReadings) -> Iterator[None]:
+    """Look clauses up in `shared`, and save new readings there, within the block."""
+    before = _SHARED.get("readings")
+    _SHARED["readings"] = shared
+    try:
+        yield
+    finally:
+        if before is None:
+            _SHARED.pop("readings", None)
+        else:
+            _SHARED["readings"] = before
+
+
+@functools.cache
+def readings_version() -> str:
+    """What kept readings are filed under: a digest of this module's source and of polars'
+    version. Code that reads clauses differently never finds another's readings."""
+    with open(__file__, "rb") as handle:
+        source = handle.read()
+    return hashlib.sha256(source + pl.__version__.encode()).hexdigest()[:16]
 
 
 def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
@@ -2166,8 +2209,10 @@ def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
     new = distinct if known is None else distinct.join(known.select("_akey"), on="_akey",
                                                        how="anti")
     if new.height or known is None:
-        read = _requirements(new.with_row_index("_row")).drop("description", "details")
-        if known is not None and known.height + read.height <= READ_CACHE_CLAUSES:
+        read = _read(new)
+        if known is not None:
+            if known.height + read.height > READ_CACHE_CLAUSES:
+                known = known.join(distinct.select("_akey"), on="_akey", how="semi")
             try:
                 read = pl.concat([known, read], how="vertical_relaxed")
             except pl.exceptions.PolarsError:  # types that do not line up: start afresh
@@ -2175,6 +2220,26 @@ def clause_requirements(frame: pl.DataFrame) -> pl.DataFrame:
                                                                            "details")
         _READ["rows"] = known = read
     return frame.join(known, on="_akey", how="left", maintain_order="left").drop("_akey")
+
+
+def _read(new: pl.DataFrame) -> pl.DataFrame:
+    """The readings of the clauses of `new`: those kept elsewhere (`shared_readings`) as kept,
+    the others read now (and kept there)."""
+    shared = _SHARED.get("readings")
+    found = shared.fetch(new.get_column("_akey")) if shared is not None and new.height else None
+    rest = new if found is None else new.join(found.select("_akey"), on="_akey", how="anti")
+    read = (_requirements(rest.with_row_index("_row")).drop("description", "details")
+            if rest.height or found is None else None)
+    if read is not None and rest.height and shared is not None:
+        shared.save(read)
+    if found is None:
+        return read
+    if read is None:
+        return found
+    try:
+        return pl.concat([found, read], how="vertical_relaxed")
+    except pl.exceptions.PolarsError:  # kept readings that do not line up: read them too
+        return _requirements(new.with_row_index("_row")).drop("description", "details")
 
 
 # A sub-item whose field may be absent: "`code`: optional, an integer", "`retry_after`: an
