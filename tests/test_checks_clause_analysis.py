@@ -201,9 +201,25 @@ CASES = [
      {"field_lengths": [("tags", 1, None, "items")]}),
     ("a JSON object with fields:", ("`items`: a non-empty array",),
      {"field_lengths": [("items", 1, None, "items")]}),
-    # a range of each of several numbers is asked (v11 bounded the first number only)
+    # a range of each of several numbers is asked (v11 bounded the first number only) ...
+    ("a list of scores, each between 0 and 1", (),
+     {"ranges": [], "unchecked_text": "list of scores … each between 0 and 1"}),
+    # ... but a JSON array's elements' ("[]"), and so is a sign of its elements' type (v12
+    # asked the first, and took "positive" for the unit of the count)
     ("a JSON array of numbers, each between 0 and 1", (),
-     {"ranges": [], "unchecked_text": "each between 0 and 1"}),
+     {"ranges": [("[]", 0.0, 1.0)], "unchecked_text": None}),
+    ("a JSON array of at most 3 positive integers", (),
+     {"ranges": [("[]", 1.0, None)], "quantities": [q(None, 3, "items")],
+      "json_elements": "integer"}),
+    ("a JSON array of positive numbers", (), {"ranges": [("[]", 0.0, None, ">")]}),
+    ("a JSON array of non-negative numbers, each at most 10", (),
+     {"ranges": [("[]", 0.0, None), ("[]", None, 10.0)]}),
+    ("a JSON list of negative integers", (), {"ranges": [("[]", None, 0.0, "<")]}),
+    # ... not a length of each ("each at most 50 characters" counts), nor a sub-item's array
+    ("a JSON array of strings, each at most 50 characters", (),
+     {"ranges": [], "quantities": [q(None, 50, "chars", "each")]}),
+    ("a JSON object with fields:", ("`scores`: a JSON array of numbers, each between 0 and 1",),
+     {"ranges": []}),
     ("a bulleted list, each under 25 words", (), {"quantities": [q(None, 24, "words", "each")],
                                                   "ranges": []}),
     ("a JSON object with `delay` (under 30) and `name`", (),

@@ -67,7 +67,7 @@ def test_the_example_grader_runs(tmp_path):
 
 
 def test_default_grader_is_current_and_stamps_every_row(tmp_path):
-    assert DEFAULT_GRADER_ID == "prose.contract.grader/v12"
+    assert DEFAULT_GRADER_ID == "prose.contract.grader/v13"
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     assert grade_cli(tmp_path / "runs", tmp_path / "results").exit_code == 0
@@ -82,7 +82,7 @@ def test_malformed_grader_id_is_rejected(bad):
         Grader(bad, builtin_checks())
 
 
-@pytest.mark.parametrize("good", ["x.grader/v1", "prose.contract.grader/v12",
+@pytest.mark.parametrize("good", ["x.grader/v1", "prose.contract.grader/v13",
                                   "acme-team.contract_2.grader/v3"])
 def test_wellformed_grader_ids_are_accepted(good):
     assert Grader(good, builtin_checks()).grader_id == good

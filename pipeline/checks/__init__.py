@@ -364,7 +364,14 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      rules out repeats (v11 counted each item once: "a, a, b" passed). A bound's phrase in a
 #      check's detail no longer ends on the comma or the "and" after it ("rating out of 5", not
 #      "rating out of 5,").
-DEFAULT_GRADER_ID = "prose.contract.grader/v12"
+# v13: in a clause about a JSON array, a bound of each element ("a JSON array of numbers, each
+#      between 0 and 1", v12: asked) and a sign said of the elements' type ("a JSON array of at
+#      most 3 positive integers", v12 read "positive" as the unit of the count and satisfied
+#      [1, -2, 3] at confidence 90) bound every element that is a number. A one-sided whole
+#      bound without a unit on a field holding JSON arrays and no number ("`tags` (at least
+#      2)", "whose `items` is at most 5") counts their elements (v12: undecided, so {"tags":
+#      ["a"]} was satisfied at confidence 75).
+DEFAULT_GRADER_ID = "prose.contract.grader/v13"
 
 
 def builtin_checks() -> list[Check]:

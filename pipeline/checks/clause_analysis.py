@@ -75,7 +75,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             ranges ("a score from 0-100"), unitless bounds ("`checked`: at
                             least 3") and signs ("a positive number"); lo_exclusive and
                             hi_exclusive: the bound excludes its number ("above 0.5",
-                            "positive", "less than 1")
+                            "positive", "less than 1"); the field "[]" is each element of
+                            the output's JSON array ("a JSON array of numbers, each between
+                            0 and 1", "a JSON array of positive integers")
   field_lengths  list[struct{field, key, min, max, measure, phrase}]  a sub-item's length in
                             words or characters ("`summary`: at most 50 words"), or in items
                             for a field of a JSON output ("`tags`: 2-5 strings"); its other
@@ -975,6 +977,27 @@ NOT_COUNTED = "\ue009"
 # ... for what no reader reads but looks like what they do, from the start: a format whose
 # name holds one they read ("JSON Lines", "an HTML table"), where a list's numbers start, the
 # order of two named sections
+# A bound of each of several numbers: "each between 0 and 1", "every value at least 0". Group
+# 1 is the bound, group 2 what ends it.
+EACH_BOUND = (r"(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?"
+              r"\s+(?:(?:is|are|must\s+be|should\s+be|lies|lie|falls?)\s+)?((?:between|from)"
+              r"\s+-?\d+(?:\.\d+)?\s*(?:-|–|—|to|and)\s*-?\d+(?:\.\d+)?|(?:" + VALUE_BOUND
+              + r")\s*-?\d+(?:\.\d+)?)(\s*$|\s*[,;.:()\]]|\s+(?:inclusive|and|or|but)\b)")
+# In a clause about a JSON array, such a bound, or a sign said of its elements' type ("a JSON
+# array of at most 3 positive integers"), bounds each element: the bound is marked with
+# ELEMENTS, which the range readers take with it (a range of the field "[]", each element of
+# the output's array; v12 asked the first, and read "positive" as the unit of the count)
+ELEMENTS = "\ue010"
+JSON_ARRAY = r"(?i)\bjson\s+(?:array|list)\b"
+SIGNED_PLURALS = r"(integers|whole\s+numbers|numbers|decimals)\b"
+ELEMENT_REWRITES = (
+    (EACH_BOUND, ELEMENTS + "${1}${2}"),
+    (r"(?i)\bnon[\s\-]?negative\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "≥ 0"),
+    (r"(?i)\bnon[\s\-]?positive\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "≤ 0"),
+    (r"(?i)\b(?:strictly\s+)?positive\s+(integers|whole\s+numbers)\b", "${1}, " + ELEMENTS + "≥ 1"),
+    (r"(?i)\b(?:strictly\s+)?positive\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "> 0"),
+    (r"(?i)\b(?:strictly\s+)?negative\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "< 0"),
+)
 UNREAD = "\ue00c"
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
@@ -989,12 +1012,9 @@ UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimite
                   r"\s+order\b"
                   # ... or when a date or time falls ("a date in the future"; v11 dropped it)
                   r"|(?i)\b(?:in\s+the\s+(?:future|past)|(?:before|after)\s+today)\b"
-                  # ... or a range of each of several numbers ("a JSON array of numbers, each
-                  # between 0 and 1"; v11 bounded the first number only)
-                  r"|(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?"
-                  r"\s+(?:(?:is|are|must\s+be|should\s+be|lies|lie|falls?)\s+)?(?:(?:between|from)"
-                  r"\s+-?\d+(?:\.\d+)?\s*(?:-|–|—|to|and)\s*-?\d+(?:\.\d+)?|(?:" + VALUE_BOUND
-                  + r")\s*-?\d+(?:\.\d+)?)(?:\s*$|\s*[,;.:()\]]|\s+(?:inclusive|and|or|but)\b)")
+                  # ... or a range of each of several numbers but a JSON array's ("a list of
+                  # scores, each between 0 and 1"; v11 bounded the first number only)
+                  r"|" + EACH_BOUND)
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -1617,6 +1637,7 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
     e = pl.element()
     unscoped = pl.lit(None, pl.String)
     for i, (kind, pattern) in enumerate(RANGE_FORMS):
+        pattern = "(?:" + ELEMENTS + ")?" + pattern  # with the mark of an element's bound
         df = _take(df, f"_r{i}", pattern)
         a = e.str.extract(pattern, 1).cast(pl.Float64, strict=False)
         b = e.str.extract(pattern, 2).cast(pl.Float64, strict=False)
@@ -1624,9 +1645,10 @@ def _ranges(df: pl.DataFrame) -> pl.DataFrame:
                   "above": (a, None), "below": (None, a)}[kind]
         # (the mark or joining word a bound ends on is no part of its phrase)
         phrase = e.str.replace(r"(?i)(?:\s*[,;.:]|\s+(?:and|or|but|if|when))+\s*$", "").str.replace(
-            r"^([^(\[]*)[)\]]\s*$", "${1}")
+            r"^([^(\[]*)[)\]]\s*$", "${1}").str.replace(ELEMENTS, "each ", literal=True)
+        scope = pl.when(e.str.starts_with(ELEMENTS)).then(pl.lit("[]")).otherwise(unscoped)
         parts.append(pl.col(f"_r{i}").list.eval(bounds(
-            unscoped, lo, hi, phrase, pl.lit(kind == "above"), pl.lit(kind == "below"))))
+            scope, lo, hi, phrase, pl.lit(kind == "above"), pl.lit(kind == "below"))))
     parts.append(pl.col("_field_ranges").list.eval(bounds(
         e.str.extract(FIELD_RANGE, 1).str.strip_chars("` ")
         .str.replace(r"(?i)^(?:where|whose)\s+(?:the\s+|each\s+|every\s+)?", "")
@@ -1992,6 +2014,8 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
+    df = df.with_columns(pl.when((pl.col("_part") == 0) & pl.col("t").str.contains(JSON_ARRAY))
+                         .then(_rewritten(pl.col("t"), ELEMENT_REWRITES)).otherwise(pl.col("t")))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
     df = df.with_columns(_rewritten(pl.col("t"), CLAUSE_REWRITES))
     df = _section_counts(df)

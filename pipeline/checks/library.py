@@ -140,6 +140,12 @@ def _key_line(key: pl.Expr) -> pl.Expr:
     return pl.format("(?m)^{}\t[^\n]*", _escaped(key))
 
 
+def _array_lengths(key: pl.Expr) -> pl.Expr:
+    """The lengths of the JSON arrays a (normalised) key holds, wherever it is in the output."""
+    return (pl.col("json_array_lens").fill_null("").str.extract_all(_key_line(key))
+            .list.eval(pl.element().str.replace(r"^[^\t]*\t", "").cast(pl.Int64)))
+
+
 def _values_of(key: pl.Expr) -> pl.Expr:
     return pl.col("field_values").fill_null("").str.extract_all(_key_line(key)).list.eval(
         pl.element().str.replace(r"^[^\t]*\t", ""))
@@ -1094,9 +1100,26 @@ def numeric_range() -> Check:
     than", "positive", … excludes its own number."""
     r = pl.col("ranges")
     field, lo, hi = r.struct.field("field"), r.struct.field("lo"), r.struct.field("hi")
+    key = r.struct.field("key")
     let = Lets()
-    field_texts = let("_field_texts", _values_of(r.struct.field("key")).list.eval(
-        pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls())
+    # "each between 0 and 1" of a JSON array (the field "[]"): its elements that are numbers
+    elements = field == "[]"
+    named = field.is_not_null() & ~elements
+    said = let("_said", pl.when(elements).then(
+        pl.col("element_texts").list.eval(pl.element().filter(
+            pl.element().str.contains("^" + NUMBER + "$"))))
+        .otherwise(_values_of(key).list.eval(
+            pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()))
+    # a one-sided whole bound without a unit on a field that holds no number but JSON arrays
+    # ("`tags` (at least 2)", "whose `items` is at most 5") counts their elements (v12:
+    # undecided); a range ("`scores` (0-100)") bounds numbers, so it is still undecided there
+    bound = pl.coalesce(lo, hi)
+    countable = named & (lo.is_null() != hi.is_null()) & (bound == bound.floor())
+    arrays = let("_arrays", pl.when(countable & (said.list.len() == 0)).then(
+        _array_lengths(key)))
+    counted = let("_counted", arrays.list.len() > 0)
+    field_texts = let("_field_texts", pl.when(counted).then(
+        arrays.cast(pl.List(pl.String))).otherwise(said))
     field_numbers = let("_field_numbers",
                         field_texts.list.eval(pl.element().cast(pl.Float64, strict=False)))
     out = pl.col("output_text")
@@ -1130,7 +1153,13 @@ def numeric_range() -> Check:
         .when(within(number, number)).then(PASSED).otherwise(FAILED)
     ))
     evidence = (
-        pl.when(field.is_not_null()).then(
+        pl.when(elements).then(
+            pl.when(field_numbers.list.len() == 0)
+            .then(pl.format("no JSON array of numbers in {}", label()))
+            .otherwise(pl.format("elements of {}: {}", label(), field_texts.list.join(", "))))
+        .when(counted).then(pl.format("lengths of the JSON arrays under `{}`: {}", field,
+                                      field_texts.list.join(", ")))
+        .when(field.is_not_null()).then(
             pl.when(field_numbers.list.len() == 0)
             .then(pl.format("no number under `{}` in {}", field, label()))
             .otherwise(pl.format("`{}` values: {}", field, field_texts.list.join(", "))))
@@ -1140,9 +1169,14 @@ def numeric_range() -> Check:
     )
     return Check(
         applies=NAMED, each="ranges", let=let,
-        needs={"fields": field.is_not_null()},
+        needs={"fields": named, "json_arrays": named, "json_items": elements},
         outcome=outcome,
-        detail=pl.when(field.is_not_null())
+        detail=pl.when(elements)
+        .then(pl.format("the elements of {}: {}", label(), r.struct.field("phrase")))
+        .when(counted)
+        .then(pl.format("the JSON arrays of `{}` in {}: {}", field, label(),
+                        r.struct.field("phrase")))
+        .when(field.is_not_null())
         .then(pl.format("`{}` in {}: {}", field, label(), r.struct.field("phrase")))
         .otherwise(pl.format("the number in {}: {}", label(), r.struct.field("phrase"))),
         evidence=evidence,
@@ -1409,9 +1443,7 @@ def field_length() -> Check:
     key = f.struct.field("key")
     items = measure == "items"
     # a count of items: the lengths of the field's JSON arrays
-    lens = (pl.when(items).then(pl.col("json_array_lens")).fill_null("")
-            .str.extract_all(_key_line(key))
-            .list.eval(pl.element().str.replace(r"^[^\t]*\t", "").cast(pl.Int64)))
+    lens = pl.when(items).then(_array_lengths(key))
     values = let("_values", pl.when(items).then(lens.cast(pl.List(pl.String)))
                  .otherwise(_scalar_values_of(key)))
     sizes = let("_sizes", pl.when(items).then(lens)
