@@ -415,8 +415,8 @@ class ResultStore:
             except Exception:  # dropped with the others below
                 continue
         try:
-            merged = pl.concat(frames, how="vertical_relaxed").unique("_akey", keep="first",
-                                                                      maintain_order=True)
+            merged = pl.concat(frames, how="vertical_relaxed").unique(
+                "_akey", keep="first", maintain_order=True) if frames else None
         except pl.exceptions.PolarsError:  # files that do not line up: start afresh
             merged = None
         if merged is not None and not merged.is_empty():
