@@ -333,6 +333,17 @@ CASES = [
     ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
     ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
     ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
+    # a number's mask: X, x or # for each digit, and a mark besides (v12 asked it)
+    ("a price in the format $X.XX", (),
+     {"value_type": "masked", "value_mask": "$X.XX", "unchecked_text": None}),
+    ("a total formatted as X,XXX.XX, in dollars", (),
+     {"value_type": "masked", "value_mask": "X,XXX.XX"}),
+    ("a number like x.xx", (), {"value_type": "masked", "value_mask": "x.xx"}),
+    ("a share of revenue formatted as XX.X%", (),
+     {"value_type": "masked", "value_mask": "XX.X%"}),
+    ("the version as X", (), {"value_type": None, "value_mask": None}),
+    ("ranked as #1 of the week", (), {"value_type": None, "value_mask": None}),
+    ("a JSON object with the price as $X.XX", (), {"value_type": None, "value_mask": None}),
     # so many digits; a phone number (a plus, parentheses) and a value inside are asked
     ("a 6-digit verification code", (),
      {"value_type": "digits", "value_mask": "######", "unchecked_text": None}),

@@ -370,7 +370,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      [1, -2, 3] at confidence 90) bound every element that is a number. A one-sided whole
 #      bound without a unit on a field holding JSON arrays and no number ("`tags` (at least
 #      2)", "whose `items` is at most 5") counts their elements (v12: undecided, so {"tags":
-#      ["a"]} was satisfied at confidence 75).
+#      ["a"]} was satisfied at confidence 75). A number's mask, "a price in the format $X.XX",
+#      "a total formatted as X,XXX.XX", "XX.X%", is the form of the whole output (v12: asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v13"
 
 

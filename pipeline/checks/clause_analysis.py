@@ -22,8 +22,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             clause is one such value ("an integer", "an ISO 8601 date", "an
                             email address", "a date in the format DD/MM/YYYY", "a 6-digit
                             code")
-  value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM"; of digits, one
-                            '#' per digit ("######")
+  value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM", a number's
+                            "$X.XX" ("a price in the format $X.XX"); of digits, one '#' per
+                            digit ("######")
   section_name   str        the section a count is scoped to ('a "Risks" section with at least 3
                             bullet points', 'at least 5 URLs under the "Sources" heading')
   value_lead     bool       the value opens the output, which goes on ("an integer followed by
@@ -588,6 +589,12 @@ VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|
 # colon after the opening noun, "a time in HH:MM", is held as COLON then)
 MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|YY|MM|DD|HH|hh"
         r"|mm|ss)){1,5})\b)")
+# "a price in the format $X.XX", "a share formatted as XX.X%": a number written so, X, x or #
+# for each digit (v12 asked it). Group 1 is the mask, which needs a mark besides its digits ("$",
+# ".", ",", "%"); group 2 what ends it.
+NUMBER_MASK = (r"(?i)\b(?:in\s+the\s+(?:format|form)(?:\s+of)?|in\s+(?:a\s+)?format|formatted\s+as"
+               r"|written\s+as|as|like)\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?(?:\s?%)?))"
+               r"(?:\s+format)?(\s*$|\s*[,;.:)](?:\s|$)|\s+(?:and|or|but)\b)")
 # A clause that opens with a time ("a time in HH:MM format", "the meeting time, as HH:MM")
 TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
 # An output named by a date or time noun, then how it is written ("the release date in ISO 8601
@@ -1818,6 +1825,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         # date or time written so (YYYY-MM-DD is an ISO date, read above)
         t.str.extract(MASK, 1).alias("_mask"),
         t.str.contains(TIME_VALUE).alias("_time"),
+        t.str.extract(NUMBER_MASK, 1).alias("_number_mask"),
         # "a 6-digit code": so many digits (its mask is one '#' per digit)
         _words_to_int(t.str.extract(DIGIT_VALUE, 2)).alias("_n_digits"),
         (~t.str.extract(DIGIT_VALUE, 3).str.contains(r"(?i)\b(?:phone|mobile|fax)\b")
@@ -1832,16 +1840,23 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         "_closing", "_apart", "_as_iso")
     df = df.with_columns(kind.alias("_kind"))
     kind, mask, n_digits = pl.col("_kind"), pl.col("_mask"), pl.col("_n_digits")
-    masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
-              & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
+    date_masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
+                   & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
+    number_mask = pl.col("_number_mask")
+    number_masked = (number_mask.str.contains(r"[.,$€£¥%]") & whole & ~date_masked
+                     & (kind.is_null() | kind.is_in(["number", "integer", "percentage"]))
+                     ).fill_null(False)
+    masked = date_masked | number_masked
     digits = (kind.is_null() & ~masked & n_digits.is_between(1, 40) & whole
               & pl.col("_digit_ok"))
-    df = df.with_columns(masked.alias("_masked"), digits.alias("_digits"))
+    df = df.with_columns(masked.alias("_masked"), digits.alias("_digits"),
+                         number_masked.alias("_number_masked"))
     masked, digits = pl.col("_masked"), pl.col("_digits")
     return df.with_columns(
         pl.when(masked).then(pl.lit("masked")).when(digits).then(pl.lit("digits"))
         .otherwise(kind).alias("value_type"),
-        pl.when(masked).then(mask.str.replace_all(COLON, ":", literal=True))
+        pl.when(pl.col("_number_masked")).then(number_mask)
+        .when(masked).then(mask.str.replace_all(COLON, ":", literal=True))
         .when(digits).then(pl.lit("#").repeat_by(n_digits).list.join(""))
         .alias("value_mask"),
         # "an integer followed by a one-line note": the value is the output's lead
@@ -1849,6 +1864,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         pl.when(pl.col("value_type") == "digits")
         .then(t.str.replace(DIGIT_VALUE, "${1}${3}" + GAP))
+        .when(pl.col("_number_masked")).then(t.str.replace(NUMBER_MASK, GAP + "${2}"))
         .when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
         .otherwise(t).alias("t")
     ).with_columns(
@@ -1863,7 +1879,8 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t")
     ).drop("_said", "_written", "_written_date", "_closing", "_apart", "_as_iso", "_mask",
-           "_time", "_n_digits", "_digit_ok", "_kind", "_masked", "_digits")
+           "_time", "_n_digits", "_digit_ok", "_kind", "_masked", "_digits", "_number_mask",
+           "_number_masked")
 
 
 # A field's length said in the clause, read as the sub-item "`summary`: at most 50 words"

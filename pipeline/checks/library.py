@@ -389,7 +389,24 @@ def _mask_pattern(mask: pl.Expr) -> pl.Expr:
         p = p.str.replace_all(part, digits, literal=True)
     p = (pl.when(dated).then(p.str.replace_all("MM", "(?:0[1-9]|1[0-2])", literal=True))
          .otherwise(p.str.replace_all("MM", r"[0-5]\d", literal=True)))
-    return pl.concat_str(pl.lit("^"), p, pl.lit("$"))
+    return (pl.when(mask.str.contains("[Xx#]")).then(_number_mask_pattern(mask))
+            .otherwise(pl.concat_str(pl.lit("^"), p, pl.lit("$"))))
+
+
+def _number_mask_pattern(mask: pl.Expr) -> pl.Expr:
+    """The regex of a number's mask ("$X.XX", "X,XXX", "XX.X%"): its marks as they are, any
+    number of whole digits (grouped by commas where the mask groups them), as many decimals
+    as the mask has; a minus sign may lead."""
+    before = mask.str.extract(r"^([^Xx#]*)", 1).str.escape_regex()
+    whole = mask.str.extract(r"([Xx#][Xx#,]*)", 1)
+    decimals = mask.str.extract(r"\.([Xx#]+)", 1).str.len_chars()
+    after = mask.str.extract(r"[Xx#]([^Xx#]*)$", 1).str.escape_regex()
+    digits = (pl.when(whole.str.contains(",", literal=True)).then(pl.lit(r"\d{1,3}(?:,\d{3})*"))
+              .otherwise(pl.lit(r"\d+")))
+    fraction = (pl.when(decimals.is_not_null())
+                .then(pl.concat_str(pl.lit(r"\.\d{"), decimals.cast(pl.String), pl.lit("}")))
+                .otherwise(pl.lit("")))
+    return pl.concat_str(pl.lit("^-?"), before, digits, fraction, after, pl.lit("$"))
 
 
 @check("value_type")
