@@ -19,7 +19,8 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     for figure in ("plain read", "rungrade grade", "CPU seconds", "throughput", "peak memory",
-                   "no-change rerun", "lstat every path", "dask engine (2 workers)", "45 runs"):
+                   "clauses known (kept readings)", "no-change rerun", "lstat every path",
+                   "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout
     # every grade wrote results of its own; none outlive the bench without --keep
     assert sorted(p.name for p in tmp_path.iterdir()) == [
