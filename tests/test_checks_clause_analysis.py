@@ -333,6 +333,12 @@ CASES = [
     ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
     ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
     ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
+    # a CSV's header row (v12 asked it); "without a header row" and a table's stay asked
+    ("a CSV with a header row", (), {"csv_header": True, "unchecked_text": None}),
+    ("a CSV file with column headers", (), {"csv_header": True, "unchecked_text": None}),
+    ("CSV data, including a header line", (), {"csv_header": True, "unchecked_text": None}),
+    ("a CSV without a header row", (), {"csv_header": False}),
+    ("a markdown table with a header row", (), {"csv_header": False}),
     # a number's mask: X, x or # for each digit, and a mark besides (v12 asked it)
     ("a price in the format $X.XX", (),
      {"value_type": "masked", "value_mask": "$X.XX", "unchecked_text": None}),

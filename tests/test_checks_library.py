@@ -1023,6 +1023,13 @@ CASES = [
          "failed", "violated", "`out` is not written as DD/MM/YYYY: “2026-01-02”"),
     Case("date-mask-passes", "a date in the format DD/MM/YYYY", "02/01/2026", "value_type",
          "passed", "satisfied", "`out` is written as DD/MM/YYYY"),
+    # a CSV's header row: no number in its first line (all numbers: data; v12: asked)
+    Case("csv-header-passes", "a CSV with a header row", '"last, first",age\n"doe, j",3\n',
+         "csv_header", "passed", "satisfied", "first line, 2 named columns"),
+    Case("csv-header-fails", "a CSV with a header row", "1,2,3\n4,5,6\n", "csv_header",
+         "failed", "partially_satisfied", "the first line is data, every cell a number"),
+    Case("csv-header-mixed-undecided", "a CSV with column headers", "id,2025,2026\na,1,2\n",
+         "csv_header", "undecided", "satisfied", "2 of the 3 cells of the first line"),
     # a number's mask: its marks, its decimals, commas where it groups digits (v12: asked)
     Case("number-mask-fails-decimals", "a price in the format $X.XX", "$12.5", "value_type",
          "failed", "violated", "`out` is not written as $X.XX: “$12.5”"),
@@ -1198,7 +1205,7 @@ def test_check(graded, case: Case):
 
 def test_every_deciding_check_is_tested_both_ways():
     deciding = {"format", "excluded_format", "json_shape", "count", "literal", "enum_value",
-                "required_field", "numeric_range", "item_edge"}
+                "required_field", "numeric_range", "item_edge", "csv_header", "value_type"}
     seen = {(c.check, c.outcome) for c in CASES}
     for name in deciding:
         assert {(name, "passed"), (name, "failed")} <= seen, name

@@ -372,6 +372,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      2)", "whose `items` is at most 5") counts their elements (v12: undecided, so {"tags":
 #      ["a"]} was satisfied at confidence 75). A number's mask, "a price in the format $X.XX",
 #      "a total formatted as X,XXX.XX", "XX.X%", is the form of the whole output (v12: asked).
+#      "A CSV with a header row" is checked by a new check, csv_header: no cell of the first line
+#      is a number (v12: asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v13"
 
 

@@ -10,6 +10,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             markdown list" only by list markers)
   excluded_formats list[str] formats the clause rules out ("plain text, not JSON", "no
                             bullet points", "prose rather than a table")
+  csv_header     bool       the clause asks a CSV for a header row ("a CSV with a header row",
+                            "with column headers")
   inline_list    str        "," or ";": the clause asks for one line of values so separated
                             ("a comma-separated list of tags", "separated by semicolons")
   json_shape     str        object | array, when the clause says "JSON object/array"
@@ -595,6 +597,13 @@ MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|
 NUMBER_MASK = (r"(?i)\b(?:in\s+the\s+(?:format|form)(?:\s+of)?|in\s+(?:a\s+)?format|formatted\s+as"
                r"|written\s+as|as|like)\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?(?:\s?%)?))"
                r"(?:\s+format)?(\s*$|\s*[,;.:)](?:\s|$)|\s+(?:and|or|but)\b)")
+# "a CSV with a header row", "a CSV file with column headers", "CSV data, including a header
+# line": its first line names the columns (v12 asked it); "without a header row" stays asked
+CSV_HEADER = (r"(?i)(?:,\s*)?\b(?:with|including|includes|has|having|and|plus)\s+"
+              r"(?:a\s+|one\s+|the\s+)?(?:column\s+)?(?:header(?:\s+row|\s+line)?|headers"
+              r"|column\s+names)\b")
+NO_CSV_HEADER = (r"(?i)\b(?:without|no|not?\s+include|omit(?:s|ting)?)\s+(?:a\s+|any\s+|the\s+)?"
+                 r"(?:column\s+)?headers?\b")
 # A clause that opens with a time ("a time in HH:MM format", "the meeting time, as HH:MM")
 TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
 # An output named by a date or time noun, then how it is written ("the release date in ISO 8601
@@ -1770,6 +1779,16 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
                            .otherwise(t).alias("t")).drop("_named")
 
 
+def _csv_header(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `csv_header` (the clause asks a CSV for a header row) and take its phrase."""
+    t = pl.col("t")
+    asked = ((pl.col("_part") == 0) & pl.col("formats").list.contains("csv")
+             & t.str.contains(CSV_HEADER) & ~t.str.contains(NO_CSV_HEADER))
+    return df.with_columns(asked.alias("csv_header")).with_columns(
+        pl.when(pl.col("csv_header")).then(t.str.replace(CSV_HEADER, GAP)).otherwise(t)
+        .alias("t"))
+
+
 def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
     """The value type a type's phrase names (VALUE_TYPES), ISO 8601 where `iso` says so."""
     kind = word.str.to_lowercase().str.replace_all(r"\s+", " ").replace_strict(
@@ -2039,6 +2058,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _hold_opening_colon(df)
     df = _excluded_formats(df)
     df = _formats(df)
+    df = _csv_header(df)
     df = _value_type(df)
     df = _forbidden(df)
     df = _take(df, "_sheltered", FIRST_LINE_LENGTH, keep=SHELTERED)

@@ -372,6 +372,40 @@ VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a bool
                "emoji": "an emoji"}
 
 
+@check("csv_header")
+def csv_header() -> Check:
+    """A CSV the clause asks a header row of ("a CSV with a header row") opens with one: no
+    cell of its first line is a number (all of them numbers: a data row, not a header; some
+    of them, "id,2025,2026": undecided)."""
+    # the first line's cells, a quoted cell whole (its commas are no separators)
+    cells = (pl.col("first_line").str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x").str.split(",")
+             .list.eval(pl.element().str.strip_chars()))
+    let = Lets()
+    n = let("_cells", cells.list.len())
+    numbers = let("_numbers", cells.list.eval(
+        pl.element().str.contains(r"^[+-]?(?:\d+(?:[.,]\d+)*|\.\d+)%?$")).list.sum())
+    empty = let("_empty", cells.list.eval(pl.element() == "").list.sum())
+    is_csv = let("_is_csv", pl.col("csv_like").fill_null(False))
+    outcome = let("_outcome", pl.when(~is_csv).then(UNDECIDED)
+                  .when((numbers == 0) & (empty == 0)).then(PASSED)
+                  .when(numbers == n).then(FAILED).otherwise(UNDECIDED))
+    first = quoted(excerpt(pl.col("first_line"), 160))
+    return Check(
+        applies=NAMED & pl.col("csv_header").fill_null(False), let=let,
+        needs={"csv": pl.lit(True)},
+        outcome=outcome,
+        detail=pl.format("{} opens with a header row", label()),
+        evidence=pl.when(~is_csv).then(pl.format("no CSV in {} to find a header row in", label()))
+        .when(outcome == PASSED).then(pl.format("first line, {} named columns: {}", n, first))
+        .when(outcome == FAILED).then(pl.format("the first line is data, every cell a number: {}",
+                                               first))
+        .otherwise(pl.format("{} of the {} cells of the first line are numbers or empty: {}",
+                             numbers + empty, n, first)),
+        confidence=pl.when(outcome == UNDECIDED).then(0).when(outcome == PASSED).then(80)
+        .otherwise(85),
+    )
+
+
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
     """A value without surrounding whitespace, quotes, backticks, emphasis or a final period."""
     return text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
@@ -1582,7 +1616,7 @@ def content_checks() -> list[Check]:
     """The content checks in the order the built-in grader runs them."""
     return [
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
-        value_type(), count(), literal(), forbidden_literal(), no_secrets(), enum_value(),
-        required_field(), no_extra_fields(), numeric_range(), field_length(), field_type(),
-        item_edge(), order(), letter_case(), judgment(), meets_description(),
+        csv_header(), value_type(), count(), literal(), forbidden_literal(), no_secrets(),
+        enum_value(), required_field(), no_extra_fields(), numeric_range(), field_length(),
+        field_type(), item_edge(), order(), letter_case(), judgment(), meets_description(),
     ]
