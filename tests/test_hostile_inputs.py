@@ -160,6 +160,10 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     run("team-a/20261112-000021-same")
     run("team-b/20261112-000021-same")
 
+    # A file named like a run folder: a run, refused, and the detail says why.
+    (root / "20261112-000024-a-file").write_text("not a run folder\n")
+    expected["20261112-000024-a-file"] = ("refused", "missing-program")
+
     # A manifest listing a service twice, and a program named like one of its services.
     run("20261112-000022-repeated-service", files={"manifest.md": DUPLICATE_BLOCKS})
     run("20261112-000023-program-named-writer", files={
@@ -200,6 +204,13 @@ def test_every_broken_run_is_graded_or_refused_as_expected(corpus):
     assert got == expected
     assert "internal-error" not in summary["refusals"]
     assert elapsed < 120, f"the hostile corpus took {elapsed:.0f}s"
+
+
+def test_a_file_named_like_a_run_is_refused_as_a_file(corpus):
+    base, out, *_ = corpus
+    refusals = by_folder(base, load(out, "refusals"))
+    assert refusals["20261112-000024-a-file"]["detail"] == (
+        "the run path is a file, not a folder: no program.md to read")
 
 
 def test_nothing_outside_the_root_is_read(corpus):

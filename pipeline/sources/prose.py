@@ -207,6 +207,9 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("unsafe-path", "the run folder itself is a symlink")
     layout = detect_layout(files)
     run["layout"] = layout.name
+    if "." in files:  # named like a run folder, but a file
+        raise Refusal("missing-program", f"the run path is a file, not a folder: no "
+                      f"{layout.program} to read")
     if layout.program not in files:
         raise Refusal("missing-program", f"no {layout.program} in the run folder")
     manifest_rel = next((m for m in layout.manifests if m in files), None)
