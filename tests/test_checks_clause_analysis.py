@@ -333,6 +333,15 @@ CASES = [
     ("the meeting time, as HH:MM", (), {"value_type": "masked", "value_mask": "HH:MM"}),
     ("a date in YYYY-MM-DD format", (), {"value_type": "iso_date", "value_mask": None}),
     ("a JSON object with `due` as DD/MM/YYYY", (), {"value_type": None, "value_mask": None}),
+    # a blank line after the first line (v12 dropped it unread); not between paragraphs
+    ("a commit message: a subject line of at most 50 characters, a blank line, then a body",
+     (), {"blank_after_first": True, "quantities": [q(None, 50, "chars", "first")]}),
+    ("a title, an empty line, then the text", (),
+     {"blank_after_first": True, "unchecked_text": None}),
+    ("an email with a subject line followed by a blank line and the body", (),
+     {"blank_after_first": True}),
+    ("a title, then paragraphs separated by a blank line", (), {"blank_after_first": False}),
+    ("a title then paragraphs separated by a blank line", (), {"blank_after_first": False}),
     # a CSV's header row (v12 asked it); "without a header row" and a table's stay asked
     ("a CSV with a header row", (), {"csv_header": True, "unchecked_text": None}),
     ("a CSV file with column headers", (), {"csv_header": True, "unchecked_text": None}),

@@ -696,7 +696,7 @@ CASES = [
          '{"total": 0}', "numeric_range", "failed", "partially_satisfied", "`total` values: 0"),
     Case("subject-length-after-parts-fails", "a commit message: subject of at most 20 "
          "characters, a blank line, then a body", "Fix the parser that dropped tokens\n\nBody.",
-         "count", "failed", "violated", "the first line of `out` has 34 characters"),
+         "count", "failed", "partially_satisfied", "the first line of `out` has 34 characters"),
     Case("non-empty-field-array-fails", "a JSON object with a non-empty `items` array",
          '{"items": []}', "field_length", "failed", "partially_satisfied",
          "1 array(s) under `items`; one has 0 elements"),
@@ -1023,6 +1023,15 @@ CASES = [
          "failed", "violated", "`out` is not written as DD/MM/YYYY: “2026-01-02”"),
     Case("date-mask-passes", "a date in the format DD/MM/YYYY", "02/01/2026", "value_type",
          "passed", "satisfied", "`out` is written as DD/MM/YYYY"),
+    # a blank line after the first line, then more (v12 dropped it unread)
+    Case("blank-line-fails", "a subject line, a blank line, then a body",
+         "Fix the parser\nIt failed on empty input.", "blank_line", "failed", "violated",
+         "is followed by “It failed on empty input.”, not a blank line"),
+    Case("blank-line-passes", "a subject line, a blank line, then a body",
+         "Fix the parser\n\nIt failed on empty input.", "blank_line", "passed", "satisfied",
+         "a blank line follows the first line, “Fix the parser”"),
+    Case("blank-line-one-line-fails", "a title, an empty line, then the text", "Just a title",
+         "blank_line", "failed", "violated", "is one line, “Just a title”: nothing follows it"),
     # a CSV's header row: no number in its first line (all numbers: data; v12: asked)
     Case("csv-header-passes", "a CSV with a header row", '"last, first",age\n"doe, j",3\n',
          "csv_header", "passed", "satisfied", "first line, 2 named columns"),
@@ -1205,7 +1214,8 @@ def test_check(graded, case: Case):
 
 def test_every_deciding_check_is_tested_both_ways():
     deciding = {"format", "excluded_format", "json_shape", "count", "literal", "enum_value",
-                "required_field", "numeric_range", "item_edge", "csv_header", "value_type"}
+                "required_field", "numeric_range", "item_edge", "csv_header", "value_type",
+                "blank_line"}
     seen = {(c.check, c.outcome) for c in CASES}
     for name in deciding:
         assert {(name, "passed"), (name, "failed")} <= seen, name

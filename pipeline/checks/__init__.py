@@ -373,7 +373,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      ["a"]} was satisfied at confidence 75). A number's mask, "a price in the format $X.XX",
 #      "a total formatted as X,XXX.XX", "XX.X%", is the form of the whole output (v12: asked).
 #      "A CSV with a header row" is checked by a new check, csv_header: no cell of the first line
-#      is a number (v12: asked).
+#      is a number (v12: asked). "A subject line, a blank line, then a body" is checked by a new
+#      check, blank_line: the second line is blank, more text after it (v12 dropped it).
 DEFAULT_GRADER_ID = "prose.contract.grader/v13"
 
 

@@ -12,6 +12,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             bullet points", "prose rather than a table")
   csv_header     bool       the clause asks a CSV for a header row ("a CSV with a header row",
                             "with column headers")
+  blank_after_first bool    a blank line follows the first line ("a subject line, a blank
+                            line, then a body")
   inline_list    str        "," or ";": the clause asks for one line of values so separated
                             ("a comma-separated list of tags", "separated by semicolons")
   json_shape     str        object | array, when the clause says "JSON object/array"
@@ -604,6 +606,13 @@ CSV_HEADER = (r"(?i)(?:,\s*)?\b(?:with|including|includes|has|having|and|plus)\s
               r"|column\s+names)\b")
 NO_CSV_HEADER = (r"(?i)\b(?:without|no|not?\s+include|omit(?:s|ting)?)\s+(?:a\s+|any\s+|the\s+)?"
                  r"(?:column\s+)?headers?\b")
+# "a subject line of at most 50 characters, a blank line, then a body", "a title, an empty
+# line, then the text": a blank line after the first (v12 dropped it unread). Group 1 is what
+# the clause keeps (the first part and its length, read later).
+BLANK_AFTER_FIRST = (r"(?i)\b((?:subject|title|headline|heading|first\s+line|summary\s+line)"
+                     r"(?:\s+line)?(?:\s+(?:of|with|under|below|at\s+most|no\s+more\s+than|up\s+to)"
+                     r"\s+[^,;.\n]{0,50}?)?)(?:\s*,\s*|\s+)(?:then\s+|followed\s+by\s+|and\s+)?"
+                     r"(?:(?:a|an|one)\s+)?(?:blank|empty)\s+line\b")
 # A clause that opens with a time ("a time in HH:MM format", "the meeting time, as HH:MM")
 TIME_VALUE = r"(?i)^\s*(?:a|an|the)\s+(?:[\p{L}\-]+\s+)?time\b"
 # An output named by a date or time noun, then how it is written ("the release date in ISO 8601
@@ -1789,6 +1798,15 @@ def _csv_header(df: pl.DataFrame) -> pl.DataFrame:
         .alias("t"))
 
 
+def _blank_after_first(df: pl.DataFrame) -> pl.DataFrame:
+    """Read `blank_after_first` (a blank line follows the first line) and take its phrase."""
+    t = pl.col("t")
+    asked = (pl.col("_part") == 0) & t.str.contains(BLANK_AFTER_FIRST)
+    return df.with_columns(asked.alias("blank_after_first")).with_columns(
+        pl.when(pl.col("blank_after_first")).then(t.str.replace(BLANK_AFTER_FIRST, "${1}" + GAP))
+        .otherwise(t).alias("t"))
+
+
 def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
     """The value type a type's phrase names (VALUE_TYPES), ISO 8601 where `iso` says so."""
     kind = word.str.to_lowercase().str.replace_all(r"\s+", " ").replace_strict(
@@ -2059,6 +2077,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = _excluded_formats(df)
     df = _formats(df)
     df = _csv_header(df)
+    df = _blank_after_first(df)
     df = _value_type(df)
     df = _forbidden(df)
     df = _take(df, "_sheltered", FIRST_LINE_LENGTH, keep=SHELTERED)

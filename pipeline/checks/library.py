@@ -406,6 +406,29 @@ def csv_header() -> Check:
     )
 
 
+@check("blank_line")
+def blank_line() -> Check:
+    """The first line is followed by a blank line and more text ("a subject line, a blank
+    line, then a body")."""
+    let = Lets()
+    # (the output's own text is trimmed: a final blank line is no separator)
+    lines = let("_lines", pl.col("output_text").str.split("\n"))
+    second = let("_second", lines.list.get(1, null_on_oob=True))
+    ok = let("_ok", second.str.strip_chars().eq("") & (lines.list.len() >= 3))
+    first = quoted(excerpt(lines.list.first(), 120))
+    return Check(
+        applies=NAMED & pl.col("blank_after_first").fill_null(False), let=let,
+        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        detail=pl.format("{}: a blank line after the first line", label()),
+        evidence=pl.when(ok).then(pl.format("a blank line follows the first line, {}", first))
+        .when(second.is_null()).then(pl.format("{} is one line, {}: nothing follows it",
+                                               label(), first))
+        .otherwise(pl.format("the first line, {}, is followed by {}, not a blank line", first,
+                             quoted(excerpt(second, 120)))),
+        confidence=pl.lit(90),
+    )
+
+
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
     """A value without surrounding whitespace, quotes, backticks, emphasis or a final period."""
     return text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
@@ -1618,5 +1641,6 @@ def content_checks() -> list[Check]:
         alternative_output(), testable(), output_format(), excluded_format(), json_shape(),
         csv_header(), value_type(), count(), literal(), forbidden_literal(), no_secrets(),
         enum_value(), required_field(), no_extra_fields(), numeric_range(), field_length(),
-        field_type(), item_edge(), order(), letter_case(), judgment(), meets_description(),
+        field_type(), item_edge(), blank_line(), order(), letter_case(), judgment(),
+        meets_description(),
     ]
