@@ -307,25 +307,14 @@ class ResultStore:
         frame = pl.DataFrame(rows, schema={"run_uri": pl.String, "fingerprint": pl.String,
                                            "shape": pl.String, "stats": pl.Binary},
                              orient="row")
-        buf = io.BytesIO()
-        frame.write_parquet(buf, compression="zstd")
-        self._put(self.path(self.LISTINGS, f"{batch_id}.parquet"), buf.getvalue())
+        self._put_frame(self.path(self.LISTINGS, f"{batch_id}.parquet"), frame)
 
     def listings(self, known: dict[str, str]) -> ListingIndex:
         """The saved listings of the runs in `known` ({run_uri: committed fingerprint}) whose
         fingerprint is still the committed one. Merges the listing files into one when there
         are many (the merged file is written before the others are removed)."""
-        folder = self.path(self.LISTINGS)
-        if not known or not self.fs.exists(folder):
-            return ListingIndex()
-        paths = sorted(p for p in self.fs.ls(folder, detail=False) if p.endswith(".parquet"))
-        frames = []
-        for path in paths:
-            try:
-                with self.fs.open(path, "rb") as handle:
-                    frames.append(pl.read_parquet(handle))
-            except Exception:  # an unreadable cache file is ignored, never fatal
-                continue
+        paths = self._cache_files(self.path(self.LISTINGS)) if known else []
+        frames = self._cache_frames(paths)
         if not frames:
             return ListingIndex()
         committed = pl.DataFrame({"run_uri": list(known), "fingerprint": list(known.values())},
@@ -334,26 +323,46 @@ class ResultStore:
                  .join(committed, on=["run_uri", "fingerprint"], how="semi")
                  .unique("run_uri", keep="last", maintain_order=True))
         if len(paths) > self.LISTING_FILES_KEPT:
-            merged = f"{paths[-1].rsplit('/', 1)[0]}/merged-{new_batch_id()}.parquet"
-            buf = io.BytesIO()
-            valid.write_parquet(buf, compression="zstd")
             with contextlib.suppress(OSError):
-                self._put(merged, buf.getvalue())
-                for path in paths:
-                    self.fs.rm(path)
+                self._merge(paths, self.path(self.LISTINGS,
+                                             f"merged-{new_batch_id()}.parquet"), valid)
         return ListingIndex(valid)
+
+    # -- caches: folders of Parquet files, each written whole, any of them may be lost ----
+    def _cache_files(self, folder: str) -> list[str]:
+        """The Parquet files of a cache folder, sorted (none if it does not exist)."""
+        if not self.fs.exists(folder):
+            return []
+        return sorted(p for p in self.fs.ls(folder, detail=False) if p.endswith(".parquet"))
+
+    def _cache_frames(self, paths: list[str]) -> list[pl.DataFrame]:
+        """The frames of cache files, fetched concurrently on S3; a file that cannot be read
+        is left out (a cache is never fatal)."""
+        blobs = {} if self.local or not paths else self.fs.cat(paths)
+        frames = []
+        for path in paths:
+            try:
+                frames.append(pl.read_parquet(path if self.local else io.BytesIO(blobs[path])))
+            except Exception:  # unreadable: its entries are made again
+                continue
+        return frames
+
+    def _put_frame(self, path: str, frame: pl.DataFrame) -> None:
+        buf = io.BytesIO()
+        frame.write_parquet(buf, compression="zstd")
+        self._put(path, buf.getvalue())
+
+    def _merge(self, paths: list[str], merged: str, frame: pl.DataFrame | None) -> None:
+        """Replace the cache files `paths` with one file `merged` holding `frame` (written
+        before they are removed; with no frame they are only removed)."""
+        if frame is not None:
+            self._put_frame(merged, frame)
+        for path in paths:
+            self.fs.rm(path)
 
     # -- clause readings: what each distinct clause requires, read once per code version --
     READINGS = "_readings"
     READING_FILES_KEPT = 16  # more files than this are merged into one by `tidy_readings`
-
-    def _reading_files(self, version: str) -> list[str]:
-        folder = self.path(self.READINGS, version)
-        if self.local:
-            names = os.listdir(folder) if os.path.isdir(folder) else []
-            return sorted(f"{folder}/{n}" for n in names if n.endswith(".parquet"))
-        return sorted(p for p in (self.fs.ls(folder, detail=False)
-                                  if self.fs.exists(folder) else []) if p.endswith(".parquet"))
 
     def saved_readings(self, version: str, keys: pl.Series) -> pl.DataFrame | None:
         """The clause readings kept under `version` (see `clause_analysis.readings_version`)
@@ -361,21 +370,11 @@ class ResultStore:
 
         Only a cache: a file that cannot be read, or whose columns do not line up with the
         others, is passed over (its clauses are read again)."""
-        paths = self._reading_files(version)
-        if not paths:
-            return None
         wanted = keys.unique().to_frame("_akey")
-        blobs = {} if self.local else self.fs.cat(paths)  # concurrently on S3
-        frames = []
-        for path in paths:
-            try:
-                frame = pl.read_parquet(path if self.local else io.BytesIO(blobs[path]))
-                frames.append(frame.join(wanted, on="_akey", how="semi"))
-            except Exception:  # an unreadable cache file is never fatal
-                continue
         found = None
-        for frame in frames:
+        for frame in self._cache_frames(self._cache_files(self.path(self.READINGS, version))):
             try:
+                frame = frame.join(wanted, on="_akey", how="semi")
                 found = frame if found is None else pl.concat([found, frame],
                                                               how="vertical_relaxed")
             except pl.exceptions.PolarsError:
@@ -387,12 +386,9 @@ class ResultStore:
     def save_readings(self, version: str, readings: pl.DataFrame) -> None:
         """Keep clause readings (one row per clause, keyed by `_akey`) under `version`, in a
         file of their own: workers save side by side, never into one file."""
-        if readings.is_empty():
-            return
-        buf = io.BytesIO()
-        readings.write_parquet(buf, compression="zstd")
-        self._put(self.path(self.READINGS, version, f"{new_batch_id()}.parquet"),
-                  buf.getvalue())
+        if not readings.is_empty():
+            self._put_frame(self.path(self.READINGS, version, f"{new_batch_id()}.parquet"),
+                            readings)
 
     def tidy_readings(self, version: str) -> None:
         """Remove the readings of other versions (made by other code), and merge this
@@ -404,25 +400,19 @@ class ResultStore:
         for other in self.fs.ls(folder, detail=False):
             if other.rstrip("/").rsplit("/", 1)[-1] != version:
                 self._remove(other)
-        paths = self._reading_files(version)
+        paths = self._cache_files(self.path(self.READINGS, version))
         if len(paths) <= self.READING_FILES_KEPT:
             return
-        frames = []
-        for path in paths:
-            try:
-                with self.fs.open(path, "rb") as handle:
-                    frames.append(pl.read_parquet(handle))
-            except Exception:  # dropped with the others below
-                continue
+        frames = self._cache_frames(paths)
         try:
             merged = pl.concat(frames, how="vertical_relaxed").unique(
                 "_akey", keep="first", maintain_order=True) if frames else None
         except pl.exceptions.PolarsError:  # files that do not line up: start afresh
             merged = None
-        if merged is not None and not merged.is_empty():
-            self.save_readings(version, merged)
-        for path in paths:
-            self.fs.rm(path)
+        if merged is not None and merged.is_empty():
+            merged = None
+        self._merge(paths, self.path(self.READINGS, version, f"{new_batch_id()}.parquet"),
+                    merged)
 
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager

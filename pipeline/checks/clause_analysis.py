@@ -552,14 +552,24 @@ VALUE_BOUNDS = {
 VALUE_BOUND = "|".join(VALUE_BOUNDS.values())
 # ... or in parentheses closing the clause ("a duration in minutes (an integer)")
 TYPE_CLOSING = r"(?i)\(\s*(?:a|an)\s+" + WRITTEN_TYPE + r"\s*\)\s*\.?\s*$"
-# "a non-negative integer" (≥ 0), "a positive integer" (≥ 1), "a non-positive number" (≤ 0),
-# "a positive number" (> 0), "a negative integer" (< 0): group 1 is the type
-SIGNED_TYPES = r"(integer|whole\s+number|number|decimal)\b"
-NON_NEGATIVE = r"(?i)\bnon[\s\-]?negative\s+" + SIGNED_TYPES
-NON_POSITIVE = r"(?i)\bnon[\s\-]?positive\s+" + SIGNED_TYPES
-POSITIVE_INTEGER = r"(?i)\b(?:strictly\s+)?positive\s+(integer|whole\s+number)\b"
-POSITIVE = r"(?i)\b(?:strictly\s+)?positive\s+" + SIGNED_TYPES
-NEGATIVE = r"(?i)\b(?:strictly\s+)?negative\s+" + SIGNED_TYPES
+
+
+def _sign_rewrites(types: str, integers: str, mark: str = "") -> tuple[tuple[str, str], ...]:
+    """"a non-negative integer" (≥ 0), "a positive integer" (≥ 1), "a non-positive number"
+    (≤ 0), "a positive number" (> 0), "a negative integer" (< 0), read as the type and its
+    bound set apart ("integer, ≥ 0"), `mark` before the bound. `types` and `integers` are the
+    type words (group 1), all of them and the whole-number ones."""
+    return (
+        (r"(?i)\bnon[\s\-]?negative\s+" + types, "${1}, " + mark + "≥ 0"),
+        (r"(?i)\bnon[\s\-]?positive\s+" + types, "${1}, " + mark + "≤ 0"),
+        (r"(?i)\b(?:strictly\s+)?positive\s+" + integers, "${1}, " + mark + "≥ 1"),
+        (r"(?i)\b(?:strictly\s+)?positive\s+" + types, "${1}, " + mark + "> 0"),
+        (r"(?i)\b(?:strictly\s+)?negative\s+" + types, "${1}, " + mark + "< 0"),
+    )
+
+
+SIGNED_TYPES = _sign_rewrites(r"(integer|whole\s+number|number|decimal)\b",
+                              r"(integer|whole\s+number)\b")
 # "a title, then 2-3 paragraphs", "a heading and then exactly 2 paragraphs": read as "followed
 # by …", a length of the rest (v10 counted the title as a paragraph)
 THEN_LENGTH = (r"(?i)(?:\s*[,;]\s*|\s+and\s+|\s+)then\s+((?:(?:at\s+(?:most|least)|up\s+to|no"
@@ -1014,14 +1024,10 @@ EACH_BOUND = (r"(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|e
 # the output's array; v12 asked the first, and read "positive" as the unit of the count)
 ELEMENTS = "\ue010"
 JSON_ARRAY = r"(?i)\bjson\s+(?:array|list)\b"
-SIGNED_PLURALS = r"(integers|whole\s+numbers|numbers|decimals)\b"
 ELEMENT_REWRITES = (
     (EACH_BOUND, ELEMENTS + "${1}${2}"),
-    (r"(?i)\bnon[\s\-]?negative\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "≥ 0"),
-    (r"(?i)\bnon[\s\-]?positive\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "≤ 0"),
-    (r"(?i)\b(?:strictly\s+)?positive\s+(integers|whole\s+numbers)\b", "${1}, " + ELEMENTS + "≥ 1"),
-    (r"(?i)\b(?:strictly\s+)?positive\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "> 0"),
-    (r"(?i)\b(?:strictly\s+)?negative\s+" + SIGNED_PLURALS, "${1}, " + ELEMENTS + "< 0"),
+    *_sign_rewrites(r"(integers|whole\s+numbers|numbers|decimals)\b",
+                    r"(integers|whole\s+numbers)\b", ELEMENTS),
 )
 UNREAD = "\ue00c"
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
@@ -1788,23 +1794,28 @@ def _formats(df: pl.DataFrame) -> pl.DataFrame:
                            .otherwise(t).alias("t")).drop("_named")
 
 
+def _flagged(df: pl.DataFrame, column: str, asked: pl.Expr, pattern: str,
+             keep: str = GAP) -> pl.DataFrame:
+    """Set the flag `column` where `asked` holds, and there replace `pattern`'s match in the
+    text with `keep`."""
+    t = pl.col("t")
+    return df.with_columns(asked.alias(column)).with_columns(
+        pl.when(pl.col(column)).then(t.str.replace(pattern, keep)).otherwise(t).alias("t"))
+
+
 def _csv_header(df: pl.DataFrame) -> pl.DataFrame:
     """Read `csv_header` (the clause asks a CSV for a header row) and take its phrase."""
     t = pl.col("t")
-    asked = ((pl.col("_part") == 0) & pl.col("formats").list.contains("csv")
-             & t.str.contains(CSV_HEADER) & ~t.str.contains(NO_CSV_HEADER))
-    return df.with_columns(asked.alias("csv_header")).with_columns(
-        pl.when(pl.col("csv_header")).then(t.str.replace(CSV_HEADER, GAP)).otherwise(t)
-        .alias("t"))
+    return _flagged(df, "csv_header", (pl.col("_part") == 0)
+                    & pl.col("formats").list.contains("csv") & t.str.contains(CSV_HEADER)
+                    & ~t.str.contains(NO_CSV_HEADER), CSV_HEADER)
 
 
 def _blank_after_first(df: pl.DataFrame) -> pl.DataFrame:
     """Read `blank_after_first` (a blank line follows the first line) and take its phrase."""
-    t = pl.col("t")
-    asked = (pl.col("_part") == 0) & t.str.contains(BLANK_AFTER_FIRST)
-    return df.with_columns(asked.alias("blank_after_first")).with_columns(
-        pl.when(pl.col("blank_after_first")).then(t.str.replace(BLANK_AFTER_FIRST, "${1}" + GAP))
-        .otherwise(t).alias("t"))
+    return _flagged(df, "blank_after_first", (pl.col("_part") == 0)
+                    & pl.col("t").str.contains(BLANK_AFTER_FIRST), BLANK_AFTER_FIRST,
+                    "${1}" + GAP)
 
 
 def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
@@ -1988,8 +1999,7 @@ CLAUSE_REWRITES = (
     (UNIT_COUNT, "${2} ${1}s"), (THEN_LENGTH, " followed by ${1}"), (LENGTH_IS, "of ${1}"),
     # "a non-negative integer", "a positive number": the type, and a bound set apart (so a type
     # said apart is still read)
-    (NON_NEGATIVE, "${1}, ≥ 0"), (NON_POSITIVE, "${1}, ≤ 0"), (POSITIVE_INTEGER, "${1}, ≥ 1"),
-    (POSITIVE, "${1}, > 0"), (NEGATIVE, "${1}, < 0"),
+    *SIGNED_TYPES,
     (NOUN_BEFORE_ASIDE, "${1} ${3} ${2}"),
     (TYPED_RANGE_FIELD, "${1} (${3}-${4}), ${1} (a ${2})"),
     (TYPED_BOUND_FIELD, "${1} (${3} ${4}), ${1} (a ${2})"),

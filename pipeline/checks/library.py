@@ -19,7 +19,7 @@ import polars as pl
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
-from .output_analysis import WORDS, csv_commas, distinct_urls, top_level_items
+from .output_analysis import WORDS, csv_commas, csv_unquoted, distinct_urls, top_level_items
 
 # A clause judged on an output: a primary ensures naming one, or a triggered conditional.
 JUDGED = (
@@ -378,8 +378,8 @@ def csv_header() -> Check:
     cell of its first line is a number (all of them numbers: a data row, not a header; some
     of them, "id,2025,2026": undecided)."""
     # the first line's cells, a quoted cell whole (its commas are no separators)
-    cells = (pl.col("first_line").str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x").str.split(",")
-             .list.eval(pl.element().str.strip_chars()))
+    cells = csv_unquoted(pl.col("first_line")).str.split(",").list.eval(
+        pl.element().str.strip_chars())
     let = Lets()
     n = let("_cells", cells.list.len())
     numbers = let("_numbers", cells.list.eval(

@@ -575,9 +575,15 @@ def _yaml_like(text: pl.Expr) -> pl.Expr:
             & ~text.str.contains(r"^[\[{]"))
 
 
+def csv_unquoted(line: pl.Expr) -> pl.Expr:
+    """A CSV line with each quoted cell blanked to "x": its commas are the ones that part
+    cells (a quoted cell may hold commas)."""
+    return line.str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x")
+
+
 def csv_commas(line: pl.Expr) -> pl.Expr:
-    """The commas of a CSV line that part cells (a quoted cell may hold commas)."""
-    return line.str.replace_all(r"\"(?:[^\"]|\"\")*\"", "x").str.count_matches(",")
+    """The commas of a CSV line that part cells."""
+    return csv_unquoted(line).str.count_matches(",")
 
 
 def _csv_like(lines: pl.Expr) -> pl.Expr:
