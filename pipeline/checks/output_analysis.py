@@ -698,9 +698,10 @@ def _json_string(value: pl.Expr) -> pl.Expr:
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings."""
     frame = frame.with_row_index("_fv")
+    lazy = frame.lazy()  # one query: a shard's few outputs cost a plan, not thirty
     rows = _table_parts(pl.col("output_text"))[2]
     json_pairs = (
-        frame.filter(pl.col("json_kind").is_in(["object", "array"]))
+        lazy.filter(pl.col("json_kind").is_in(["object", "array"]))
         .select("_fv", pl.col("_json_text").str.extract_all(JSON_PAIR).alias("p"))
         .explode("p").drop_nulls("p")
         # a pair is its key, then its value: split by short anchored patterns (capturing the
@@ -709,7 +710,7 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
                 .alias("k"), _json_string(pl.col("p").str.replace(JSON_KEY_COLON, "")).alias("v"))
     )
     cells = (
-        frame.filter(pl.col("has_table"))
+        lazy.filter(pl.col("has_table"))
         .select("_fv", "table_header", rows.alias("r"))
         .explode("r").drop_nulls("r")
         .with_columns(pl.col("r").str.strip_chars().str.strip_chars("|").str.split("|")
@@ -723,8 +724,8 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     # a CSV has a comma on its first two lines (checked before anything is split into lines)
     csv_shaped = (frame["json_kind"].is_null() & ~frame["has_table"].fill_null(False)
                   & frame["output_text"].str.contains(r"^[^\n]*,[^\n]*\n[^\n]*,"))
-    csv = _csv_cells(frame.select("_fv", "output_text").filter(csv_shaped))
-    text = frame.filter(pl.col("json_kind").is_null() & pl.col("output_text").is_not_null())
+    csv = _csv_cells(frame.select("_fv", "output_text").filter(csv_shaped)).lazy()
+    text = lazy.filter(pl.col("json_kind").is_null() & pl.col("output_text").is_not_null())
     labels = (
         text.select("_fv", pl.col("output_text").str.extract_all(LABEL).alias("p"))
         .explode("p").drop_nulls("p")
@@ -745,5 +746,5 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.format("{}\t{}", "k", pl.col("v").str.replace_all(r"[\t\n]", " "))
              .str.join("\n").alias("field_values"))
     )
-    return (frame.join(lines, on="_fv", how="left").sort("_fv")
-            .drop("_fv", "_json_text"))
+    return (lazy.join(lines, on="_fv", how="left").sort("_fv")
+            .drop("_fv", "_json_text").collect())
