@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from ..tables import COLUMNS, conform, empty
+from ..tables import COLUMNS, collect, conform, empty
 from .output_analysis import FACT_FAMILY, FAMILY, TEXT_ID, families_of, output_facts, with_text_ids
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
@@ -210,8 +210,7 @@ def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("hit")).select("_mrow", "family"))
     every: dict[str, pl.Series | bool] = {name: False for name in FAMILY}  # unread: typed nulls
     if wanted:
-        hits = (pl.concat(wanted).group_by("family").agg(pl.col("_mrow").unique())
-                .collect())
+        hits = collect(pl.concat(wanted).group_by("family").agg(pl.col("_mrow").unique()))
         masks = frame.select(pl.col("_mrow").is_in(ids.implode()).alias(name)
                              for name, ids in zip(hits["family"], hits["_mrow"], strict=True))
         every.update({name: masks[name] for name in masks.columns})
@@ -260,7 +259,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         )
         for order, c in enumerate(grader.checks) if order in live
     ]
-    out = pl.concat(parts, how="vertical_relaxed").collect()
+    out = collect(pl.concat(parts, how="vertical_relaxed"))
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
                    maintain_order=True)
     out = out.drop("check_order", EACH_ROW)

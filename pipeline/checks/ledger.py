@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ..tables import conform, empty
+from ..tables import collect, conform, empty
 from .contract import excerpt, quoted
 from .grader import EVIDENCE_CAP, GraderError, validate_grader_id
 
@@ -324,7 +324,7 @@ def run_ledger_checks(graders: Sequence[LedgerGrader], clauses: pl.DataFrame,
                 pl.lit(c.detail).alias("detail"),
                 c.evidence.str.slice(0, EVIDENCE_CAP).alias("evidence"),
             ))
-    checks = pl.concat(parts, how="vertical_relaxed").collect().with_columns(
+    checks = collect(pl.concat(parts, how="vertical_relaxed")).with_columns(
         # code decides exactly what it decides; an undecided check established nothing
         pl.when(pl.col("outcome") == "undecided").then(0).otherwise(100).alias("confidence"),
     )

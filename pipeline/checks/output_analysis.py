@@ -80,6 +80,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ..scratch import scratch
+from ..tables import collect
 from .clause_analysis import normalise_key
 
 LIST_ITEM = r"(?m)^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S[^\n]*"
@@ -746,5 +747,5 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.format("{}\t{}", "k", pl.col("v").str.replace_all(r"[\t\n]", " "))
              .str.join("\n").alias("field_values"))
     )
-    return (lazy.join(lines, on="_fv", how="left").sort("_fv")
-            .drop("_fv", "_json_text").collect())
+    return collect(lazy.join(lines, on="_fv", how="left").sort("_fv")
+                   .drop("_fv", "_json_text"))
