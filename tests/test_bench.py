@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
 PATTERN_BENCH = BENCH.with_name("pattern_bench.py")
 S3_BENCH = BENCH.with_name("s3_bench.py")
+STAGE_BENCH = BENCH.with_name("stage_bench.py")
 
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
@@ -35,6 +37,22 @@ def test_pattern_bench_script_runs_end_to_end():
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     assert "40 distinct names" in done.stdout and "many / few" in done.stdout
+
+
+def test_stage_bench_script_runs_end_to_end():
+    done = subprocess.run([sys.executable, str(STAGE_BENCH), "--sizes", "6,1", "--shards", "2",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    print(done.stdout)
+    figures = json.loads(done.stdout)
+    for size, runs in (("6", 6), ("1", 1)):
+        shard = figures["sizes"][size]
+        assert shard["runs"] == runs
+        # every stage a worker runs was timed, and they add up to the whole task
+        assert {"list and read runs", "checks", "output measures", "Parquet parts staged",
+                "other"} <= set(shard["stages_ms"])
+        assert shard["stages_ms"]["list and read runs"] > 0 and shard["plain_read_ms"] > 0
+        assert abs(sum(shard["stages_ms"].values()) - shard["task_ms"]) < 1
 
 
 def test_s3_bench_script_runs_end_to_end():

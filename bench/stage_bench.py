@@ -1,0 +1,206 @@
+"""Where a grading worker's CPU goes, stage by stage (`make bench`).
+
+Grades shards of a synthetic corpus in this one process exactly as a grading worker does
+(`grade._grade_task` after `grade._init_worker`, polars on one thread), after a first shard
+that warms the process as a worker's first shard does (imports, regex compiles, clause
+readings), and reports the CPU milliseconds each stage takes per shard and per run, its share
+of the task, and the CPU of one process simply reading every file of the same runs.
+
+Two shard sizes are timed, taking turns (by default 400 runs, as a grade cuts a large batch,
+and 1 run): what a 1-run shard costs is the part of each stage that does not depend on the
+shard's size, paid once per shard. The stages are found by wrapping the functions a worker
+calls (`measure` runs inside `run_checks`; "checks" is the rest of `run_checks`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+os.environ.setdefault("POLARS_MAX_THREADS", "1")  # as in a grading worker (processes.py)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grade_bench import corpus
+
+from pipeline import grade
+from pipeline.checks import default_grader
+from pipeline.checks import grader as grader_module
+from pipeline.sources.bucket import Bucket
+from pipeline.sources.prose import DEFAULT_BINDING_CAP
+from pipeline.store import ResultStore
+
+# (label, module, function): in the order a worker calls them
+STAGES = (
+    ("list and read runs", grade, "_read_shard"),
+    ("source tables", grade, "source_tables"),
+    ("clause frame", grade, "clause_frame"),
+    ("output measures", grader_module, "measure"),
+    ("checks", grade, "run_checks"),
+    ("ledger checks", grade, "run_ledger_checks"),
+    ("clause verdicts", grade, "clause_verdicts"),
+    ("scores (DuckDB)", grade, "run_models"),
+    ("reports", grade, "build_reports"),
+    ("Parquet parts staged", ResultStore, "stage_part"),
+)
+INSIDE = {"checks": "output measures"}  # a stage timed inside another: reported apart
+
+
+class Stages:
+    """CPU seconds spent in each wrapped function, by label (process time: this process)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = defaultdict(float)
+        for label, owner, name in STAGES:
+            setattr(owner, name, self._timed(label, getattr(owner, name)))
+
+    def _timed(self, label, function):
+        def timed(*args, **kwargs):
+            started = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.cpu[label] += time.process_time() - started
+        return timed
+
+    def take(self) -> dict[str, float]:
+        out = dict(self.cpu)
+        for outer, inner in INSIDE.items():
+            out[outer] = out.get(outer, 0.0) - out.get(inner, 0.0)
+        self.cpu.clear()
+        return out
+
+
+def plain_read_cpu(refs: list) -> float:
+    """CPU seconds of reading every file of the runs once, in this process."""
+    started = time.process_time()
+    for ref in refs:
+        for folder, _, names in os.walk(ref.path):
+            for name in names:
+                with open(os.path.join(folder, name), "rb") as handle:
+                    handle.read()
+    return time.process_time() - started
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="400,1",
+                        help="shard sizes to time, comma-separated (runs per shard)")
+    parser.add_argument("--shards", type=int, default=5, help="shards timed of each size")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="folder for the corpus (default: a temporary one, deleted)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    warm = max(sizes)
+    needed = warm + args.shards * sum(sizes)
+
+    folder = args.dir or Path(tempfile.mkdtemp(prefix="rungrade-stages-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    results = Path(tempfile.mkdtemp(prefix="results-stages.", dir=folder))
+    try:
+        root = corpus(folder, needed, args.seed, None)
+        refs = list(Bucket(str(root)).discover())
+        plain_read_cpu(refs)  # the page cache warm, as for the timings of grade_bench.py
+        graders = (default_grader(), grade.default_ledger_graders())
+        grade._init_worker(pickle.dumps(graders), [], os.getpid(), {})
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a worker ignores it
+        job = grade.Job(str(root), str(results), None, DEFAULT_BINDING_CAP, False, False)
+        stages = Stages()
+        # the first shard takes runs from all over the corpus, so it meets every program's
+        # clauses: no timed shard reads a clause (a grade keeps its readings, see README)
+        stride = max(1, len(refs) // warm)
+        first = refs[::stride][:warm]
+        chosen = {id(ref) for ref in first}
+        taken = iter(first + [ref for ref in refs if id(ref) not in chosen])
+
+        def task(size: int, part: int) -> tuple[float, dict[str, float], float, int]:
+            shard = [next(taken) for _ in range(size)]
+            started = time.process_time()
+            grade._grade_task(job, "stages", part, shard)
+            total = time.process_time() - started
+            return total, stages.take(), plain_read_cpu(shard), len(shard)
+
+        task(warm, 0)
+        totals = {size: defaultdict(float) for size in sizes}
+        for k in range(args.shards):  # the sizes take turns: a slow spell hits each
+            for size in sizes:
+                total, cpu, read, runs = task(size, 1 + k * len(sizes) + sizes.index(size))
+                sums = totals[size]
+                sums["task"] += total
+                sums["plain read"] += read
+                sums["runs"] += runs
+                for label, seconds in cpu.items():
+                    sums[label] += seconds
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
+        if args.dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    figures: dict = {"shards": args.shards, "sizes": {}}
+    for size, sums in totals.items():
+        per_shard = {label: 1000 * sums[label] / args.shards
+                     for label, *_ in STAGES if label in sums}
+        per_shard["other"] = 1000 * sums["task"] / args.shards - sum(per_shard.values())
+        figures["sizes"][size] = {
+            "stages_ms": {k: round(v, 1) for k, v in per_shard.items()},
+            "task_ms": round(1000 * sums["task"] / args.shards, 1),
+            "plain_read_ms": round(1000 * sums["plain read"] / args.shards, 1),
+            "runs": sums["runs"] / args.shards,
+        }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(report(figures))
+    return figures
+
+
+def report(figures: dict) -> str:
+    sizes = figures["sizes"]
+    big = max(sizes, key=int)
+    lines = [f"CPU per shard, mean of {figures['shards']} shards of each size after a first "
+             "that warms the worker", ""]
+    head = f"{'stage':<24}" + "".join(
+        f"{f'{size}-run shard':>14}{'per run':>10}{'share':>8}" if size == big
+        else f"{f'{size}-run shard':>14}" for size in sizes)
+    lines += [head, "-" * len(head)]
+    for label in [*[s[0] for s in STAGES], "other"]:
+        row = f"{label:<24}"
+        for size in sizes:
+            ms = sizes[size]["stages_ms"].get(label, 0.0)
+            row += f"{ms:>11.1f} ms"
+            if size == big:
+                row += (f"{ms / sizes[size]['runs']:>7.2f} ms"
+                        f"{100 * ms / sizes[size]['task_ms']:>7.0f}%")
+        lines.append(row)
+    lines.append("-" * len(head))
+    for label, key in (("whole task", "task_ms"), ("plain read, same files", "plain_read_ms")):
+        row = f"{label:<24}"
+        for size in sizes:
+            ms = sizes[size][key]
+            row += f"{ms:>11.1f} ms"
+            if size == big:
+                row += f"{ms / sizes[size]['runs']:>7.2f} ms{'':>8}"
+        lines.append(row)
+    b = sizes[big]
+    lines += ["", f"a {big}-run shard costs {b['task_ms'] / b['plain_read_ms']:.1f}× the CPU "
+              "of reading its files"]
+    if len(sizes) > 1:
+        small = min(sizes, key=int)
+        fixed = sizes[small]["task_ms"]
+        lines.append(f"the same for any size (a {small}-run shard): {fixed:.0f} ms, "
+                     f"{100 * fixed / b['task_ms']:.0f}% of a {big}-run shard")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
