@@ -35,11 +35,13 @@ def run_models(tables: dict[str, pl.DataFrame], models: tuple[str, ...] = SCORE_
     """Register `tables`, materialise each model in order, return the models as frames.
 
     Without `con`, the models run on this process's scratch connection (see scratch.py), with
-    only the tables their SQL names registered (handing a table to DuckDB has a cost).
+    only the tables their SQL reads (after `from` or `join`) registered: handing a table to
+    DuckDB has a cost, and a table's name may also be a column's (`clauses`, `services`).
     """
     if con is None:
         sql = " ".join(model_sql(model) for model in models)
-        named = {name: df for name, df in tables.items() if re.search(rf"\b{name}\b", sql)}
+        named = {name: df for name, df in tables.items()
+                 if re.search(rf"\b(?:from|join)\s+{name}\b", sql, re.IGNORECASE)}
         with scratch(named) as own:
             return _materialise(own, models)
     for name, df in tables.items():
