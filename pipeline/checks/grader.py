@@ -248,9 +248,8 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
             pl.lit(c.name).alias("check"),
             c.outcome.alias("outcome"),
             c.detail.alias("detail"),
-            c.evidence.str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
-            .str.slice(0, EVIDENCE_CAP).alias("evidence"),
-            c.confidence.clip(0, 100).cast(pl.Int64).alias("confidence"),
+            c.evidence.alias("evidence"),
+            c.confidence.alias("confidence"),
             (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
             .alias("recommendation"),
             pl.lit(c.judgeable).alias("judgeable"),
@@ -259,7 +258,11 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         )
         for order, c in enumerate(grader.checks) if order in live
     ]
-    out = collect(pl.concat(parts, how="vertical_relaxed"))
+    # masked, cut and clipped once over every check's rows: one expression, not one a check
+    out = collect(pl.concat(parts, how="vertical_relaxed").with_columns(
+        pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
+        .str.slice(0, EVIDENCE_CAP),
+        pl.col("confidence").clip(0, 100).cast(pl.Int64)))
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
                    maintain_order=True)
     out = out.drop("check_order", EACH_ROW)
