@@ -2024,7 +2024,7 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     field's length said in the clause is one more sub-item (INLINE_FIELD_LENGTHS).
 
     Each step's text is a column the next step reads: as one expression, each step named the
-    one before three times over (a plan of 1.5 MB, 170 ms to plan for a single clause)."""
+    one before two or three times over (1.5 MB of expression for the lengths said)."""
     text = pl.col("_text")
     steps = frame.select("_row", "details", _rewritten(pl.col("description").fill_null(""),
                                                        NON_EMPTY).alias("_text"))
