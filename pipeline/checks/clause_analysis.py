@@ -2030,7 +2030,10 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
                                                        NON_EMPTY).alias("_text"))
     steps = steps.with_columns(text.str.contains(r"(?i)\bjson\b").alias("_json"))
     said = []
-    for i, (pattern, keep, json_only) in enumerate(INLINE_FIELD_LENGTHS):
+    # every one names a field in backticks: with no backtick in any clause, none can match,
+    # and their patterns (six of about 20,000 characters) are not compiled
+    ticked = steps.select(text.str.contains("`", literal=True).any()).item()
+    for i, (pattern, keep, json_only) in enumerate(INLINE_FIELD_LENGTHS if ticked else ()):
         # each reads what the ones before left
         e = pl.element()
         found = text.str.extract_all(pattern).list.eval(pl.struct(
@@ -2045,15 +2048,6 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     clause = steps.select(
         "_row", pl.lit(0).alias("_part"), pl.lit(None, pl.String).alias("_field"),
         text.alias("t"))
-    inline = (
-        steps.select("_row", pl.concat_list(said).alias("_inline"),
-                     (pl.col("details").list.len().fill_null(0) + 1).alias("_first"))
-        .with_columns(pl.int_ranges(pl.col("_first"),
-                                    pl.col("_first") + pl.col("_inline").list.len())
-                      .alias("_part"))
-        .explode("_inline", "_part").drop_nulls("_inline").unnest("_inline")
-        .select("_row", "_part", "_field", "t")
-    )
     sub = (
         frame.select("_row", "details").with_columns(
             pl.int_ranges(1, pl.col("details").list.len() + 1).alias("_part"))
@@ -2066,9 +2060,20 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
                 .str.strip_chars().alias("_field"),
                 _rewritten(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")),
                            NON_EMPTY).alias("t"))
+        .cast({"_part": pl.Int32})
     )
-    return pl.concat([clause, sub.cast({"_part": pl.Int32}), inline.cast({"_part": pl.Int32})],
-                     how="vertical_relaxed")
+    if not said:
+        return pl.concat([clause, sub], how="vertical_relaxed")
+    inline = (
+        steps.select("_row", pl.concat_list(said).alias("_inline"),
+                     (pl.col("details").list.len().fill_null(0) + 1).alias("_first"))
+        .with_columns(pl.int_ranges(pl.col("_first"),
+                                    pl.col("_first") + pl.col("_inline").list.len())
+                      .alias("_part"))
+        .explode("_inline", "_part").drop_nulls("_inline").unnest("_inline")
+        .select("_row", "_part", "_field", "t")
+    )
+    return pl.concat([clause, sub, inline.cast({"_part": pl.Int32})], how="vertical_relaxed")
 
 
 def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
