@@ -1084,3 +1084,29 @@ def test_analysis_is_one_pass_over_many_clauses():
         pl.col("quantities").n_unique().alias("q"), pl.col("literals").n_unique().alias("l"),
         pl.col("formats").n_unique().alias("f"))
     assert per_text.select((pl.col("q", "l", "f") == 1).all()).row(0) == (True, True, True)
+
+
+def test_a_clause_reads_the_same_whatever_else_its_batch_holds():
+    """Clauses are read in batches, the new ones a worker meets in a shard, and a pattern only
+    some clauses can match is compiled only for a batch that holds one (a field's length said
+    in the clause names the field in backticks): a clause reads the same alone as beside
+    clauses that ask for every reader."""
+    from pipeline.checks import clause_analysis
+
+    plain = [c for c in CASES if "`" not in c[0]]
+    ticked = [c for c in CASES if "`" in c[0]]
+    assert len(plain) > 100 and len(ticked) > 50
+
+    def read(cases):
+        clause_analysis._READ.clear()  # every clause read now, none taken from the cache
+        batch = pl.DataFrame({"description": [c[0] for c in cases],
+                              "details": [list(c[1]) for c in cases]},
+                             schema={"description": pl.String, "details": pl.List(pl.String)})
+        return clause_analysis.clause_requirements(batch)
+
+    alone = pl.concat([read(plain[i:i + 25]) for i in range(0, len(plain), 25)],
+                      how="vertical_relaxed")
+    beside = read(plain + ticked).head(len(plain))
+    assert alone.columns == beside.columns
+    for column in alone.columns:
+        assert alone[column].to_list() == beside[column].to_list(), column
