@@ -208,3 +208,26 @@ def test_field_values_split_each_json_pair_at_its_key_and_decode_its_strings():
         'a"b\tx: "y" z', "count\t12", "list\t[", "url\thttps://e.example/a:b",
         "path\tC:\\dir\\", 'quote\tends "quoted"', "café\tcafé ✓", "lines\tone two three",
         "slash\ta/b"]
+
+
+def test_a_label_is_at_most_41_characters_wherever_its_line_is():
+    """"Label: value" lines give a field; a label longer than 41 characters is prose, and the
+    lines after it are read as before. The bound holds for bare, bulleted and bold labels."""
+    from pipeline.checks.output_analysis import LABEL_CHARS, output_facts
+
+    assert LABEL_CHARS == 41
+    text = "\n".join([
+        "Intro line without a colon",
+        "A" * 41 + ": kept at the bound",
+        "- **" + "B" * 42 + "**: one past it",
+        "Word " * 8 + "end: a sentence that has a colon",
+        "* __C-3 d__: y",
+        "Short  : x",
+        "\t+ É" + "é" * 40 + ": kept, 41 with the capital",
+        "Ž" + "ž" * 41 + ": one past it again",
+        "Last: z",
+    ])
+    measured = output_facts(pl.DataFrame({"binding_text": [text]}))
+    assert measured["field_values"][0].split("\n") == [
+        "a" * 41 + "\tkept at the bound", "c-3-d\ty", "short\tx",
+        "é" * 41 + "\tkept, 41 with the capital", "last\tz"]
