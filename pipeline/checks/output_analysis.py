@@ -106,8 +106,9 @@ YAML_LINE = (r"^(?:[ \t]*#.*|[ \t]*-(?:[ \t].*)?|[ \t]*[\"']?[\p{L}\p{N}_][\p{L}
 # characters: longer is prose, not a label) and the value (group 2). The label's bound is a
 # filter on group 1 (see `_field_values`), not a bounded repeat in the pattern: the matches
 # are the same (a match spans one line from its start, and the shortest label wins either
-# way), but a repeat bounded at 40 compiles the Unicode class forty times, 12 ms instead of
-# 1, and polars keeps too few patterns compiled for it to last from one shard to the next.
+# way), but a repeat bounded at 40 compiles the Unicode class forty times: 12 ms instead of
+# 1, paid again whenever other patterns (a clause reading's hundreds) push it out of the 32
+# polars keeps compiled.
 LABEL_CHARS = 41
 LABEL = (r"(?m)^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?([\p{L}][\p{L}\p{N} _\-]*?)"
          r"(?::(?:\*\*|__)|(?:\*\*|__)?[ \t]*:)[ \t]*([^\n]*)")
