@@ -178,6 +178,25 @@ def test_each_judges_one_row_per_element_and_precondition_sets_the_role(tmp_path
                                               "error_declared")
 
 
+def test_checks_read_columns_by_name_by_pattern_and_by_type(tmp_path):
+    """A check sees every column it reads, however it names them: by name, by a pattern
+    (`pl.col("^...$")`), or through a selector over the whole frame (`pl.all()`)."""
+    def echo(name: str, detail: pl.Expr) -> Check:
+        return Check(applies=pl.col("has_output"), outcome=pl.lit("passed"), detail=detail,
+                     evidence=pl.lit(""), confidence=pl.lit(100), name=name)
+
+    grader = Grader("columns.grader/v1", [
+        echo("by_name", pl.format("{}|{}", "output_name", "n_words")),
+        echo("by_pattern", pl.concat_str(pl.col("^(output_name|n_words)$"), separator="|")),
+        echo("whole_row", pl.struct(pl.all()).struct.field("output_name")),
+    ])
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: at most 3 words",
+                      outputs={"out.md": "one two"})
+    checks = grade_folder(tmp_path, grader)[0]["checks"].sort("check")
+    assert checks.select("check", "detail").rows() == [
+        ("by_name", "out|2"), ("by_pattern", "out|2"), ("whole_row", "out")]
+
+
 def test_checks_with_nothing_to_judge_add_no_rows(tmp_path):
     """A check no clause of the batch calls for is skipped whole; the others are unchanged."""
     write_service_run(tmp_path, run_id(1), ensures="- `out`: a markdown list of at least 2 items",

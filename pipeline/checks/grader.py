@@ -168,6 +168,20 @@ def _columns(exprs: Sequence[pl.Expr]) -> set[str]:
     return {name for e in exprs for name in e.meta.root_names()}
 
 
+def _read_by(lazy: pl.LazyFrame, columns: Sequence[str], c: Check,
+             keys: Sequence[str]) -> pl.LazyFrame:
+    """The frame narrowed to `keys` and the columns check `c` reads. Polars carries a step's
+    whole schema through planning (cloned at every step, and the measured clause frame has
+    over a hundred columns): a check's plan over the few it reads costs less to make. A check
+    with an expression that selects columns by pattern or type (`pl.all()`, a selector) keeps
+    every column."""
+    exprs = _expressions(c)
+    if any(e.meta.has_multiple_outputs() for e in exprs):
+        return lazy
+    read = _columns(exprs) | set(keys) | ({c.each} if c.each is not None else set())
+    return lazy.select([name for name in columns if name in read])
+
+
 def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
     """The clause frame with the output measures `checks` read, computed where they need them.
 
@@ -243,7 +257,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         return empty("checks")
     lazy = measured.lazy()
     parts = [
-        _judged(lazy, c).select(
+        _judged(_read_by(lazy, measured.columns, c, keys), c).select(
             *keys,
             pl.lit(c.name).alias("check"),
             c.outcome.alias("outcome"),
