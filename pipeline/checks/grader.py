@@ -10,7 +10,7 @@ evidence and a confidence. Nothing here loops over rows: a grader runs as a few 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import polars as pl
@@ -183,14 +183,13 @@ def _columns(exprs: Sequence[pl.Expr]) -> set[str]:
     return {name for e in exprs for name in _roots(e)[0]}
 
 
-def _read_by(lazy: pl.LazyFrame, columns: Sequence[str], c: Check,
-             keys: Sequence[str]) -> pl.LazyFrame:
-    """The frame narrowed to `keys` and the columns check `c` reads. Polars carries a step's
-    whole schema through planning (cloned at every step, and the measured clause frame has
-    over a hundred columns): a check's plan over the few it reads costs less to make. A check
-    with an expression that selects columns by pattern or type (`pl.all()`, a selector) keeps
-    every column."""
-    exprs = _expressions(c)
+def _narrowed(lazy: pl.LazyFrame, columns: Sequence[str], c: Check, exprs: Sequence[pl.Expr],
+              keys: Iterable[str]) -> pl.LazyFrame:
+    """The frame narrowed to `keys`, check `c`'s `each` column and the columns `exprs` read.
+    Polars carries a step's whole schema through planning (cloned at every step, and the
+    measured clause frame has over a hundred columns): a plan over the few a check reads costs
+    less to make. Where an expression selects columns by pattern or type (`pl.all()`, a
+    selector), every column is kept."""
     if any(_roots(e)[1] for e in exprs):
         return lazy
     read = _columns(exprs) | set(keys) | ({c.each} if c.each is not None else set())
@@ -229,9 +228,8 @@ def measure(checks: Sequence[Check], frame: pl.DataFrame) -> pl.DataFrame:
                               "quantities, kind, ...)")
         if not families:
             continue
-        read = _columns([c.applies, *c.needs.values()]) | {"_mrow"} | ({c.each} if c.each
-                                                                         else set())
-        rows = _rows(frame.lazy().select(*[col for col in frame.columns if col in read]), c)
+        rows = _rows(_narrowed(frame.lazy(), frame.columns, c, [c.applies, *c.needs.values()],
+                               ["_mrow"]), c)
         wanted.append(
             rows.select("_mrow", *[(c.needs.get(name, pl.lit(True))).alias(name)
                                    for name in sorted(families)])
@@ -272,7 +270,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         return empty("checks")
     lazy = measured.lazy()
     parts = [
-        _judged(_read_by(lazy, measured.columns, c, keys), c).select(
+        _judged(_narrowed(lazy, measured.columns, c, _expressions(c), keys), c).select(
             *keys,
             pl.lit(c.name).alias("check"),
             c.outcome.alias("outcome"),
