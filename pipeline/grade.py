@@ -11,6 +11,7 @@ import contextlib
 import gc
 import hashlib
 import importlib.util
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -295,6 +296,7 @@ LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTINGS = "_listings"  # the key of a grade task's result that holds its runs' listings
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
+PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
 
 @dataclass(frozen=True)
@@ -488,6 +490,27 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                         "scored": 0, "empty": empty}
     out[LISTINGS] = listings  # for the next grade's rerun check (see ResultStore.listings)
     return out
+
+
+def _preread_task(job: Job, refs: list[RunRef]) -> int:
+    """Read the clauses of `refs` (a few runs of each folder, see `Bucket.sample`) into the
+    kept readings, in one reading; return how many distinct clauses that was (0 on failure).
+
+    A reading costs about the same for one clause as for a hundred (it is mostly compiling
+    regexes), and each worker would otherwise read each program's clauses where it first
+    meets them: in a first grade, the workers then find most clauses already read. Nothing
+    is graded or staged here, and nothing that fails here fails the grade.
+    """
+    try:
+        rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
+                            _WORKER["ledger_graders"]))
+        tables = source_tables(rows)
+        with shared_readings(KeptReadings(ResultStore(job.results_uri, job.endpoint_url))):
+            frame = clause_frame(tables["clauses"], tables["services"], tables["bindings"],
+                                 measured=False)
+        return frame.select("description", "details").n_unique() if frame.height else 0
+    except Exception:  # the shards read what this could not
+        return 0
 
 
 def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
@@ -764,6 +787,11 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             judge.on_progress = lambda done, total: progress("asking the judge", done, total)
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
+        # A first grade (or --full): the first task reads the clauses of a sample of the runs
+        # (held until the end: Dask forgets a task nobody holds)
+        sample = list(itertools.islice(bucket.sample(), PREREAD_RUNS)) if (
+            full or not known) else []
+        preread = engine.submit_grade(_preread_task, job, sample) if sample else None
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
@@ -859,6 +887,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 with contextlib.suppress(OSError):  # the next grade removes what is left
                     abandon(batch_id, [])
             raise
+        if preread is not None:
+            with contextlib.suppress(Exception):  # long done; its failure changes nothing
+                preread.result()
         # every batch is in: the workers stop while the catalog is written
         closing = threading.Thread(target=engine.close, name="rungrade-engine-close")
         closing.start()

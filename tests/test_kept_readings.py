@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 from pipeline.catalog import connect
 from pipeline.checks import clause_analysis, default_grader
 from pipeline.grade import KeptReadings, grade_runs
+from pipeline.sources.bucket import Bucket
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 
@@ -140,3 +141,44 @@ def test_other_versions_go_broken_files_are_passed_over_and_many_are_merged(
     assert len(merged) == 1
     assert_frame_equal(pl.read_parquet(folder / merged[0]).sort("_akey"),
                        readings.sort("_akey"))
+
+
+def test_a_first_grade_reads_a_sample_of_each_folder_first_in_one_reading(
+        tmp_path: Path, fresh_process_cache, monkeypatch):
+    import pipeline.grade as grade
+
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 40, seed=3, workers=1)  # four programs, each in a folder of its own
+    assert len({p.parent for p in runs.glob("*/.prose/runs/*")}) == 4
+    found = [r.uri for r in Bucket(str(runs)).discover()]
+    sample = [r.uri for r in Bucket(str(runs)).sample()]
+    for folder in {Path(u).parent for u in found}:  # first, last and one between, in order
+        mine = [u for u in found if Path(u).parent == folder]
+        assert [u for u in sample if Path(u).parent == folder] == (
+            [mine[0], mine[(len(mine) - 1) // 2], mine[-1]] if len(mine) >= 3 else mine)
+
+    # one process, small batches: each batch that meets a program's clauses first reads them
+    monkeypatch.setattr(grade, "PREREAD_RUNS", 0)
+    apart = tmp_path / "apart"
+    grade_runs(str(runs), str(apart), default_grader(), workers=1, batch_size=8)
+    assert len(_kept(apart)) > 1
+
+    # with the sample read first, in one reading, no batch reads any clause
+    clause_analysis._READ.clear()
+    monkeypatch.setattr(grade, "PREREAD_RUNS", 64)
+    first = tmp_path / "first"
+    grade_runs(str(runs), str(first), default_grader(), workers=1, batch_size=8)
+    assert len(_kept(first)) == 1
+
+    def rows(results: Path) -> pl.DataFrame:
+        return connect(str(results)).sql(
+            "select run_uri, service, clause_id, \"check\", outcome, detail, evidence, "
+            "confidence from checks order by all").pl()
+
+    assert_frame_equal(rows(first), rows(apart))
+
+    # a grade with runs graded already (not --full) reads no sample: nothing new to read
+    clause_analysis._READ.clear()
+    (runs / "data-team" / ".prose" / "runs" / "20990101-000000-new").mkdir()
+    grade_runs(str(runs), str(first), default_grader(), workers=1, batch_size=8)
+    assert len(_kept(first)) == 1

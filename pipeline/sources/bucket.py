@@ -240,6 +240,15 @@ class Bucket:
         else:
             yield from self._discover_s3()
 
+    def sample(self, per_folder: int = 3) -> Iterator[RunRef]:
+        """A few runs of each folder that holds runs, spread over it (its first, last and
+        evenly between, by name: runs of one program, over time), folders in path order.
+        Local roots only (an S3 root yields none): finding them costs one `scandir` per
+        folder above the runs, and none inside a run.
+        """
+        if self.local:
+            yield from _discover_local(self, self.root, top=True, per_folder=per_folder)
+
     def _discover_s3(self) -> Iterator[RunRef]:
         # No run spans two top-level folders, and whether a folder is a ledger is told by
         # keys inside it: each top-level folder is grouped on its own, from its own listing.
@@ -659,9 +668,11 @@ def _list_local(folder: str, mtime_ns: int) -> tuple[dict[str, FileInfo], dict[s
     return files, folders
 
 
-def _discover_local(bucket: Bucket, folder: str, top: bool = False) -> Iterator[RunRef]:
+def _discover_local(bucket: Bucket, folder: str, top: bool = False,
+                    per_folder: int | None = None) -> Iterator[RunRef]:
     # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
-    # ledger marker; never below one.
+    # ledger marker; never below one. With `per_folder`, only that many of a folder's runs,
+    # spread over them (see `Bucket.sample`).
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -671,11 +682,24 @@ def _discover_local(bucket: Bucket, folder: str, top: bool = False) -> Iterator[
         name = os.path.basename(folder)
         yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
         return
+    kept = None if per_folder is None else _spread(
+        [e.name for e in entries if RUN_DIR.match(e.name)], per_folder)
     for entry in entries:
         if RUN_DIR.match(entry.name):
-            yield RunRef(entry.name, bucket.to_uri(entry.path), entry.path, listed=False)
+            if kept is None or entry.name in kept:
+                yield RunRef(entry.name, bucket.to_uri(entry.path), entry.path, listed=False)
         elif _is_dir(entry):
-            yield from _discover_local(bucket, entry.path)
+            yield from _discover_local(bucket, entry.path, per_folder=per_folder)
+
+
+def _spread(names: list[str], count: int) -> set[str]:
+    """`count` of `names`, from the first to the last and evenly between."""
+    if not names or count < 1:
+        return set()
+    if count == 1:
+        return {names[0]}
+    last = len(names) - 1
+    return {names[i * last // (count - 1)] for i in range(count)}
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
