@@ -602,20 +602,36 @@ class _Engine:
 
     @staticmethod
     def _submit(pool: ProcessPoolExecutor | None, fn, args) -> Future:
-        if pool is not None:
-            return pool.submit(fn, *args)
         future: Future = Future()
         try:
+            if pool is not None:
+                return pool.submit(fn, *args)
             future.set_result(fn(*args))
+        except BrokenProcessPool as exc:  # a worker died: this task fails as the others did
+            future.set_exception(exc)
         except Exception as exc:  # handed to whoever waits on the future, as a pool would
+            if pool is not None:
+                raise
             future.set_exception(exc)
         return future
 
     def recover(self) -> None:
-        """Replace a grading pool that a dead worker broke (every task in it failed too)."""
-        if self.grade_pool is not None:
-            self.grade_pool.shutdown(wait=False, cancel_futures=True)
-            self.grade_pool = None
+        """Replace a grading pool that a dead worker broke (every task in it failed too).
+
+        Its other workers are killed first, and waited for: they ignore the SIGTERM the pool
+        sends them, and one still grading a shard whose task has failed would otherwise stage
+        its part after the part was dropped to be graded again (its runs then committed
+        twice).
+        """
+        pool, self.grade_pool = self.grade_pool, None
+        if pool is not None:
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            for worker in workers:
+                with contextlib.suppress(OSError):
+                    worker.kill()
+            for worker in workers:
+                worker.join(timeout=60)  # (only a process stuck in the kernel outlives a kill)
+            pool.shutdown(wait=False, cancel_futures=True)
         self.generation += 1
 
     def close(self, cancel: bool = False) -> None:
@@ -705,9 +721,9 @@ def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_
     batch come back here too: graded whole on the first try, they cost one more pass.
     """
     def after_death(part: int, generation: int) -> None:
-        store.drop_part(batch_id, part)  # what the dead task may have staged
         if engine.generation == generation:  # not yet recovered from this death
-            engine.recover()
+            engine.recover()  # (the pool's other workers stop: none stages anything after)
+        store.drop_part(batch_id, part)  # what the dead task may have staged
 
     after_death(dead_part, generation)
     results: list[dict] = []

@@ -134,3 +134,39 @@ def test_on_dask_a_run_that_kills_its_worker_is_refused(tmp_path: Path):
         (str(poisoned),)]
     clean = grade_runs(str(runs), str(tmp_path / "local"), default_grader(), workers=1)
     assert clean.graded + clean.refused == 8
+
+
+DYING_PREREAD = '''
+import multiprocessing
+import os
+
+import pipeline.grade as grade
+from pipeline.checks import default_grader
+
+
+def _dying(job, refs):
+    # the first task of a first grade, in a worker process: it dies there
+    if multiprocessing.parent_process() is not None:
+        os._exit(9)
+    return 0
+
+
+grade._preread_task = _dying
+grader = default_grader("prereaddeath.contract.grader/v1")
+'''
+
+
+def test_a_worker_that_dies_reading_the_sample_clauses_loses_nothing(corpus: Path,
+                                                                      tmp_path: Path):
+    # The first task dies at once, while the other worker grades the first shard: the pool
+    # it breaks is replaced and every run graded, each once. (The other worker, whose task
+    # failed with the pool, must not stage its shard after that shard was dropped to be
+    # graded again: its runs would be committed twice.)
+    grader = tmp_path / "preread_grader.py"
+    grader.write_text(DYING_PREREAD)
+    got = _grade(corpus, tmp_path / "results", grader)
+    assert got["found"] == RUNS == got["graded"] + got["refused"]
+    assert "internal-error" not in got["refusals"]
+    con = connect(str(tmp_path / "results"))
+    assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [
+        (RUNS, RUNS)]
