@@ -8,6 +8,7 @@ and grades the rest shard by shard in worker processes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import importlib.util
@@ -46,7 +47,7 @@ from .checks.verdicts import clause_verdicts
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef
+from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_runs
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, files_read, read_run, refuse
@@ -804,9 +805,17 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
         # A first grade (or --full): the first task reads the clauses of a sample of the runs
-        # (held until the end: Dask forgets a task nobody holds)
-        sample = list(itertools.islice(bucket.sample(), PREREAD_RUNS)) if (
-            full or not known) else []
+        # (held until the end: Dask forgets a task nobody holds). On S3 the sample is taken
+        # from the runs discovery has found ahead, which holds several top-level folders.
+        found: Iterable[RunRef] = runs
+        sample: list[RunRef] = []
+        if (full or not known) and bucket.local:
+            sample = list(itertools.islice(bucket.sample(), PREREAD_RUNS))
+        elif full or not known:
+            ahead = iter(runs)
+            head = list(itertools.islice(ahead, RUNS_QUEUED))
+            found = itertools.chain(head, ahead)
+            sample = [dataclasses.replace(r) for r in spread_runs(head)[:PREREAD_RUNS]]
         preread = engine.submit_grade(_preread_task, job, sample) if sample else None
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
@@ -866,7 +875,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         try:
             pending: list[RunRef] = []
-            for status, ref in _classified(engine, bucket, runs, job, known, index, listed):
+            for status, ref in _classified(engine, bucket, found, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:
                     keep_listed()
                 if status == "empty":

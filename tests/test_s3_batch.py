@@ -147,3 +147,30 @@ def test_s3_results_leftovers_of_an_uncommitted_batch_are_found_and_dropped(
     assert store.discard_uncommitted() == [ghost]
     assert not [p for p in s3fs_client.find(f"{s3_bucket}/results") if ghost in p]
     assert store.table_files("runs") == committed and store.discard_uncommitted() == []
+
+
+def test_a_first_grade_on_s3_reads_a_sample_of_the_runs_found_first(
+        runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client, monkeypatch):
+    import pipeline.grade as grade
+    from pipeline.checks import clause_analysis, default_grader
+
+    def graded(results: str) -> tuple[list[str], dict]:
+        clause_analysis._READ.clear()  # as a fresh process: only kept readings to go by
+        summary = grade.grade_runs(runs_bucket, f"s3://{s3_bucket}/{results}", default_grader(),
+                                   workers=1, batch_size=1, endpoint_url=s3_server)
+        kept = s3fs_client.ls(f"{s3_bucket}/{results}/_readings/{readings_version()}")
+        return kept, {k: v for k, v in summary.as_dict().items()
+                      if k not in ("results", "batches")}
+
+    try:
+        # one run a batch: each batch that meets a program first reads its clauses
+        monkeypatch.setattr(grade, "PREREAD_RUNS", 0)
+        apart, without = graded("apart")
+        assert len(apart) > 1
+        # with a sample of the runs found first read first, in one reading, no batch reads
+        monkeypatch.setattr(grade, "PREREAD_RUNS", 64)
+        first, summary = graded("first")
+        assert len(first) == 1
+        assert summary == without and summary["found"] == RUNS
+    finally:
+        clause_analysis._READ.clear()

@@ -692,6 +692,19 @@ def _discover_local(bucket: Bucket, folder: str, top: bool = False,
             yield from _discover_local(bucket, entry.path, per_folder=per_folder)
 
 
+def spread_runs(refs: Iterable[RunRef], per_folder: int = 3) -> list[RunRef]:
+    """A few of `refs` from each folder holding some, as `Bucket.sample` takes them from a
+    local root: folders in the order they come, runs by name."""
+    folders: dict[str, dict[str, RunRef]] = {}
+    for ref in refs:
+        folders.setdefault(ref.uri.rsplit("/", 1)[0], {})[ref.run_id] = ref
+    out = []
+    for runs in folders.values():
+        kept = _spread(sorted(runs), per_folder)
+        out += [runs[name] for name in sorted(kept)]
+    return out
+
+
 def _spread(names: list[str], count: int) -> set[str]:
     """`count` of `names`, from the first to the last and evenly between."""
     if not names or count < 1:
