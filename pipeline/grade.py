@@ -514,6 +514,20 @@ def _preread_task(job: Job, refs: list[RunRef]) -> int:
         return 0
 
 
+def _sampled(bucket: Bucket, runs: Iterable[RunRef]
+             ) -> tuple[Iterable[RunRef], list[RunRef]]:
+    """(`runs`, all of them still to come; a sample of them for `_preread_task`): a few runs
+    of each folder (`Bucket.sample`). On S3, where a walk of the folders would cost listings,
+    they come from the runs discovery has found ahead, which span the top-level folders it
+    lists side by side (copies: those runs are graded in their shards as well)."""
+    if bucket.local:
+        return runs, list(itertools.islice(bucket.sample(), PREREAD_RUNS))
+    ahead = iter(runs)
+    head = list(itertools.islice(ahead, RUNS_QUEUED))
+    return (itertools.chain(head, ahead),
+            [dataclasses.replace(r) for r in spread_runs(head)[:PREREAD_RUNS]])
+
+
 def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
     """The shard's rows with each run that fails `graded` on its own refused as internal-error.
 
@@ -804,19 +818,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             judge.on_progress = lambda done, total: progress("asking the judge", done, total)
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
-        # A first grade (or --full): the first task reads the clauses of a sample of the runs
-        # (held until the end: Dask forgets a task nobody holds). On S3 the sample is taken
-        # from the runs discovery has found ahead, which holds several top-level folders.
         found: Iterable[RunRef] = runs
-        sample: list[RunRef] = []
-        if (full or not known) and bucket.local:
-            sample = list(itertools.islice(bucket.sample(), PREREAD_RUNS))
-        elif full or not known:
-            ahead = iter(runs)
-            head = list(itertools.islice(ahead, RUNS_QUEUED))
-            found = itertools.chain(head, ahead)
-            sample = [dataclasses.replace(r) for r in spread_runs(head)[:PREREAD_RUNS]]
-        preread = engine.submit_grade(_preread_task, job, sample) if sample else None
+        preread = None  # held until the end: Dask forgets a task nobody holds
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
@@ -874,6 +877,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:
+            if full or not known:  # a first grade: its first task reads a sample's clauses
+                found, sample = _sampled(bucket, runs)
+                preread = engine.submit_grade(_preread_task, job, sample) if sample else None
             pending: list[RunRef] = []
             for status, ref in _classified(engine, bucket, found, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:
