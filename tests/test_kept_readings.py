@@ -176,9 +176,3 @@ def test_a_first_grade_reads_a_sample_of_each_folder_first_in_one_reading(
             "confidence from checks order by all").pl()
 
     assert_frame_equal(rows(first), rows(apart))
-
-    # a grade with runs graded already (not --full) reads no sample: nothing new to read
-    clause_analysis._READ.clear()
-    (runs / "data-team" / ".prose" / "runs" / "20990101-000000-new").mkdir()
-    grade_runs(str(runs), str(first), default_grader(), workers=1, batch_size=8)
-    assert len(_kept(first)) == 1
