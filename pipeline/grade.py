@@ -493,9 +493,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     return out
 
 
-def _preread_task(job: Job, refs: list[RunRef]) -> int:
+def _preread_task(job: Job, refs: list[RunRef]) -> None:
     """Read the clauses of `refs` (a few runs of each folder, see `Bucket.sample`) into the
-    kept readings, in one reading; return how many distinct clauses that was (0 on failure).
+    kept readings, in one reading.
 
     A reading costs about the same for one clause as for a hundred (it is mostly compiling
     regexes), and each worker would otherwise read each program's clauses where it first
@@ -507,11 +507,10 @@ def _preread_task(job: Job, refs: list[RunRef]) -> int:
                             _WORKER["ledger_graders"]))
         tables = source_tables(rows)
         with shared_readings(KeptReadings(ResultStore(job.results_uri, job.endpoint_url))):
-            frame = clause_frame(tables["clauses"], tables["services"], tables["bindings"],
-                                 measured=False)
-        return frame.select("description", "details").n_unique() if frame.height else 0
+            clause_frame(tables["clauses"], tables["services"], tables["bindings"],
+                         measured=False)
     except Exception:  # the shards read what this could not
-        return 0
+        pass
 
 
 def _sampled(bucket: Bucket, runs: Iterable[RunRef]
@@ -618,15 +617,15 @@ class _Engine:
     @staticmethod
     def _submit(pool: ProcessPoolExecutor | None, fn, args) -> Future:
         future: Future = Future()
-        try:
-            if pool is not None:
+        if pool is not None:
+            try:
                 return pool.submit(fn, *args)
+            except BrokenProcessPool as exc:  # a worker died: this task fails as the others did
+                future.set_exception(exc)
+                return future
+        try:
             future.set_result(fn(*args))
-        except BrokenProcessPool as exc:  # a worker died: this task fails as the others did
-            future.set_exception(exc)
         except Exception as exc:  # handed to whoever waits on the future, as a pool would
-            if pool is not None:
-                raise
             future.set_exception(exc)
         return future
 

@@ -148,7 +148,6 @@ def _dying(job, refs):
     # the first task of a first grade, in a worker process: it dies there
     if multiprocessing.parent_process() is not None:
         os._exit(9)
-    return 0
 
 
 grade._preread_task = _dying
