@@ -725,10 +725,11 @@ DIED = ("the worker process grading this run died each time (killed, or out of m
 
 def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
               refs: list[RunRef], generation: int, parts: Iterator[int],
-              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
+              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[tuple[int, dict]]:
     """Grade again the runs of a shard whose worker died, halving the groups that die again,
     until each run that kills its worker alone is refused as internal-error (`DIED`); the
-    other runs are graded as usual. Returns the shard results of the groups, in order.
+    other runs are graded as usual. Returns (part number, shard result) of the groups, in
+    order.
 
     A dead worker breaks a local pool and every task in it, so the pool is replaced once per
     death (`generation` tells a new death from an old one), and the innocent shards of the
@@ -740,14 +741,15 @@ def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_
         store.drop_part(batch_id, part)  # what the dead task may have staged
 
     after_death(dead_part, generation)
-    results: list[dict] = []
+    results: list[tuple[int, dict]] = []
     groups = [refs]
     while groups:
         group = groups.pop()
         part = next(parts)
         generation = engine.generation
         try:
-            results.append(engine.submit_grade(_grade_task, job, batch_id, part, group).result())
+            results.append((part, engine.submit_grade(_grade_task, job, batch_id, part,
+                                                      group).result()))
             continue
         except Exception as exc:
             if not _worker_died(exc):
@@ -760,7 +762,8 @@ def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_
         # refused here, without reading the run: in this process, with this job's graders
         # (a pool that can lose workers means grading is not inline: no judge to keep)
         _WORKER.update(grader=graders[0], ledger_graders=graders[1], judge=None)
-        results.append(_grade_task(job, batch_id, next(parts), group, died=DIED))
+        part = next(parts)
+        results.append((part, _grade_task(job, batch_id, part, group, died=DIED)))
     return results
 
 
@@ -837,16 +840,18 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         def finish() -> None:
             batch_id, tasks = inflight.popleft()
-            shards: list[dict] = []
+            accepted: list[tuple[int, dict]] = []  # (part number, result) of each shard
             parts = iter(range(len(tasks), 1 << 30))  # numbers for shards graded again
             for k, (refs, generation, future) in enumerate(tasks):
                 try:
-                    shards.append(future.result())
+                    accepted.append((k, future.result()))
                 except Exception as exc:
                     if not _worker_died(exc):
                         raise
-                    shards += _isolated(engine, store, job, batch_id, k, refs, generation,
-                                        parts, (grader, ledger_graders))
+                    accepted += _isolated(engine, store, job, batch_id, k, refs, generation,
+                                          parts, (grader, ledger_graders))
+            shards = [shard for _, shard in accepted]
+            published = {k for k, _ in accepted}  # a late stage under another part is not
             listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
             if should_stop():
                 summary.stopped = True
@@ -860,7 +865,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                           "refused": sum(s["refused"] for s in stats)}
                 committed = batch_for(batch_id, grader_id, main_id)
                 if counts["runs"]:
-                    store.publish(committed, grader_id, counts)
+                    store.publish(committed, grader_id, counts, published)
                     summary.batches.append(committed)
                 else:
                     store.discard(committed)

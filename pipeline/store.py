@@ -106,14 +106,17 @@ class ResultStore:
 
         A committed batch whose reports were still staged has them moved into place now.
         """
-        commits = {c["batch_id"]: c["grader_id"] for c in self.commits()}
+        commits = {c["batch_id"]: c for c in self.commits()}
         removed = []
         staging = self.path("_staging")
         if self.fs.exists(staging):
             for path in self.fs.ls(staging, detail=False):
                 batch = path.rstrip("/").rsplit("/", 1)[-1]
-                if batch in commits:
-                    self._publish_reports(batch, commits[batch])  # roll its reports forward
+                if batch in commits:  # roll its reports forward
+                    commit = commits[batch]
+                    parts = commit.get("parts")  # absent from markers of older versions
+                    self._publish_reports(batch, commit["grader_id"],
+                                          None if parts is None else set(parts))
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
@@ -204,17 +207,22 @@ class ResultStore:
                         table == "reports" and rest.startswith(f"{part}/")):
                     self.fs.rm(path)
 
-    def publish(self, batch_id: str, grader_id: str, summary: dict) -> None:
-        """Move a staged batch's parts into place, write its commit marker (the batch now
-        exists), then move its reports into place.
+    def publish(self, batch_id: str, grader_id: str, summary: dict, parts: set[int]) -> None:
+        """Move a staged batch's parts numbered in `parts` into place, write its commit marker
+        (the batch now exists), then move the same parts' reports into place.
+
+        Only the parts whose shards the grade accepted are published, and the marker names
+        them: a worker presumed dead that stages its shard late (after the shard was graded
+        again under other part numbers) leaves files that nobody publishes.
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = self._files(staging)
+        names = {f"part-{k}.parquet" for k in parts}
         moves = []
         for path in staged:
             table, _, name = path[len(staging) + 1:].partition("/")
-            if table in TABLES:
+            if table in TABLES and name in names:
                 moves.append((path, self.path(table, f"grader={slug}", f"batch={batch_id}",
                                               name)))
         if self.local:
@@ -223,13 +231,15 @@ class ResultStore:
         elif moves:  # server-side copies, many at a time; staging goes with the folder later
             self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
         marker = {"batch_id": batch_id, "grader_id": grader_id,
-                  "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary}
+                  "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
+                  "parts": sorted(parts)}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode())
-        self._publish_reports(batch_id, grader_id)
+        self._publish_reports(batch_id, grader_id, parts)
 
-    def _publish_reports(self, batch_id: str, grader_id: str) -> None:
-        """Put a committed batch's staged reports in place, then drop its staging folder.
+    def _publish_reports(self, batch_id: str, grader_id: str, parts: set[int] | None) -> None:
+        """Put a committed batch's staged reports of `parts` (all when None) in place, then
+        drop its staging folder.
 
         Runs after the commit marker, so a report never describes an uncommitted batch. Each
         report's top-level copy is made before its per-grader copy is moved out of staging, so
@@ -243,9 +253,10 @@ class ResultStore:
         for src in self._files(staged):
             # shards stage `{part}/{uri tag}.{name}`: one run id under two prefixes in two
             # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
-            base = src.rsplit("/", 1)[-1]
-            tag, name = (base[:8], base[9:]) if src.count("/") > staged.count("/") + 1 else (
-                None, base)
+            folder, base = src[len(staged) + 1:].rpartition("/")[::2]
+            if parts is not None and folder and not (folder.isdigit() and int(folder) in parts):
+                continue
+            tag, name = (base[:8], base[9:]) if folder else (None, base)
             if name in used and tag:
                 name = f"{name.removesuffix('.json')}~{tag}.json"
             used.add(name)

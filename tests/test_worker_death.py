@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_faults import refusing_writes
 
+from pipeline import exit_codes
 from pipeline.catalog import connect
 from pipeline.synth import synthesize
 
@@ -49,12 +51,14 @@ def corpus(tmp_path_factory) -> Path:
     return root
 
 
-def _grade(runs: Path, out: Path, grader: Path) -> dict:
+def _grade(runs: Path, out: Path, grader: Path, *extra: str,
+           exit_code: int = 0) -> dict | None:
     done = subprocess.run([RUNGRADE, "grade", str(runs), "--out", str(out), "--json",
-                           "--workers", "2", "--batch-size", "10", "--grader", str(grader)],
+                           "--workers", "2", "--batch-size", "10", "--grader", str(grader),
+                           *extra],
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    assert done.returncode == exit_code, done.stderr[-3000:]
+    return json.loads(done.stdout) if exit_code == 0 else None
 
 
 def test_a_run_that_kills_its_worker_is_refused_and_the_rest_graded(corpus: Path,
@@ -169,3 +173,68 @@ def test_a_worker_that_dies_reading_the_sample_clauses_loses_nothing(corpus: Pat
     con = connect(str(tmp_path / "results"))
     assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [
         (RUNS, RUNS)]
+
+
+LATE_STAGE = '''
+import multiprocessing
+
+from pipeline.checks import default_grader
+from pipeline.store import ResultStore
+
+_stage_part = ResultStore.stage_part
+
+
+def _staged_twice(self, batch_id, part, grader_id, tables, reports):
+    _stage_part(self, batch_id, part, grader_id, tables, reports)
+    if multiprocessing.parent_process() is not None:
+        # what a worker presumed dead does when it finishes a shard after the shard was
+        # graded again under new part numbers: its copy lands under a part nobody accepted
+        late = {f"{part + 1000}/{name.split('/', 1)[1]}": text for name, text in reports.items()}
+        _stage_part(self, batch_id, part + 1000, grader_id, tables, late)
+
+
+ResultStore.stage_part = _staged_twice
+grader = default_grader("latestage.contract.grader/v1")
+'''
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_a_part_staged_by_no_accepted_task_is_never_published(corpus: Path, tmp_path: Path,
+                                                                engine: str):
+    grader = tmp_path / "late_grader.py"
+    grader.write_text(LATE_STAGE)
+    out = tmp_path / "results"
+    got = _grade(corpus, out, grader, "--engine", engine)
+    assert got["found"] == RUNS == got["graded"] + got["refused"]
+    # straight over the files, not through the catalog's views: no copy was moved into place
+    parts = sorted(p.name for p in out.glob("runs/*/*/*.parquet"))
+    assert parts and all(int(name[5:-8]) < 1000 for name in parts), parts
+    con = connect(str(out))
+    raw = f"read_parquet('{out}/runs/**/*.parquet', hive_partitioning = true)"
+    assert con.sql(f"select count(*), count(distinct run_uri) from {raw}").fetchall() == [
+        (RUNS, RUNS)]
+    markers = [json.loads(p.read_text()) for p in (out / "_commits").glob("*.json")]
+    assert sorted(k for m in markers for k in m["parts"]) == sorted(
+        int(name[5:-8]) for name in parts)
+    assert len(list((out / "reports").glob("*.json"))) == got["graded"]
+    assert not list((out / "_staging").glob("*"))
+
+
+def test_reports_staged_by_no_accepted_task_are_not_rolled_forward(corpus: Path,
+                                                                     tmp_path: Path):
+    # The reports folder refuses writes after the commit markers: the next grade moves the
+    # committed batches' staged reports into place, those of their accepted parts only.
+    grader = tmp_path / "late_grader.py"
+    grader.write_text(LATE_STAGE)
+    out = tmp_path / "results"
+    (out / "reports").mkdir(parents=True)
+    with refusing_writes(out / "reports"):
+        _grade(corpus, out, grader, exit_code=exit_codes.STORAGE)
+    assert list((out / "_staging").glob("*/reports/100?/*.json"))  # the late copies, staged
+    got = _grade(corpus, out, grader)
+    assert got["skipped"] > 0  # the committed batch was not graded again
+    reports = sorted(p.name for p in (out / "reports").glob("*.json"))
+    runs = connect(str(out)).sql("select count(*) from runs where status = 'graded'")
+    assert len(reports) == runs.fetchall()[0][0]
+    assert not [name for name in reports if "~" in name]  # no run's report twice
+    assert not list((out / "_staging").glob("*"))
