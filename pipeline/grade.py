@@ -16,6 +16,7 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import secrets
 import signal
 import sys
 import threading
@@ -295,6 +296,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTINGS = "_listings"  # the key of a grade task's result that holds its runs' listings
+ATTEMPT = "_attempt"  # and the one that names what it staged (see ResultStore.publish)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
@@ -477,12 +479,15 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             if is_outage(exc):
                 raise
             parts = graded(_run_by_run(rows, graded))
-    out: dict[str, dict] = {}
+    out: dict = {}
+    # drawn here, where the shard is graded: a task run twice (a worker presumed dead, a
+    # retry) stages its copies apart, and only the result the grade takes is published
+    attempt = f"{part}-{secrets.token_hex(4)}"
     for grader_id, part_tables, reports in parts:
         uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
-        staged = {f"{part}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
+        staged = {f"{attempt}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
                   for name, text in reports.items()}
-        store.stage_part(batch_for(batch_id, grader_id, main_id), part, grader_id,
+        store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,
                          part_tables, staged)
         out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
     if main_id not in out and empty:  # only ledgers, or empty folders, in this shard
@@ -490,6 +495,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                         "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
                         "scored": 0, "empty": empty}
     out[LISTINGS] = listings  # for the next grade's rerun check (see ResultStore.listings)
+    out[ATTEMPT] = attempt
     return out
 
 
@@ -633,9 +639,8 @@ class _Engine:
         """Replace a grading pool that a dead worker broke (every task in it failed too).
 
         Its other workers are killed first, and waited for: they ignore the SIGTERM the pool
-        sends them, and one still grading a shard whose task has failed would otherwise stage
-        its part after the part was dropped to be graded again (its runs then committed
-        twice).
+        sends them and would go on grading shards whose tasks have already failed (what they
+        stage is never published, see `ResultStore.publish`, but it takes the cores).
         """
         pool, self.grade_pool = self.grade_pool, None
         if pool is not None:
@@ -723,38 +728,36 @@ DIED = ("the worker process grading this run died each time (killed, or out of m
         "last when it was graded alone; its files were not read again")
 
 
-def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_part: int,
-              refs: list[RunRef], generation: int, parts: Iterator[int],
-              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[tuple[int, dict]]:
+def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], generation: int,
+              parts: Iterator[int],
+              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
     """Grade again the runs of a shard whose worker died, halving the groups that die again,
     until each run that kills its worker alone is refused as internal-error (`DIED`); the
-    other runs are graded as usual. Returns (part number, shard result) of the groups, in
-    order.
+    other runs are graded as usual. Returns the shard results of the groups, in order.
 
     A dead worker breaks a local pool and every task in it, so the pool is replaced once per
     death (`generation` tells a new death from an old one), and the innocent shards of the
     batch come back here too: graded whole on the first try, they cost one more pass.
     """
-    def after_death(part: int, generation: int) -> None:
+    def after_death(generation: int) -> None:
+        # (what the dead task staged is never published: its result was not taken)
         if engine.generation == generation:  # not yet recovered from this death
-            engine.recover()  # (the pool's other workers stop: none stages anything after)
-        store.drop_part(batch_id, part)  # what the dead task may have staged
+            engine.recover()
 
-    after_death(dead_part, generation)
-    results: list[tuple[int, dict]] = []
+    after_death(generation)
+    results: list[dict] = []
     groups = [refs]
     while groups:
         group = groups.pop()
-        part = next(parts)
         generation = engine.generation
         try:
-            results.append((part, engine.submit_grade(_grade_task, job, batch_id, part,
-                                                      group).result()))
+            results.append(engine.submit_grade(_grade_task, job, batch_id, next(parts),
+                                               group).result())
             continue
         except Exception as exc:
             if not _worker_died(exc):
                 raise
-        after_death(part, generation)
+        after_death(generation)
         if len(group) > 1:
             half = len(group) // 2
             groups += [group[half:], group[:half]]  # the first half is graded first
@@ -762,8 +765,7 @@ def _isolated(engine: Engine, store: ResultStore, job: Job, batch_id: str, dead_
         # refused here, without reading the run: in this process, with this job's graders
         # (a pool that can lose workers means grading is not inline: no judge to keep)
         _WORKER.update(grader=graders[0], ledger_graders=graders[1], judge=None)
-        part = next(parts)
-        results.append((part, _grade_task(job, batch_id, part, group, died=DIED)))
+        results.append(_grade_task(job, batch_id, next(parts), group, died=DIED))
     return results
 
 
@@ -840,19 +842,18 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         def finish() -> None:
             batch_id, tasks = inflight.popleft()
-            accepted: list[tuple[int, dict]] = []  # (part number, result) of each shard
+            shards: list[dict] = []
             parts = iter(range(len(tasks), 1 << 30))  # numbers for shards graded again
-            for k, (refs, generation, future) in enumerate(tasks):
+            for refs, generation, future in tasks:
                 try:
-                    accepted.append((k, future.result()))
+                    shards.append(future.result())
                 except Exception as exc:
                     if not _worker_died(exc):
                         raise
-                    accepted += _isolated(engine, store, job, batch_id, k, refs, generation,
-                                          parts, (grader, ledger_graders))
-            shards = [shard for _, shard in accepted]
-            published = {k for k, _ in accepted}  # a late stage under another part is not
+                    shards += _isolated(engine, job, batch_id, refs, generation, parts,
+                                        (grader, ledger_graders))
             listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
+            attempts = {shard.pop(ATTEMPT) for shard in shards}  # the stages taken
             if should_stop():
                 summary.stopped = True
                 abandon(batch_id, shards)
@@ -865,7 +866,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                           "refused": sum(s["refused"] for s in stats)}
                 committed = batch_for(batch_id, grader_id, main_id)
                 if counts["runs"]:
-                    store.publish(committed, grader_id, counts, published)
+                    store.publish(committed, grader_id, counts, attempts)
                     summary.batches.append(committed)
                 else:
                     store.discard(committed)
@@ -877,7 +878,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 progress("grade", summary.graded + summary.refused, None)
 
         def abandon(batch_id: str, shards: list[dict]) -> None:
-            for grader_id in {g for shard in shards for g in shard if g != LISTINGS} | {main_id}:
+            for grader_id in {g for shard in shards for g in shard
+                              if g not in (LISTINGS, ATTEMPT)} | {main_id}:
                 store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:

@@ -114,9 +114,9 @@ class ResultStore:
                 batch = path.rstrip("/").rsplit("/", 1)[-1]
                 if batch in commits:  # roll its reports forward
                     commit = commits[batch]
-                    parts = commit.get("parts")  # absent from markers of older versions
+                    attempts = commit.get("attempts")  # absent from older versions' markers
                     self._publish_reports(batch, commit["grader_id"],
-                                          None if parts is None else set(parts))
+                                          None if attempts is None else set(attempts))
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
@@ -163,12 +163,13 @@ class ResultStore:
         elif self.fs.exists(folder):
             self.fs.rm(folder, recursive=True)
 
-    def stage_part(self, batch_id: str, part: int, grader_id: str,
+    def stage_part(self, batch_id: str, attempt: str, grader_id: str,
                    tables: dict[str, pl.DataFrame], reports: dict[str, str]) -> None:
         """Write one shard of a batch under `_staging/{batch_id}/`; nobody reads it there.
 
-        Worker processes stage their shards side by side (`part` numbers them); `publish`
-        later moves them all into place at once.
+        Worker processes stage their shards side by side, each attempt at a shard under a
+        name of its own (`attempt`, see `publish`); `reports` are named
+        `{attempt}/{file name}`. `publish` later moves the accepted attempts into place.
         """
         staging = self.path("_staging", batch_id)
         files: dict[str, bytes] = {}  # remote: sent at the end, in one concurrent batch of PUTs
@@ -187,44 +188,34 @@ class ResultStore:
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
             df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True)
-            put(f"{staging}/{table}/part-{part}.parquet", buf.getvalue())
+            put(f"{staging}/{table}/part-{attempt}.parquet", buf.getvalue())
         for name, text in reports.items():
             put(f"{staging}/reports/{name}", text.encode())
         if files:  # not one round trip per report
             self.fs.pipe(files)
 
-    def drop_part(self, batch_id: str, part: int) -> None:
-        """Remove whatever one shard staged for a batch, under every grader id of the batch
-        (a worker that died mid-shard may have left some of its files)."""
-        staging = self.path("_staging")
-        folders = [p for p in (self.fs.ls(staging, detail=False) if self.fs.exists(staging)
-                               else []) if p.rstrip("/").rsplit("/", 1)[-1].startswith(batch_id)]
-        for folder in folders:
-            for path in self._files(folder):
-                rel = path[len(folder.rstrip("/")) + 1:]
-                table, _, rest = rel.partition("/")
-                if rest == f"part-{part}.parquet" or (
-                        table == "reports" and rest.startswith(f"{part}/")):
-                    self.fs.rm(path)
+    def publish(self, batch_id: str, grader_id: str, summary: dict,
+                attempts: set[str]) -> None:
+        """Move the staged parts of `attempts` into place, write the batch's commit marker
+        (the batch now exists), then move the same attempts' reports into place.
 
-    def publish(self, batch_id: str, grader_id: str, summary: dict, parts: set[int]) -> None:
-        """Move a staged batch's parts numbered in `parts` into place, write its commit marker
-        (the batch now exists), then move the same parts' reports into place.
-
-        Only the parts whose shards the grade accepted are published, and the marker names
-        them: a worker presumed dead that stages its shard late (after the shard was graded
-        again under other part numbers) leaves files that nobody publishes.
+        An attempt is `{part}-{token}`: the shard's part number, then a token drawn by the
+        task that staged it. Only the attempts whose results the grade took are published,
+        each as `part-{part}.parquet`, and the marker names them: a task that died, or a
+        worker presumed dead that finishes its shard after the shard was given to another,
+        leaves files nobody publishes (they go with the staging folder).
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
         staged = self._files(staging)
-        names = {f"part-{k}.parquet" for k in parts}
+        names = {f"part-{attempt}.parquet": f"part-{attempt.split('-', 1)[0]}.parquet"
+                 for attempt in attempts}
         moves = []
         for path in staged:
             table, _, name = path[len(staging) + 1:].partition("/")
             if table in TABLES and name in names:
                 moves.append((path, self.path(table, f"grader={slug}", f"batch={batch_id}",
-                                              name)))
+                                              names[name])))
         if self.local:
             for src, dst in moves:
                 self._move(src, dst)
@@ -232,14 +223,15 @@ class ResultStore:
             self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
-                  "parts": sorted(parts)}
+                  "attempts": sorted(attempts)}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode())
-        self._publish_reports(batch_id, grader_id, parts)
+        self._publish_reports(batch_id, grader_id, attempts)
 
-    def _publish_reports(self, batch_id: str, grader_id: str, parts: set[int] | None) -> None:
-        """Put a committed batch's staged reports of `parts` (all when None) in place, then
-        drop its staging folder.
+    def _publish_reports(self, batch_id: str, grader_id: str,
+                         attempts: set[str] | None) -> None:
+        """Put a committed batch's staged reports of `attempts` (all when None) in place,
+        then drop its staging folder.
 
         Runs after the commit marker, so a report never describes an uncommitted batch. Each
         report's top-level copy is made before its per-grader copy is moved out of staging, so
@@ -251,10 +243,10 @@ class ResultStore:
         staged = f"{staging}/reports"
         pairs, used = [], set()
         for src in self._files(staged):
-            # shards stage `{part}/{uri tag}.{name}`: one run id under two prefixes in two
+            # shards stage `{attempt}/{uri tag}.{name}`: one run id under two prefixes in two
             # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
             folder, base = src[len(staged) + 1:].rpartition("/")[::2]
-            if parts is not None and folder and not (folder.isdigit() and int(folder) in parts):
+            if attempts is not None and folder not in attempts:
                 continue
             tag, name = (base[:8], base[9:]) if folder else (None, base)
             if name in used and tag:

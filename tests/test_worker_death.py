@@ -184,13 +184,14 @@ from pipeline.store import ResultStore
 _stage_part = ResultStore.stage_part
 
 
-def _staged_twice(self, batch_id, part, grader_id, tables, reports):
-    _stage_part(self, batch_id, part, grader_id, tables, reports)
+def _staged_twice(self, batch_id, attempt, grader_id, tables, reports):
+    _stage_part(self, batch_id, attempt, grader_id, tables, reports)
     if multiprocessing.parent_process() is not None:
-        # what a worker presumed dead does when it finishes a shard after the shard was
-        # graded again under new part numbers: its copy lands under a part nobody accepted
-        late = {f"{part + 1000}/{name.split('/', 1)[1]}": text for name, text in reports.items()}
-        _stage_part(self, batch_id, part + 1000, grader_id, tables, late)
+        # what a worker presumed dead does when it finishes a shard that was given to
+        # another worker meanwhile: a second copy of the same part, from another attempt
+        late = attempt.split("-")[0] + "-late"
+        _stage_part(self, batch_id, late, grader_id, tables,
+                    {f"{late}/{name.split('/', 1)[1]}": text for name, text in reports.items()})
 
 
 ResultStore.stage_part = _staged_twice
@@ -207,15 +208,16 @@ def test_a_part_staged_by_no_accepted_task_is_never_published(corpus: Path, tmp_
     got = _grade(corpus, out, grader, "--engine", engine)
     assert got["found"] == RUNS == got["graded"] + got["refused"]
     # straight over the files, not through the catalog's views: no copy was moved into place
-    parts = sorted(p.name for p in out.glob("runs/*/*/*.parquet"))
-    assert parts and all(int(name[5:-8]) < 1000 for name in parts), parts
     con = connect(str(out))
     raw = f"read_parquet('{out}/runs/**/*.parquet', hive_partitioning = true)"
     assert con.sql(f"select count(*), count(distinct run_uri) from {raw}").fetchall() == [
         (RUNS, RUNS)]
     markers = [json.loads(p.read_text()) for p in (out / "_commits").glob("*.json")]
-    assert sorted(k for m in markers for k in m["parts"]) == sorted(
-        int(name[5:-8]) for name in parts)
+    taken = [a for m in markers for a in m["attempts"]]
+    assert taken and not [a for a in taken if a.endswith("-late")]
+    assert sorted(p.parent.name + "/" + p.name for p in out.glob("runs/*/*/*.parquet")) == sorted(
+        f"batch={m['batch_id']}/part-{a.split('-')[0]}.parquet" for m in markers
+        for a in m["attempts"])
     assert len(list((out / "reports").glob("*.json"))) == got["graded"]
     assert not list((out / "_staging").glob("*"))
 
@@ -230,7 +232,7 @@ def test_reports_staged_by_no_accepted_task_are_not_rolled_forward(corpus: Path,
     (out / "reports").mkdir(parents=True)
     with refusing_writes(out / "reports"):
         _grade(corpus, out, grader, exit_code=exit_codes.STORAGE)
-    assert list((out / "_staging").glob("*/reports/100?/*.json"))  # the late copies, staged
+    assert list((out / "_staging").glob("*/reports/*-late/*.json"))  # the late copies, staged
     got = _grade(corpus, out, grader)
     assert got["skipped"] > 0  # the committed batch was not graded again
     reports = sorted(p.name for p in (out / "reports").glob("*.json"))
