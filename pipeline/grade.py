@@ -499,9 +499,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     return out
 
 
-def _preread_task(job: Job, refs: list[RunRef]) -> None:
-    """Read the clauses of `refs` (a few runs of each folder, see `Bucket.sample`) into the
-    kept readings, in one reading.
+def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
+    """Read the clauses of `refs` (a few runs of each folder; None: a sample of the local
+    runs root, taken here, see `Bucket.sample`) into the kept readings, in one reading.
 
     A reading costs about the same for one clause as for a hundred (it is mostly compiling
     regexes), and each worker would otherwise read each program's clauses where it first
@@ -509,6 +509,9 @@ def _preread_task(job: Job, refs: list[RunRef]) -> None:
     is graded or staged here, and nothing that fails here fails the grade.
     """
     try:
+        if refs is None:
+            refs = spread_runs(Bucket(job.runs_uri, job.endpoint_url).sample(),
+                               limit=PREREAD_RUNS)
         rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                             _WORKER["ledger_graders"]))
         tables = source_tables(rows)
@@ -520,17 +523,18 @@ def _preread_task(job: Job, refs: list[RunRef]) -> None:
 
 
 def _sampled(bucket: Bucket, runs: Iterable[RunRef]
-             ) -> tuple[Iterable[RunRef], list[RunRef]]:
-    """(`runs`, all of them still to come; a sample of them for `_preread_task`): a few runs
-    of each folder (`Bucket.sample`). On S3, where a walk of the folders would cost listings,
-    they come from the runs discovery has found ahead, which span the top-level folders it
-    lists side by side (copies: those runs are graded in their shards as well)."""
+             ) -> tuple[Iterable[RunRef], list[RunRef] | None]:
+    """(`runs`, all of them still to come; the sample `_preread_task` reads). A local root's
+    sample is None: the task walks the root's folders itself (`Bucket.sample`), rather than
+    this process before it hands out any shard. On S3, where that walk would cost listings,
+    the sample comes from the runs discovery has found ahead, which span the top-level
+    folders it lists side by side (copies: those runs are graded in their shards as well)."""
     if bucket.local:
-        return runs, list(itertools.islice(bucket.sample(), PREREAD_RUNS))
+        return runs, None
     ahead = iter(runs)
     head = list(itertools.islice(ahead, RUNS_QUEUED))
     return (itertools.chain(head, ahead),
-            [dataclasses.replace(r) for r in spread_runs(head)[:PREREAD_RUNS]])
+            [dataclasses.replace(r) for r in spread_runs(head, limit=PREREAD_RUNS)])
 
 
 def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
@@ -883,9 +887,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:
-            if full or not known:  # a first grade: its first task reads a sample's clauses
-                found, sample = _sampled(bucket, runs)
-                preread = engine.submit_grade(_preread_task, job, sample) if sample else None
+            if (full or not known) and PREREAD_RUNS:  # a first grade: its first task reads
+                found, sample = _sampled(bucket, runs)   # the clauses of a sample of the runs
+                if sample is None or sample:
+                    preread = engine.submit_grade(_preread_task, job, sample)
             pending: list[RunRef] = []
             for status, ref in _classified(engine, bucket, found, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:

@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 from pipeline.catalog import connect
 from pipeline.checks import clause_analysis, default_grader
 from pipeline.grade import KeptReadings, grade_runs
-from pipeline.sources.bucket import Bucket
+from pipeline.sources.bucket import Bucket, spread_runs
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 
@@ -141,6 +141,26 @@ def test_other_versions_go_broken_files_are_passed_over_and_many_are_merged(
     assert len(merged) == 1
     assert_frame_equal(pl.read_parquet(folder / merged[0]).sort("_akey"),
                        readings.sort("_akey"))
+
+
+@pytest.mark.parametrize("programs", [30, 100])
+def test_a_sample_spans_every_folder_before_taking_a_second_run_of_any(tmp_path: Path,
+                                                                        programs: int):
+    root = tmp_path / "runs"
+    for p in range(programs):
+        for r in range(4):
+            (root / f"program-{p:03d}" / ".prose" / "runs" / f"20261112-01{r:02d}00-p{p}").mkdir(
+                parents=True)
+    sample = spread_runs(Bucket(str(root)).sample(), limit=64)
+    assert len(sample) == 64 and len({r.uri for r in sample}) == 64
+    programs_in = [Path(r.path).parts[-4] for r in sample]
+    if programs <= 64:  # a run of every program, then a second run of each, in turn, ...
+        assert programs_in == [f"program-{i % programs:03d}" for i in range(64)]
+    else:  # one run each of 64 programs spread over all of them, the first and last among
+        assert len(set(programs_in)) == 64
+        assert {"program-000", f"program-{programs - 1:03d}"} <= set(programs_in)
+    assert all(Path(r.path).name.endswith(f"p{int(name[-3:])}")
+               for r, name in zip(sample, programs_in, strict=True))
 
 
 def test_a_first_grade_reads_a_sample_of_each_folder_first_in_one_reading(

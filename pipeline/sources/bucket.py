@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import os
 import queue
 import re
@@ -692,20 +693,25 @@ def _discover_local(bucket: Bucket, folder: str, top: bool = False,
             yield from _discover_local(bucket, entry.path, per_folder=per_folder)
 
 
-def spread_runs(refs: Iterable[RunRef], per_folder: int = 3) -> list[RunRef]:
+def spread_runs(refs: Iterable[RunRef], per_folder: int = 3,
+                limit: int | None = None) -> list[RunRef]:
     """A few of `refs` from each folder holding some, as `Bucket.sample` takes them from a
-    local root: folders in the order they come, runs by name."""
+    local root (runs by name), at most `limit` in all: each folder's first before any
+    folder's second, and so on; when even one a folder is too many, one from each of `limit`
+    folders spread over them (the first and the last among them). Folders in the order they
+    come."""
     folders: dict[str, dict[str, RunRef]] = {}
     for ref in refs:
         folders.setdefault(ref.uri.rsplit("/", 1)[0], {})[ref.run_id] = ref
-    out = []
-    for runs in folders.values():
-        kept = _spread(sorted(runs), per_folder)
-        out += [runs[name] for name in sorted(kept)]
-    return out
+    picks = [[runs[name] for name in sorted(_spread(sorted(runs), per_folder))]
+             for runs in folders.values()]
+    if limit is not None and len(picks) > limit:
+        picks = [picks[i][:1] for i in sorted(_spread(list(range(len(picks))), limit))]
+    taken = [ref for turn in itertools.zip_longest(*picks) for ref in turn if ref is not None]
+    return taken if limit is None else taken[:limit]
 
 
-def _spread(names: list[str], count: int) -> set[str]:
+def _spread(names: list, count: int) -> set:
     """`count` of `names`, from the first to the last and evenly between."""
     if not names or count < 1:
         return set()
