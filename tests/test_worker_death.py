@@ -51,7 +51,7 @@ def corpus(tmp_path_factory) -> Path:
     return root
 
 
-def _grade(runs: Path, out: Path, grader: Path, *extra: str,
+def _grade(runs: Path, out: Path | str, grader: Path, *extra: str,
            exit_code: int = 0) -> dict | None:
     done = subprocess.run([RUNGRADE, "grade", str(runs), "--out", str(out), "--json",
                            "--workers", "2", "--batch-size", "10", "--grader", str(grader),
@@ -199,13 +199,22 @@ grader = default_grader("latestage.contract.grader/v1")
 '''
 
 
-@pytest.mark.parametrize("engine", ["local", "dask"])
+@pytest.mark.parametrize("engine, where", [("local", "local"), ("dask", "local"),
+                                           ("local", "s3")])
 def test_a_part_staged_by_no_accepted_task_is_never_published(corpus: Path, tmp_path: Path,
-                                                                engine: str):
+                                                                engine: str, where: str,
+                                                                request):
     grader = tmp_path / "late_grader.py"
     grader.write_text(LATE_STAGE)
     out = tmp_path / "results"
-    got = _grade(corpus, out, grader, "--engine", engine)
+    if where == "s3":  # results in a bucket on the loopback server, then fetched to look at
+        bucket = request.getfixturevalue("s3_bucket")
+        got = _grade(corpus, f"s3://{bucket}/results", grader, "--engine", engine,
+                     "--endpoint-url", request.getfixturevalue("s3_server"))
+        request.getfixturevalue("s3fs_client").get(f"{bucket}/results/", str(out),
+                                                   recursive=True)
+    else:
+        got = _grade(corpus, out, grader, "--engine", engine)
     assert got["found"] == RUNS == got["graded"] + got["refused"]
     # straight over the files, not through the catalog's views: no copy was moved into place
     con = connect(str(out))
