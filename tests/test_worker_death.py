@@ -2,7 +2,9 @@
 refused as internal-error; the other runs of its shard and batch are graded, and the grade
 ends normally. Real `rungrade grade` processes with two workers; the death comes from a
 grader file (`--grader`), which every worker imports, that ends its worker process when it
-grades a run whose folder name says "poison" (a stand-in for a run that exhausts memory)."""
+grades a run whose folder name says "poison" (a stand-in for a run that exhausts memory).
+A shard staged twice (a worker that died mid-shard, or one presumed dead that finishes late)
+is committed once: only the attempts whose results the grade took are published."""
 
 from __future__ import annotations
 
@@ -234,7 +236,7 @@ def test_a_part_staged_by_no_accepted_task_is_never_published(corpus: Path, tmp_
 def test_reports_staged_by_no_accepted_task_are_not_rolled_forward(corpus: Path,
                                                                      tmp_path: Path):
     # The reports folder refuses writes after the commit markers: the next grade moves the
-    # committed batches' staged reports into place, those of their accepted parts only.
+    # committed batches' staged reports into place, those of their accepted attempts only.
     grader = tmp_path / "late_grader.py"
     grader.write_text(LATE_STAGE)
     out = tmp_path / "results"
