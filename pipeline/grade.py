@@ -295,11 +295,20 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
-LISTINGS = "_listings"  # the key of a grade task's result that holds its runs' listings
-ATTEMPT = "_attempt"  # and the one that names what it staged (see ResultStore.publish)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What a grade task hands back: `stats`, {grader id: shard_stats} of the rows it staged;
+    `listings`, its runs' listing rows for the next grade's rerun check (see
+    ResultStore.listings); `attempt`, the name it staged under (see ResultStore.publish)."""
+
+    stats: dict[str, dict]
+    listings: list[tuple[str, str, str, bytes]]
+    attempt: str
 
 
 @dataclass(frozen=True)
@@ -435,8 +444,8 @@ class KeptReadings:
 
 
 def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
-                died: str | None = None) -> dict[str, dict]:
-    """Read, flatten, grade and stage one shard of a batch; return {grader id: shard_stats}.
+                died: str | None = None) -> Shard:
+    """Read, flatten, grade and stage one shard of a batch; return what it staged.
 
     With `died`, the runs are not read: each is refused as internal-error with that detail
     (a run whose worker died every time it was graded, see `_isolated`).
@@ -479,7 +488,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             if is_outage(exc):
                 raise
             parts = graded(_run_by_run(rows, graded))
-    out: dict = {}
+    out: dict[str, dict] = {}
     # drawn here, where the shard is graded: a task run twice (a worker presumed dead, a
     # retry) stages its copies apart, and only the result the grade takes is published
     attempt = f"{part}-{secrets.token_hex(4)}"
@@ -494,9 +503,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
                         "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
                         "scored": 0, "empty": empty}
-    out[LISTINGS] = listings  # for the next grade's rerun check (see ResultStore.listings)
-    out[ATTEMPT] = attempt
-    return out
+    return Shard(out, listings, attempt)
 
 
 def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
@@ -719,12 +726,12 @@ def _worker_died(exc: BaseException) -> bool:
         "KilledWorker", "FutureCancelledError")
 
 
-def _result_or_nothing(future: Future) -> dict:
+def _result_or_nothing(future: Future) -> Shard | None:
     try:
         return future.result()
     except Exception as exc:
         if _worker_died(exc):
-            return {}
+            return None
         raise
 
 
@@ -734,7 +741,7 @@ DIED = ("the worker process grading this run died each time (killed, or out of m
 
 def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], generation: int,
               parts: Iterator[int],
-              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[dict]:
+              graders: tuple[Grader, tuple[LedgerGrader, ...]]) -> list[Shard]:
     """Grade again the runs of a shard whose worker died, halving the groups that die again,
     until each run that kills its worker alone is refused as internal-error (`DIED`); the
     other runs are graded as usual. Returns the shard results of the groups, in order.
@@ -749,7 +756,7 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
             engine.recover()
 
     after_death(generation)
-    results: list[dict] = []
+    results: list[Shard] = []
     groups = [refs]
     while groups:
         group = groups.pop()
@@ -846,7 +853,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         def finish() -> None:
             batch_id, tasks = inflight.popleft()
-            shards: list[dict] = []
+            shards: list[Shard] = []
             parts = iter(range(len(tasks), 1 << 30))  # numbers for shards graded again
             for refs, generation, future in tasks:
                 try:
@@ -856,16 +863,15 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                         raise
                     shards += _isolated(engine, job, batch_id, refs, generation, parts,
                                         (grader, ledger_graders))
-            listings = [row for shard in shards for row in shard.pop(LISTINGS, [])]
-            attempts = {shard.pop(ATTEMPT) for shard in shards}  # the stages taken
             if should_stop():
                 summary.stopped = True
                 abandon(batch_id, shards)
                 return
             still_locked()
-            ids = sorted({g for shard in shards for g in shard}, key=lambda g: g != main_id)
+            ids = sorted({g for shard in shards for g in shard.stats}, key=lambda g: g != main_id)
+            attempts = {shard.attempt for shard in shards}  # the stages taken, none other
             for grader_id in ids:
-                stats = [shard[grader_id] for shard in shards if grader_id in shard]
+                stats = [shard.stats[grader_id] for shard in shards if grader_id in shard.stats]
                 counts = {"runs": sum(s["runs"] for s in stats),
                           "refused": sum(s["refused"] for s in stats)}
                 committed = batch_for(batch_id, grader_id, main_id)
@@ -877,13 +883,12 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 for shard in stats:
                     summary.add(shard)
             with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
-                store.save_listings(batch_id, listings)
+                store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
             if progress:
                 progress("grade", summary.graded + summary.refused, None)
 
-        def abandon(batch_id: str, shards: list[dict]) -> None:
-            for grader_id in {g for shard in shards for g in shard
-                              if g not in (LISTINGS, ATTEMPT)} | {main_id}:
+        def abandon(batch_id: str, shards: list[Shard | None]) -> None:
+            for grader_id in {g for shard in shards if shard for g in shard.stats} | {main_id}:
                 store.discard(batch_for(batch_id, grader_id, main_id))
 
         try:
