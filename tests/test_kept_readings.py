@@ -116,7 +116,9 @@ def test_a_grade_finds_the_readings_an_earlier_grade_kept(corpus: Path, tmp_path
 
 
 def test_other_versions_go_broken_files_are_passed_over_and_many_are_merged(
-        corpus: Path, tmp_path: Path):
+        corpus: Path, tmp_path: Path, fresh_process_cache):
+    # one worker grades in this process: readings it kept from an earlier test would leave
+    # nothing to read, so nothing to save
     results = tmp_path / "results"
     folder = results / "_readings" / clause_analysis.readings_version()
     stale = results / "_readings" / "0123456789abcdef"
