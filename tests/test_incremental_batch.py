@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,6 @@ def corpus(tmp_path_factory) -> Path:
 
 
 def _copy(src: Path, dst: Path) -> Path:
-    import shutil
-
     shutil.copytree(src, dst, symlinks=True)
     return dst
 
@@ -273,6 +272,33 @@ def test_changes_a_saved_listing_cannot_vouch_for_are_regraded(corpus: Path, tmp
     con = connect(str(out))
     assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [
         (RUNS, RUNS)]
+
+
+def test_a_run_or_folder_swapped_for_a_symlink_to_its_copy_is_not_vouched_for(
+        corpus: Path, tmp_path: Path):
+    """A saved listing is checked without following a symlink: a run folder, or a folder in
+    one, replaced by a symlink to an identical copy outside the root (same names, sizes and
+    mtimes) is changed, and the run is refused as an unsafe path instead of kept as graded."""
+    runs = _copy(corpus, tmp_path / "runs")
+    out, outside = tmp_path / "results", tmp_path / "outside"
+    grade_runs(str(runs), str(out), default_grader(), workers=2)
+    graded = connect(str(out)).sql("select run_uri from runs where status = 'graded' "
+                                   "order by run_uri").fetchall()
+    whole, inner = Path(graded[0][0]), Path(graded[1][0])
+    for run, swapped in ((whole, whole), (inner, inner / "bindings")):
+        copy = outside / run.name / swapped.relative_to(run)
+        shutil.copytree(swapped, copy)  # copy2 and copystat: the same sizes and mtimes
+        parent_mtime = swapped.parent.stat().st_mtime_ns
+        shutil.rmtree(swapped)
+        swapped.symlink_to(copy, target_is_directory=True)
+        os.utime(swapped.parent, ns=(parent_mtime, parent_mtime))  # its folder looks unmoved
+
+    again = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (again.changed, again.unchanged) == (2, RUNS - 2)
+    rows = connect(str(out)).sql(
+        "select r.run_uri, r.status, f.reason from runs r left join refusals f using (run_uri)"
+        f" where r.run_uri in ('{whole}', '{inner}') order by r.run_uri").fetchall()
+    assert [(status, reason) for _, status, reason in rows] == [("refused", "unsafe-path")] * 2
 
 
 def test_saved_listings_are_merged_and_a_broken_one_is_ignored(corpus: Path, tmp_path: Path):
