@@ -16,7 +16,6 @@ import itertools
 import multiprocessing
 import os
 import pickle
-import secrets
 import signal
 import sys
 import threading
@@ -52,7 +51,7 @@ from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
 from .sources.prose import DEFAULT_BINDING_CAP, RunRows, files_read, read_run, refuse
-from .store import ListingIndex, ResultStore, new_batch_id, pack_listing
+from .store import ListingIndex, ResultStore, new_attempt, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
@@ -494,12 +493,10 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 raise
             parts = graded(_run_by_run(rows, graded))
     out: dict[str, dict] = {}
-    # drawn here, where the shard is graded: a task run twice (a worker presumed dead, a
-    # retry) stages its copies apart, and only the result the grade takes is published
-    attempt = f"{part}-{secrets.token_hex(4)}"
+    attempt = new_attempt(part)
     for grader_id, part_tables, reports in parts:
         uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
-        staged = {f"{attempt}/{_uri_tag(uris.get(name[:-5], name))}.{name}": text
+        staged = {f"{_uri_tag(uris.get(name[:-5], name))}.{name}": text
                   for name, text in reports.items()}
         store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,
                          part_tables, staged)

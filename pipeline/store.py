@@ -74,6 +74,13 @@ def new_batch_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
 
 
+def new_attempt(part: int) -> str:
+    """The name one attempt at staging shard `part` stages under, `{part}-{token}`: drawn
+    where the shard is graded, so a task run twice (a worker presumed dead, a retry) stages
+    its copies apart, and only the attempt the grade takes is published (`publish`)."""
+    return f"{part}-{secrets.token_hex(4)}"
+
+
 class ResultStore:
     def __init__(self, uri: str, endpoint_url: str | None = None):
         self.uri = uri
@@ -168,8 +175,8 @@ class ResultStore:
         """Write one shard of a batch under `_staging/{batch_id}/`; nobody reads it there.
 
         Worker processes stage their shards side by side, each attempt at a shard under a
-        name of its own (`attempt`, see `publish`); `reports` are named
-        `{attempt}/{file name}`. `publish` later moves the accepted attempts into place.
+        name of its own (`new_attempt`); its reports go to `reports/{attempt}/`. `publish`
+        later moves the accepted attempts into place.
         """
         staging = self.path("_staging", batch_id)
         files: dict[str, bytes] = {}  # remote: sent at the end, in one concurrent batch of PUTs
@@ -190,7 +197,7 @@ class ResultStore:
             df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True)
             put(f"{staging}/{table}/part-{attempt}.parquet", buf.getvalue())
         for name, text in reports.items():
-            put(f"{staging}/reports/{name}", text.encode())
+            put(f"{staging}/reports/{attempt}/{name}", text.encode())
         if files:  # not one round trip per report
             self.fs.pipe(files)
 
@@ -199,11 +206,10 @@ class ResultStore:
         """Move the staged parts of `attempts` into place, write the batch's commit marker
         (the batch now exists), then move the same attempts' reports into place.
 
-        An attempt is `{part}-{token}`: the shard's part number, then a token drawn by the
-        task that staged it. Only the attempts whose results the grade took are published,
-        each as `part-{part}.parquet`, and the marker names them: a task that died, or a
-        worker presumed dead that finishes its shard after the shard was given to another,
-        leaves files nobody publishes (they go with the staging folder).
+        An attempt is `{part}-{token}` (`new_attempt`). Only the attempts whose results the
+        grade took are published, each as `part-{part}.parquet`, and the marker names them: a
+        task that died, or a worker presumed dead that finishes its shard after the shard was
+        given to another, leaves files nobody publishes (they go with the staging folder).
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)

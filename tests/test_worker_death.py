@@ -191,9 +191,7 @@ def _staged_twice(self, batch_id, attempt, grader_id, tables, reports):
     if multiprocessing.parent_process() is not None:
         # what a worker presumed dead does when it finishes a shard that was given to
         # another worker meanwhile: a second copy of the same part, from another attempt
-        late = attempt.split("-")[0] + "-late"
-        _stage_part(self, batch_id, late, grader_id, tables,
-                    {f"{late}/{name.split('/', 1)[1]}": text for name, text in reports.items()})
+        _stage_part(self, batch_id, attempt.split("-")[0] + "-late", grader_id, tables, reports)
 
 
 ResultStore.stage_part = _staged_twice
