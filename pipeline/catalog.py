@@ -14,7 +14,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 from .scoring import model_sql
-from .store import ResultStore
+from .store import ResultStore, flush_to_disk
 from .tables import TABLES
 
 if TYPE_CHECKING:
@@ -106,4 +106,5 @@ def write_catalog(store: ResultStore) -> str | None:
     finally:
         con.close()
     os.replace(tmp, path)
+    flush_to_disk(store.root)  # after a power cut, this catalog and not the one before
     return path

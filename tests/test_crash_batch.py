@@ -15,10 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline import exit_codes
+from pipeline import store as store_module
 from pipeline.catalog import connect
+from pipeline.checks import default_grader
+from pipeline.grade import grade_runs
 from pipeline.store import ResultsLocked, ResultStore
 from pipeline.synth import synthesize
 
@@ -155,3 +159,46 @@ def test_local_lock_is_released_when_its_holder_dies(tmp_path):
     holder.wait()
     with ResultStore(str(out)).lock():  # the kernel dropped the dead holder's lock
         pass
+
+
+def _on_disk(out: Path) -> dict[str, set[str]]:
+    """What the results folder holds at a moment: markers and staging folders (by batch),
+    committed-place parts and top-level reports (relative paths)."""
+    return {
+        "markers": {p.stem for p in out.glob("_commits/*.json")},
+        "staged": {p.name for p in out.glob("_staging/*")},
+        "parts": {str(p.relative_to(out)) for p in out.glob("*/grader=*/batch=*/*.parquet")},
+        "reports": {p.name for p in out.glob("reports/*.json")},
+    }
+
+
+def test_a_batch_is_flushed_to_disk_before_its_marker_and_its_reports_before_staging_goes(
+        corpus, tmp_path, monkeypatch):
+    # A killed process loses nothing the kernel holds; a machine that loses power loses what
+    # was not yet on disk. Each flush (the real one runs) is the moment the folder's state is
+    # on disk: every batch must have been flushed with all its parts in place and no marker
+    # yet, and again with its marker and all its reports in place and its staged copies not
+    # yet removed.
+    out = tmp_path / "results"
+    flushed: list[dict[str, set[str]]] = []
+    real = store_module.flush_to_disk
+
+    def flush(path: str) -> None:
+        real(path)
+        assert Path(path) == out
+        flushed.append(_on_disk(out))
+
+    monkeypatch.setattr(store_module, "flush_to_disk", flush)
+    summary = grade_runs(str(corpus), str(out), default_grader(), batch_size=40, workers=1)
+    assert summary.graded > 0 and len(summary.batches) >= 3
+    final = _on_disk(out)
+    assert not final["staged"]
+    for batch in summary.batches:
+        parts = {p for p in final["parts"] if f"/batch={batch}/" in p}
+        runs = pl.read_parquet([out / p for p in parts if p.startswith("runs/")])
+        reports = {f"{run_id}.json" for run_id in runs.filter(
+            pl.col("status") == "graded")["run_id"]}
+        assert parts and reports
+        assert any(parts <= s["parts"] and batch not in s["markers"] for s in flushed), batch
+        assert any(batch in s["markers"] and reports <= s["reports"] and batch in s["staged"]
+                   for s in flushed), batch
