@@ -274,7 +274,7 @@ class ResultStore:
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
                   "attempts": sorted(attempts)}
         self._put(self.path("_commits", f"{batch_id}.json"),
-                  json.dumps(marker, indent=1).encode())
+                  json.dumps(marker, indent=1).encode(), durable=True)
         self._publish_reports(batch_id, grader_id, attempts)
 
     def _publish_reports(self, batch_id: str, grader_id: str,
@@ -574,8 +574,10 @@ class ResultStore:
                     if not _precondition_failed(exc):
                         raise
 
-    def _put(self, path: str, data: bytes, fresh: bool = False) -> None:
-        """Write a file whole. `fresh` paths (staging) are private: no rename dance needed."""
+    def _put(self, path: str, data: bytes, fresh: bool = False, durable: bool = False) -> None:
+        """Write a file whole. `fresh` paths (staging) are private: no rename dance needed.
+        `durable`: its bytes are on disk before its name is (a power cut leaves the file whole
+        or absent, never empty)."""
         parent = path.rsplit("/", 1)[0]
         if self.local:
             tmp = path if fresh else f"{path}.tmp-{secrets.token_hex(4)}"
@@ -589,6 +591,8 @@ class ResultStore:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             if not fresh:

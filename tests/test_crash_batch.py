@@ -178,7 +178,7 @@ def test_a_batch_is_flushed_to_disk_before_its_marker_and_its_reports_before_sta
     # was not yet on disk. Each flush (the real one runs) is the moment the folder's state is
     # on disk: every batch must have been flushed with all its parts in place and no marker
     # yet, and again with its marker and all its reports in place and its staged copies not
-    # yet removed.
+    # yet removed; the marker's own bytes are flushed before it is renamed into place.
     out = tmp_path / "results"
     flushed: list[dict[str, set[str]]] = []
     real = store_module.flush_to_disk
@@ -188,7 +188,16 @@ def test_a_batch_is_flushed_to_disk_before_its_marker_and_its_reports_before_sta
         assert Path(path) == out
         flushed.append(_on_disk(out))
 
+    synced: list[tuple[str, bytes]] = []  # (path, bytes) of each file flushed on its own
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        synced.append((path, Path(path).read_bytes()))
+
     monkeypatch.setattr(store_module, "flush_to_disk", flush)
+    monkeypatch.setattr(os, "fsync", fsync)
     summary = grade_runs(str(corpus), str(out), default_grader(), batch_size=40, workers=1)
     assert summary.graded > 0 and len(summary.batches) >= 3
     final = _on_disk(out)
@@ -202,3 +211,7 @@ def test_a_batch_is_flushed_to_disk_before_its_marker_and_its_reports_before_sta
         assert any(parts <= s["parts"] and batch not in s["markers"] for s in flushed), batch
         assert any(batch in s["markers"] and reports <= s["reports"] and batch in s["staged"]
                    for s in flushed), batch
+        # the marker's bytes reached the disk before its name did: never an empty marker
+        marker = out / "_commits" / f"{batch}.json"
+        assert (f"{marker}.tmp-", marker.read_bytes()) in {
+            (path.rpartition(".tmp-")[0] + ".tmp-", data) for path, data in synced}, batch
