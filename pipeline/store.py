@@ -16,9 +16,9 @@ Reports are moved into place only after the commit marker; a batch committed but
 done moving its reports is finished by the next `grade` (see `discard_uncommitted`).
 
 Locally, what a commit rests on is flushed to disk before the step that relies on it (see
-`flush_to_disk`): a batch's parts before its marker, its reports before its staging folder
-goes. A machine that loses power therefore keeps every committed batch whole, as a killed
-process does.
+`flush_to_disk`): a batch's parts (and its staged reports) before its marker, its reports
+in place before its staging folder goes. A machine that loses power therefore keeps every
+committed batch whole, as a killed process does.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def flush_to_disk(path: str) -> None:
     bytes and the renames alike (Linux: `syncfs`, this filesystem only; elsewhere `sync`).
 
     Without it, a power cut or a machine crash can lose what the page cache held: a commit
-    marker on disk naming parts whose bytes never got there. One call costs 20-120 ms here
-    for a batch's 2,000 reports and parts (flushing each file costs 0.4 s). An error the
+    marker on disk naming parts whose bytes never got there. One call took 20-120 ms on the
+    bench machine for a batch's 2,000 reports and parts (flushing each file: 0.4 s). An error the
     disk reported (EIO, ENOSPC) is raised as OSError: nothing that rests on it is written.
     """
     syncfs = _syncfs()
