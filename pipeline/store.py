@@ -87,13 +87,17 @@ def flush_to_disk(path: str) -> None:
         return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        if syncfs(fd) != 0:
-            import ctypes
+        if syncfs(fd) == 0:
+            return
+        import ctypes
 
-            code = ctypes.get_errno() or errno.EIO
-            raise OSError(code, f"flushing results to disk failed: {os.strerror(code)}", path)
+        code = ctypes.get_errno() or errno.EIO
     finally:
         os.close(fd)
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # a filesystem without syncfs
+        os.sync()
+        return
+    raise OSError(code, f"flushing results to disk failed: {os.strerror(code)}", path)
 
 
 @functools.cache
