@@ -324,27 +324,32 @@ class ResultStore:
         """{run_uri: fingerprint} of every run committed under one of `grader_ids`.
 
         A run stored in several batches keeps the fingerprint of its latest batch, the one the
-        catalog shows. Reads two columns of the committed `runs` parts, nothing else.
+        catalog shows. Reads two columns of the committed `runs` parts, nothing else: locally
+        in one scan (polars reads the parts side by side and keeps their order), from S3
+        fetched whole, many at a time (a part is a few tens of KB).
         """
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         batches = {c["batch_id"] for c in self.commits() if c["grader_id"] in grader_ids}
         slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
         parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
-        known: dict[str, str] = {}
         paths = [url if self.local else url.split("://", 1)[1]
                  for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1])]
-        for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
-            some = paths[chunk:chunk + self.FETCHED_TOGETHER]
-            # a part is a few tens of KB: on S3 fetch them whole, concurrently, not one by one
-            blobs = {} if self.local else self.fs.cat(some)
-            for path in some:
-                source = path if self.local else pa.BufferReader(blobs[path])
-                cols = pq.ParquetFile(source).read(columns=["run_uri", "fingerprint"])
-                known.update(zip(cols["run_uri"].to_pylist(), cols["fingerprint"].to_pylist(),
-                                 strict=True))
-        return known
+        if not paths:
+            return {}
+        # parts written by other versions may hold other columns: only these two are read
+        wanted = {"run_uri": pl.String, "fingerprint": pl.String}
+        if self.local:
+            found = pl.scan_parquet(paths, schema=wanted, extra_columns="ignore",
+                                    hive_partitioning=False).collect()
+        else:
+            frames = []
+            for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
+                some = paths[chunk:chunk + self.FETCHED_TOGETHER]
+                blobs = self.fs.cat(some)
+                frames += [pl.read_parquet(io.BytesIO(blobs[path]), columns=list(wanted))
+                           for path in some]
+            found = pl.concat(frames, how="vertical_relaxed")
+        return dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
+                        strict=True))
 
     FETCHED_TOGETHER = 256  # committed `runs` parts read at once by `fingerprints`
 
@@ -651,8 +656,10 @@ class ListingIndex:
             return
         shapes = frame.select("shape").unique(maintain_order=True).with_row_index("_sid")
         self._shapes = [unpack_shape(shape) for shape in shapes["shape"]]
-        rows = frame.join(shapes, on="shape").select("run_uri", "_sid", "stats").rows()
-        self._runs = {uri: (sid, stats) for uri, sid, stats in rows}
+        runs = frame.join(shapes, on="shape")  # columns as lists, not rows(): about half as long
+        self._runs = dict(zip(runs["run_uri"].to_list(),
+                              zip(runs["_sid"].to_list(), runs["stats"].to_list(), strict=True),
+                              strict=True))
 
     def __len__(self) -> int:
         return len(self._runs)

@@ -329,3 +329,22 @@ def test_listing_workers_never_collect_what_they_inherit():
         engine.close()
     assert min(inherited) > 1000, inherited  # every worker, the later-forked ones too
     assert gc.get_freeze_count() == 0  # this process collects as before
+
+
+def test_runs_parts_written_with_other_columns_still_vouch_for_their_runs(corpus: Path,
+                                                                          tmp_path: Path):
+    # Results outlive versions of rungrade: a committed `runs` part with a column this version
+    # never wrote, and without one it writes, still gives its runs' fingerprints, and the runs
+    # are skipped, not graded again.
+    import polars as pl
+
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=1)
+    part = sorted(out.glob("runs/grader=*/batch=*/*.parquet"))[0]
+    older = pl.read_parquet(part)
+    assert "layout" in older.columns
+    older = older.drop("layout").with_columns(pl.lit("v0").alias("written_by"))
+    older.write_parquet(part)
+    again = grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=1)
+    assert (again.found, again.skipped, again.graded + again.refused) == (RUNS, RUNS, 0)
