@@ -270,6 +270,9 @@ def print_summary(summary) -> None:
                       f"asked {j['asked']} (answered {j['answered']}, failed {j['failed']}), "
                       f"answered from cache {j['from_cache']}"
                       + (f", not asked (budget) {j['over_budget']}" if j["over_budget"] else ""))
+    read, seconds = data["graded"] + data["refused"], data["elapsed_s"]
+    table.add_row("time", f"{seconds:.1f} s" + (
+        f"  ({read / seconds:,.0f} runs a second, graded or refused)" if read and seconds else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     out.print(table)
     if not data["stopped"] and data["found"] != data["skipped"] + data["graded"] + data["refused"]:

@@ -145,6 +145,7 @@ class Summary:
     discarded: list[str] = field(default_factory=list)
     judging: dict | None = None  # JudgeStats of the judge, when one was used
     stopped: bool = False  # a stop was requested; runs of later batches were not graded
+    elapsed_s: float = 0.0  # wall time of the whole grade, the catalog's update included
 
     @property
     def mean_score(self) -> float | None:
@@ -181,6 +182,7 @@ class Summary:
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
             "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
+            "elapsed_s": round(self.elapsed_s, 2),
             **({"judge": self.judging} if self.judging else {}),
         }
 
@@ -810,6 +812,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} does not exist")
     store = ResultStore(results_uri, endpoint_url)
+    started = time.monotonic()
     summary = Summary(runs_uri, results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
@@ -957,4 +960,5 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             closing.join()
     if judge:
         summary.judging = judge.stats.as_dict()
+    summary.elapsed_s = time.monotonic() - started
     return summary

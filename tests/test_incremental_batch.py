@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,8 @@ def test_cli_summary_counts_and_json(corpus: Path, tmp_path: Path):
     first = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1"])
     assert first.exit_code == 0, first.output
     assert f"runs found          {RUNS}  (new {RUNS}, changed 0, unchanged 0)" in first.output
+    assert re.search(r"\ntime +\d+\.\d s  \([\d,]+ runs a second, graded or refused\)",
+                     first.output), first.output
     again = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json"])
     assert again.exit_code == 0, again.output
     data = json.loads(again.output)
@@ -125,6 +128,8 @@ def test_cli_summary_counts_and_json(corpus: Path, tmp_path: Path):
                                  "refused")} == {
         "found": RUNS, "new": 0, "changed": 0, "unchanged": RUNS, "skipped": RUNS,
         "graded": 0, "refused": 0}
+    # how long the grade took, for a scheduler's log
+    assert 0 < data["elapsed_s"] < 60
 
 
 def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, run_root):
