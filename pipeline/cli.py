@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import signal
 import sys
@@ -23,6 +25,11 @@ app = typer.Typer(
 )
 out = Console()
 err = Console(stderr=True)
+
+# The interpreter's last collections, as it exits, walk every object still alive (polars',
+# pydantic's, the grade's): 70-90 ms, a tenth of a no-change rerun of 10,000 runs. Frozen,
+# they are skipped; the memory goes back to the system with the process all the same.
+atexit.register(gc.freeze)
 
 EndpointOpt = Annotated[str | None, typer.Option(
     "--endpoint-url", envvar="AWS_ENDPOINT_URL",
