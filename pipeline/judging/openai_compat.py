@@ -9,8 +9,6 @@ reads the answer object from `choices[0].message.content`. Rate limits (429), se
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from urllib.parse import urlsplit
 
 from .answers import Answer, Failure, MalformedAnswer, answer_from_text
@@ -55,6 +53,11 @@ class ChatJudge:
 
     def ask_one(self, request: dict, timeout: float) -> Answer | Failure:
         """One chat completion for one judgment request."""
+        # (here, not at the top: urllib.request loads http.client and ssl, 20-30 ms that
+        # every grade paid, judged or not)
+        import urllib.error
+        import urllib.request
+
         body = {"model": self.model, "messages": request["messages"], "temperature": 0,
                 "max_tokens": self.max_tokens}
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
