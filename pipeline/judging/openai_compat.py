@@ -53,8 +53,8 @@ class ChatJudge:
 
     def ask_one(self, request: dict, timeout: float) -> Answer | Failure:
         """One chat completion for one judgment request."""
-        # (here, not at the top: urllib.request loads http.client and ssl, 20-30 ms that
-        # every grade paid, judged or not)
+        # (here, not at the top: urllib.request loads http.client, 20-30 ms that every grade
+        # paid, judged or not)
         import urllib.error
         import urllib.request
 
