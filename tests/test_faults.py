@@ -8,6 +8,8 @@ code, and that rerunning the same command completes without duplicate rows.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ from run_folders import write_run
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
+from pipeline import store as store_module
 from pipeline.catalog import connect
 from pipeline.cli import app
 from pipeline.store import ResultStore
@@ -81,13 +84,29 @@ def refusing_writes(path: Path):
             path.chmod(0o755)
 
 
+@contextlib.contextmanager
+def failing_flush():
+    """Make flushing results to disk fail as it does on a disk that could not write back what
+    was written: `syncfs` answers -1 with errno EIO. No failing device can be made on a test
+    machine, so libc's `syncfs` is replaced by a function that answers so."""
+    def failing_syncfs(fd: int) -> int:
+        os.fstat(fd)  # it is handed an open descriptor of the results folder
+        ctypes.set_errno(errno.EIO)
+        return -1
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(store_module, "_syncfs", lambda: failing_syncfs)
+        yield
+
+
 def grade(runs: Path, out: Path, *extra: str):
     return CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
                                     "--workers", "1", *extra])
 
 
-# Where the write fails: staging the parts, moving reports into place, the commit marker.
-@pytest.mark.parametrize("blocked", ["_staging", "reports", "_commits"])
+# Where the write fails: staging the parts, moving reports into place, the commit marker; or
+# the disk reports an error when the batch's parts are flushed to it, before its marker.
+@pytest.mark.parametrize("blocked", ["_staging", "reports", "_commits", "flush"])
 def test_publish_failure_leaves_earlier_results_intact(tmp_path, blocked):
     runs, out = tmp_path / "runs", tmp_path / "results"
     for i in range(4):
@@ -98,11 +117,13 @@ def test_publish_failure_leaves_earlier_results_intact(tmp_path, blocked):
 
     for i in range(3):  # new runs arrive; the next grade must publish them or nothing
         write_run(runs, f"20261113-0100{i:02d}-second")
-    with refusing_writes(out / blocked):
+    with failing_flush() if blocked == "flush" else refusing_writes(out / blocked):
         failed = grade(runs, out)
     assert failed.exit_code == exit_codes.STORAGE, failed.output
     assert "intact" in failed.output and "rerun" in failed.output
     assert "Traceback" not in failed.output
+    if blocked == "flush":
+        assert "flushing results to disk failed" in failed.output, failed.output
     assert_intact(before, out)
     if blocked == "reports":
         # Reports move after the commit marker: the batch is committed, its reports are
@@ -231,47 +252,3 @@ def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
     assert failed.exit_code == exit_codes.STORAGE, failed.output
     assert_intact(before, out)
 
-
-def test_a_disk_error_at_the_flush_stops_the_grade_before_its_batch_commits(tmp_path,
-                                                                             monkeypatch):
-    """A disk that failed to write back what a batch wrote: `syncfs` answers -1 with EIO. The
-    grade stops with exit 4 before the batch's commit marker, earlier results unchanged, and
-    the rerun grades the batch again. No failing device can be made on a test machine, so libc's
-    `syncfs` is replaced for the failing grade by a function that fails as the kernel would."""
-    import ctypes
-    import errno
-
-    from pipeline import store as store_module
-
-    def failing_syncfs(fd: int) -> int:
-        os.fstat(fd)  # it is handed an open descriptor of the results folder
-        ctypes.set_errno(errno.EIO)
-        return -1
-
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    for i in range(4):
-        write_run(runs, f"20261112-0100{i:02d}-first")
-    assert grade(runs, out).exit_code == 0
-    before, rows_before = snapshot(out), current_rows(out)
-    commits_before = ResultStore(str(out)).committed_batches()
-
-    for i in range(3):
-        write_run(runs, f"20261113-0100{i:02d}-second")
-    with monkeypatch.context() as patched:
-        patched.setattr(store_module, "_syncfs", lambda: failing_syncfs)
-        failed = grade(runs, out)
-    assert failed.exit_code == exit_codes.STORAGE, failed.output
-    assert "flushing results to disk failed" in failed.output, failed.output
-    assert "intact" in failed.output and "rerun" in failed.output
-    assert "Traceback" not in failed.output
-    assert_intact(before, out)
-    assert ResultStore(str(out)).committed_batches() == commits_before
-    assert current_rows(out) == rows_before, "readers saw part of the batch that was not flushed"
-
-    rerun = grade(runs, out)
-    assert rerun.exit_code == 0, rerun.output
-    assert json.loads(rerun.output)["found"] == 7
-    assert_intact(before, out, derived=("catalog.duckdb",))
-    assert_no_duplicates(out, 7)
-    assert len(list((out / "reports").glob("*.json"))) == 7
-    assert not list((out / "_staging").glob("*"))
