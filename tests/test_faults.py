@@ -1,4 +1,5 @@
-"""Faults while grading: a results target that refuses writes, and SIGTERM mid-grade.
+"""Faults while grading: a results target that refuses writes, a disk that reports an error
+when results are flushed to it, and SIGTERM mid-grade.
 
 Each test grades once, injects the fault into a second grade, then checks that every file of
 the earlier results is byte-identical, that the failure is reported clearly with a stable exit
@@ -251,4 +252,3 @@ def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
         failed = grade(runs, out)
     assert failed.exit_code == exit_codes.STORAGE, failed.output
     assert_intact(before, out)
-
