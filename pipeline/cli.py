@@ -27,8 +27,8 @@ out = Console()
 err = Console(stderr=True)
 
 # The interpreter's last collections, as it exits, walk every object still alive (polars',
-# pydantic's, the grade's): 70-90 ms, a tenth of a no-change rerun of 10,000 runs. Frozen,
-# they are skipped; the memory goes back to the system with the process all the same.
+# pydantic's, the grade's): 70-90 ms, about a tenth of a no-change rerun of 10,000 runs.
+# Frozen, they are skipped; the memory goes back to the system with the process all the same.
 atexit.register(gc.freeze)
 
 EndpointOpt = Annotated[str | None, typer.Option(
