@@ -40,7 +40,7 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test bytecode
 	$(BIN)/python bench/grade_bench.py $(BENCH_ARGS)
-	$(BIN)/python bench/stage_bench.py
+	$(BIN)/python bench/stage_bench.py --breakdown
 	$(BIN)/python bench/pattern_bench.py
 	$(BIN)/python bench/s3_bench.py
 

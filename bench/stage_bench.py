@@ -10,11 +10,17 @@ Two shard sizes are timed, taking turns (by default 400 runs, as a grade cuts a 
 and 1 run): what a 1-run shard costs is the part of each stage that does not depend on the
 shard's size, paid once per shard. The stages are found by wrapping the functions a worker
 calls (`measure` runs inside `run_checks`; "checks" is the rest of `run_checks`).
+
+With --breakdown, two more tables for the larger size: the CPU of each measure family (what
+`output measures` spends measuring, apart from joining the measures to the clauses), and the
+CPU of each check's query (`judged_rows`) run by itself on the same shards' measured clause
+frames, after the timings (in a grade they run as one query, then masked, sorted and typed).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pickle
@@ -32,11 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grade_bench import corpus, plain_read
 
 from pipeline import grade
-from pipeline.checks import default_grader
+from pipeline.checks import default_grader, output_analysis
 from pipeline.checks import grader as grader_module
 from pipeline.sources.bucket import Bucket
 from pipeline.sources.prose import DEFAULT_BINDING_CAP
 from pipeline.store import ResultStore
+from pipeline.tables import collect
 
 # (label, module, function): in the order a worker calls them
 STAGES = (
@@ -61,6 +68,12 @@ class Stages:
         self.cpu: dict[str, float] = defaultdict(float)
         for label, owner, name in STAGES:
             setattr(owner, name, self._timed(label, getattr(owner, name)))
+        # each measure family, as "family <name>" (inside "output measures")
+        families = tuple(dataclasses.replace(f, compute=self._timed(f"family {f.name}",
+                                                                    f.compute))
+                         for f in output_analysis.FAMILIES)
+        output_analysis.FAMILIES = families
+        output_analysis.FAMILY.update({f.name: f for f in families})
 
     def _timed(self, label, function):
         def timed(*args, **kwargs):
@@ -71,12 +84,29 @@ class Stages:
                 self.cpu[label] += time.process_time() - started
         return timed
 
-    def take(self) -> dict[str, float]:
-        out = dict(self.cpu)
+    def take(self) -> tuple[dict[str, float], dict[str, float]]:
+        """(CPU seconds by stage, by measure family) since the last take."""
+        out = {k: v for k, v in self.cpu.items() if not k.startswith("family ")}
+        families = {k.removeprefix("family "): v for k, v in self.cpu.items()
+                    if k.startswith("family ")}
         for outer, inner in INSIDE.items():
             out[outer] = out.get(outer, 0.0) - out.get(inner, 0.0)
         self.cpu.clear()
-        return out
+        return out, families
+
+
+def checks_alone(grader, frames: list) -> dict[str, float]:
+    """CPU seconds of each check's query (`judged_rows`) run by itself on each measured clause
+    frame in `frames`, for the checks of `grader` that judge a row of it (as `run_checks`)."""
+    cpu: dict[str, float] = defaultdict(float)
+    for frame in frames:
+        live = grader_module._live(grader.checks, frame)
+        for order, check in enumerate(grader.checks):
+            if order in live:
+                started = time.process_time()
+                collect(grader_module.judged_rows(frame, check, order))
+                cpu[check.name] += time.process_time() - started
+    return cpu
 
 
 def plain_read_cpu(refs: list) -> float:
@@ -94,6 +124,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--dir", type=Path, default=None,
                         help="folder for the corpus (default: a temporary one, deleted)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time each measure family and each check (larger size)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     warm = max(sizes)
@@ -111,6 +143,18 @@ def main(argv: list[str] | None = None) -> dict:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a worker ignores it
         job = grade.Job(str(root), str(results), None, DEFAULT_BINDING_CAP, False, False)
         stages = Stages()
+        big, measured = max(sizes), []  # the measured clause frames of the larger size's shards
+        capture = [False]
+        timed_measure = grader_module.measure
+
+        def measure(checks, frame):
+            out = timed_measure(checks, frame)
+            if capture[0]:
+                measured.append(out)
+            return out
+
+        if args.breakdown:
+            grader_module.measure = measure
         # the first shard takes runs from all over the corpus, so it meets every program's
         # clauses: no timed shard reads a clause (a grade keeps its readings, see README)
         stride = max(1, len(refs) // warm)
@@ -118,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
         chosen = {id(ref) for ref in first}
         taken = iter(first + [ref for ref in refs if id(ref) not in chosen])
 
-        def task(size: int, part: int) -> tuple[float, dict[str, float], float, int]:
+        def task(size: int, part: int) -> tuple[float, tuple[dict, dict], float, int]:
             shard = [next(taken) for _ in range(size)]
             started = time.process_time()
             grade._grade_task(job, "stages", part, shard)
@@ -127,15 +171,23 @@ def main(argv: list[str] | None = None) -> dict:
 
         task(warm, 0)
         totals = {size: defaultdict(float) for size in sizes}
+        families: dict[str, float] = defaultdict(float)  # of the larger size's shards
         for k in range(args.shards):  # the sizes take turns: a slow spell hits each
             for size in sizes:
-                total, cpu, read, runs = task(size, 1 + k * len(sizes) + sizes.index(size))
+                capture[0] = size == big
+                total, (cpu, by_family), read, runs = task(
+                    size, 1 + k * len(sizes) + sizes.index(size))
+                capture[0] = False
                 sums = totals[size]
                 sums["task"] += total
                 sums["plain read"] += read
                 sums["runs"] += runs
                 for label, seconds in cpu.items():
                     sums[label] += seconds
+                if size == big:
+                    for name, seconds in by_family.items():
+                        families[name] += seconds
+        alone = checks_alone(graders[0], measured) if args.breakdown else {}
     finally:
         shutil.rmtree(results, ignore_errors=True)
         if args.dir is None:
@@ -152,6 +204,11 @@ def main(argv: list[str] | None = None) -> dict:
             "plain_read_ms": round(1000 * sums["plain read"] / args.shards, 1),
             "runs": sums["runs"] / args.shards,
         }
+    if args.breakdown:
+        figures["breakdown"] = {"size": big, **{
+            key: {name: round(1000 * seconds / args.shards, 1) for name, seconds in
+                  sorted(found.items(), key=lambda item: -item[1])}
+            for key, found in (("families_ms", families), ("checks_alone_ms", alone))}}
     if args.json:
         print(json.dumps(figures, indent=2))
     else:
@@ -194,6 +251,17 @@ def report(figures: dict) -> str:
         fixed = sizes[small]["task_ms"]
         lines.append(f"the same for any size (a {small}-run shard): {fixed:.0f} ms, "
                      f"{100 * fixed / b['task_ms']:.0f}% of a {big}-run shard")
+    breakdown = figures.get("breakdown")
+    if breakdown:
+        families, alone = breakdown["families_ms"], breakdown["checks_alone_ms"]
+        lines += ["", f"output measures by family, CPU per {breakdown['size']}-run shard "
+                  f"(measuring only, {sum(families.values()):.0f} ms: the rest of the stage "
+                  "joins the measures to the clauses)"]
+        lines += [f"  {name:<24}{ms:>8.1f} ms" for name, ms in families.items()]
+        lines += ["", f"each check's query run by itself on the same shards' measured clauses, "
+                  f"CPU per shard ({sum(alone.values()):.0f} ms in all; the checks stage runs "
+                  "them as one query, then masks, sorts and types their rows)"]
+        lines += [f"  {name:<24}{ms:>8.1f} ms" for name, ms in alone.items()]
     return "\n".join(lines)
 
 

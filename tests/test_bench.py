@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline.checks import default_grader
+from pipeline.checks.output_analysis import FAMILY
+
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "grade_bench.py"
 PATTERN_BENCH = BENCH.with_name("pattern_bench.py")
 S3_BENCH = BENCH.with_name("s3_bench.py")
@@ -41,7 +44,7 @@ def test_pattern_bench_script_runs_end_to_end():
 
 def test_stage_bench_script_runs_end_to_end():
     done = subprocess.run([sys.executable, str(STAGE_BENCH), "--sizes", "6,1", "--shards", "2",
-                           "--json"], capture_output=True, text=True, timeout=300)
+                           "--json", "--breakdown"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     print(done.stdout)
     figures = json.loads(done.stdout)
@@ -53,6 +56,15 @@ def test_stage_bench_script_runs_end_to_end():
                 "other"} <= set(shard["stages_ms"])
         assert shard["stages_ms"]["list and read runs"] > 0 and shard["plain_read_ms"] > 0
         assert abs(sum(shard["stages_ms"].values()) - shard["task_ms"]) < 1
+    # the larger size's measure families (inside its measures stage) and its checks, each
+    # timed: every clause naming an output is judged by output_published
+    breakdown = figures["breakdown"]
+    assert breakdown["size"] == 6
+    families = breakdown["families_ms"]
+    assert families and set(families) <= set(FAMILY)
+    assert 0 < sum(families.values()) <= figures["sizes"]["6"]["stages_ms"]["output measures"]
+    assert breakdown["checks_alone_ms"]["output_published"] > 0
+    assert set(breakdown["checks_alone_ms"]) <= {c.name for c in default_grader().checks}
 
 
 def test_s3_bench_script_runs_end_to_end():

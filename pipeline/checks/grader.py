@@ -257,34 +257,41 @@ def _live(checks: Sequence[Check], frame: pl.DataFrame) -> set[int]:
     return {i for i, hit in enumerate(found) if hit}
 
 
+KEYS = ("run_id", "run_uri", "service", "clause_id")
+
+
+def judged_rows(measured: pl.DataFrame, c: Check, order: int = 0) -> pl.LazyFrame:
+    """The query of check `c` (at position `order` in its grader) over a measured clause frame:
+    one row per row it judges, with its outcome, detail, evidence, confidence and
+    recommendation (evidence not yet masked or cut: see `run_checks`)."""
+    return _judged(_narrowed(measured.lazy(), measured.columns, c, _expressions(c), KEYS),
+                   c).select(
+        *KEYS,
+        pl.lit(c.name).alias("check"),
+        c.outcome.alias("outcome"),
+        c.detail.alias("detail"),
+        c.evidence.alias("evidence"),
+        c.confidence.alias("confidence"),
+        (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
+        .alias("recommendation"),
+        pl.lit(c.judgeable).alias("judgeable"),
+        pl.lit(order).alias("check_order"),
+        (pl.col(EACH_ROW) if c.each is not None else pl.lit(0, pl.UInt32)).alias(EACH_ROW),
+    )
+
+
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     """Apply every check to the clause frame; one output row per (clause, applicable check).
 
     `frame` is a clause frame (frame.clause_frame), with or without its output measures; the
     measures the checks read are computed here when it has none.
     """
-    keys = ["run_id", "run_uri", "service", "clause_id"]
     measured = measure(grader.checks, frame)
     live = _live(grader.checks, measured)
     if not live:
         return empty("checks")
-    lazy = measured.lazy()
-    parts = [
-        _judged(_narrowed(lazy, measured.columns, c, _expressions(c), keys), c).select(
-            *keys,
-            pl.lit(c.name).alias("check"),
-            c.outcome.alias("outcome"),
-            c.detail.alias("detail"),
-            c.evidence.alias("evidence"),
-            c.confidence.alias("confidence"),
-            (c.recommendation if c.recommendation is not None else pl.lit(None, pl.String))
-            .alias("recommendation"),
-            pl.lit(c.judgeable).alias("judgeable"),
-            pl.lit(order).alias("check_order"),
-            (pl.col(EACH_ROW) if c.each is not None else pl.lit(0, pl.UInt32)).alias(EACH_ROW),
-        )
-        for order, c in enumerate(grader.checks) if order in live
-    ]
+    parts = [judged_rows(measured, c, order)
+             for order, c in enumerate(grader.checks) if order in live]
     # masked, cut and clipped once over every check's rows: one expression, not one a check
     out = collect(pl.concat(parts, how="vertical_relaxed").with_columns(
         pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
@@ -297,4 +304,4 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 __all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "Lets", "check",
-           "measure", "run_checks", "validate_grader_id"]
+           "judged_rows", "measure", "run_checks", "validate_grader_id"]
