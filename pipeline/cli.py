@@ -63,6 +63,11 @@ def grade(
     workers: Annotated[int | None, typer.Option(
         min=1, help="Processes listing, reading and grading runs (default: one per core; "
                     "1 runs everything in this process).")] = None,
+    shard_runs: Annotated[int | None, typer.Option(
+        "--shard-runs", min=1,
+        help="Runs a worker reads and grades at once, at most (default 400; and at most a "
+             "batch's share per worker): larger shards spend less CPU a run and hold more "
+             "memory in each worker (see README, Performance).")] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where runs are read and graded: 'local' (processes on this "
                          "machine) or 'dask' (a Dask cluster: --scheduler, or a local one "
@@ -184,6 +189,8 @@ def grade(
     options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
                    validate=validate, full=full, ledger_graders=ledger_graders, judge=judge,
                    engine=engine_factory, should_stop=stop.is_set)
+    if shard_runs is not None:
+        options["shard_runs"] = shard_runs
     try:
         if progress:
             with progress as bar:

@@ -785,7 +785,8 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
-               workers: int | None = None, endpoint_url: str | None = None,
+               workers: int | None = None, shard_runs: int = SHARD_RUNS,
+               endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
                full: bool = False, ledger_graders: tuple[LedgerGrader, ...] | None = None,
                judge: Judge | None = None, engine: EngineFactory | None = None,
@@ -795,7 +796,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
     Runs already committed under this job's grader ids with the same fingerprint are skipped
     (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
-    batch read and graded in worker processes, in shards of at most SHARD_RUNS runs, and
+    batch read and graded in worker processes, in shards of at most `shard_runs` runs (a
+    worker's memory follows its shard; larger shards spend less CPU a run), and
     committed on its own (one commit per grader id): a crash loses at most the batches not
     yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
     (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged
@@ -806,6 +808,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
     when another `grade` is writing to the same results.
     """
+    if shard_runs < 1:
+        raise ValueError(f"shard_runs must be at least 1, not {shard_runs}")
     ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     bucket = Bucket(runs_uri, endpoint_url)
@@ -846,7 +850,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         def start(refs: list[RunRef], last: bool = False) -> None:
             batch_id = new_batch_id()
             # one shard per worker, but never so large that a worker's memory follows the batch
-            size = min(-(-len(refs) // workers), SHARD_RUNS)
+            size = min(-(-len(refs) // workers), shard_runs)
             if last:  # nothing follows: as many shards per worker, so none idles at the end
                 count = -(-len(refs) // size)
                 size = -(-len(refs) // (-(-count // workers) * workers))

@@ -132,6 +132,42 @@ def test_cli_summary_counts_and_json(corpus: Path, tmp_path: Path):
     assert 0 < data["elapsed_s"] < 60
 
 
+def test_shard_runs_caps_the_runs_a_worker_grades_at_once(corpus: Path, tmp_path: Path):
+    # A shard is published as one part of each table: no `runs` part holds more runs than
+    # --shard-runs (without it, a 24-run batch on two workers is cut into two shards of 12),
+    # and the results are the same whatever the shards.
+    import polars as pl
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    runs = _copy(corpus, tmp_path / "runs")
+    cli = CliRunner()
+
+    def graded(out: Path, *extra: str) -> tuple[list[int], object]:
+        done = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json", "--workers",
+                                "2", "--batch-size", str(RUNS), *extra])
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.output)["found"] == RUNS
+        parts = sorted(len(pl.read_parquet(p)) for p in out.glob("runs/*/*/*.parquet"))
+        verdicts = connect(str(out)).sql(
+            "select run_uri, service, clause_id, verdict, evidence from clause_verdicts "
+            "order by all").fetchall()
+        return parts, verdicts
+
+    whole, whole_verdicts = graded(tmp_path / "default")
+    assert whole == [RUNS // 2, RUNS // 2]
+    capped, capped_verdicts = graded(tmp_path / "capped", "--shard-runs", "5")
+    assert sum(capped) == RUNS and max(capped) <= 5 and len(capped) >= -(-RUNS // 5), capped
+    assert capped_verdicts == whole_verdicts and whole_verdicts
+
+    refused = cli.invoke(app, ["grade", str(runs), "--out", str(tmp_path / "none"),
+                               "--shard-runs", "0"])
+    assert refused.exit_code == 2 and "--shard-runs" in refused.output
+    with pytest.raises(ValueError, match="shard_runs"):
+        grade_runs(str(runs), str(tmp_path / "none"), default_grader(), shard_runs=0)
+
+
 def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, run_root):
     # an unfinished run is refused; once its log ends it is regraded, not skipped
     run = make_run("20261112-031502-late", files={
