@@ -190,18 +190,21 @@ class CPUTime(TreeSampler):
         return sum(self.seen.values())
 
 
-def grade(runs: Path, out: Path, workers: int | None, batch_size: int | None,
-          engine: str = "local", sample: bool = False) -> dict:
+def options(workers: int | None, batch_size: int | None, shard_runs: int | None) -> list[str]:
+    """The `rungrade grade` options the bench was given (none: rungrade's defaults)."""
+    return [flag for name, value in (("--workers", workers), ("--batch-size", batch_size),
+                                     ("--shard-runs", shard_runs)) if value
+            for flag in (name, str(value))]
+
+
+def grade(runs: Path, out: Path, opts: list[str], engine: str = "local",
+          sample: bool = False) -> dict:
     """Run `rungrade grade` once; return its summary, wall time and (with `sample`) peak RSS.
 
     Timed runs are not sampled: reading the memory of every process fifty times a second
     takes CPU from the command on a small machine. Memory is measured on runs of its own.
     """
-    cmd = [RUNGRADE, "grade", str(runs), "--out", str(out), "--json", "--engine", engine]
-    if workers:
-        cmd += ["--workers", str(workers)]
-    if batch_size:
-        cmd += ["--batch-size", str(batch_size)]
+    cmd = [RUNGRADE, "grade", str(runs), "--out", str(out), "--json", "--engine", engine, *opts]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = PeakRSS(proc.pid) if sample else None
@@ -230,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workers", type=int, default=None, help="rungrade --workers")
     parser.add_argument("--batch-size", type=int, default=None, help="rungrade --batch-size")
+    parser.add_argument("--shard-runs", type=int, default=None, help="rungrade --shard-runs")
     parser.add_argument("--dask-workers", type=int, default=2,
                         help="worker processes of the Dask engine's LocalCluster")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
@@ -251,7 +255,9 @@ def main(argv: list[str] | None = None) -> dict:
         path = Path(tempfile.mkdtemp(prefix=f"{kind}.", dir=folder))
         made[kind] = path
         return path
-    figures: dict = {"runs": args.runs, "cores": os.cpu_count(), "workers": args.workers}
+    opts = options(args.workers, args.batch_size, args.shard_runs)
+    figures: dict = {"runs": args.runs, "cores": os.cpu_count(), "workers": args.workers,
+                     "options": opts}
     try:
         runs = corpus(folder, args.runs, args.seed, args.workers)
         plain_read(runs)  # warm the page cache, so both timings read from memory
@@ -263,19 +269,18 @@ def main(argv: list[str] | None = None) -> dict:
             read_cpus.append(read_cpu)
             stats.append(plain_stat(paths))
             results = fresh(f"results-{args.runs}")
-            fulls.append(grade(runs, results, args.workers, args.batch_size))
-            reruns.append(grade(runs, results, args.workers, args.batch_size))
+            fulls.append(grade(runs, results, opts))
+            reruns.append(grade(runs, results, opts))
             assert reruns[-1]["summary"]["skipped"] == fulls[-1]["summary"]["found"], \
                 reruns[-1]["summary"]
             known = fresh(f"results-known-{args.runs}")
             if (results / "_readings").is_dir():
                 shutil.copytree(results / "_readings", known / "_readings")
-            knowns.append(grade(runs, known, args.workers, args.batch_size))
+            knowns.append(grade(runs, known, opts))
         read_s = min(reads)
         full = min(fulls, key=lambda r: r["wall"])
         rerun = min(reruns, key=lambda r: r["wall"])
-        memory = grade(runs, fresh(f"results-{args.runs}"), args.workers, args.batch_size,
-                       sample=True)
+        memory = grade(runs, fresh(f"results-{args.runs}"), opts, sample=True)
         figures.update({
             "files": files, "bytes": size, "plain_read_s": round(read_s, 3),
             "plain_read_all_s": [round(r, 3) for r in reads],
@@ -308,8 +313,9 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.no_dask:
             dasks = []
             for _ in range(max(1, args.repeat)):
-                dasks.append(grade(runs, fresh(f"results-dask-{args.runs}"), args.dask_workers,
-                                   args.batch_size, "dask"))
+                dasks.append(grade(runs, fresh(f"results-dask-{args.runs}"),
+                                   options(args.dask_workers, args.batch_size,
+                                           args.shard_runs), "dask"))
             dask = min(dasks, key=lambda r: r["wall"])
             same = ("found", "graded", "refused", "refusals", "verdicts", "mean_overall_score")
             assert all(dask["summary"][k] == full["summary"][k] for k in same), dask["summary"]
@@ -320,8 +326,7 @@ def main(argv: list[str] | None = None) -> dict:
             })
         if args.big_runs:
             big = corpus(folder, args.big_runs, args.seed, args.workers)
-            graded = grade(big, fresh(f"results-{args.big_runs}"), args.workers,
-                           args.batch_size, sample=True)
+            graded = grade(big, fresh(f"results-{args.big_runs}"), opts, sample=True)
             figures.update({
                 "big_runs": args.big_runs, "big_grade_s": round(graded["wall"], 1),
                 "big_runs_per_s": round(args.big_runs / graded["wall"], 1),
@@ -354,6 +359,7 @@ def report(f: dict, as_json: bool = False) -> None:
     rows = [
         ("corpus", f"{f['runs']} runs, {f['files']} files, {f['bytes'] / 1e6:.0f} MB; "
                    f"{f['cores']} cores"),
+        *([("rungrade options", " ".join(f["options"]))] if f.get("options") else []),
         ("plain read (1 process)", f"{f['plain_read_s']:.2f} s{_spread(f['plain_read_all_s'])}"),
         ("rungrade grade", f"{f['grade_s']:.2f} s{_spread(f['grade_all_s'])}  = "
                            f"{f['grade_over_read']:.2f}× plain read  (target ≤ 2×)"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +20,12 @@ STAGE_BENCH = BENCH.with_name("stage_bench.py")
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
     done = subprocess.run([sys.executable, str(BENCH), "--runs", "30", "--big-runs", "45",
-                           "--dir", str(tmp_path), "--workers", "2", "--repeat", "2"],
+                           "--dir", str(tmp_path), "--workers", "2", "--repeat", "2",
+                           "--shard-runs", "10"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     print(done.stdout)
+    assert re.search(r"\nrungrade options +--workers 2 --shard-runs 10\n", done.stdout)
     for figure in ("plain read", "rungrade grade", "CPU seconds", "throughput", "peak memory",
                    "clauses known (kept readings)", "no-change rerun", "lstat every path",
                    "dask engine (2 workers)", "45 runs"):
