@@ -66,32 +66,32 @@ class Stages:
 
     def __init__(self) -> None:
         self.cpu: dict[str, float] = defaultdict(float)
+        self.families: dict[str, float] = defaultdict(float)  # inside "output measures"
         for label, owner, name in STAGES:
-            setattr(owner, name, self._timed(label, getattr(owner, name)))
-        # each measure family, as "family <name>" (inside "output measures")
-        families = tuple(dataclasses.replace(f, compute=self._timed(f"family {f.name}",
+            setattr(owner, name, self._timed(self.cpu, label, getattr(owner, name)))
+        families = tuple(dataclasses.replace(f, compute=self._timed(self.families, f.name,
                                                                     f.compute))
                          for f in output_analysis.FAMILIES)
         output_analysis.FAMILIES = families
         output_analysis.FAMILY.update({f.name: f for f in families})
 
-    def _timed(self, label, function):
+    @staticmethod
+    def _timed(into: dict[str, float], label: str, function):
         def timed(*args, **kwargs):
             started = time.process_time()
             try:
                 return function(*args, **kwargs)
             finally:
-                self.cpu[label] += time.process_time() - started
+                into[label] += time.process_time() - started
         return timed
 
     def take(self) -> tuple[dict[str, float], dict[str, float]]:
         """(CPU seconds by stage, by measure family) since the last take."""
-        out = {k: v for k, v in self.cpu.items() if not k.startswith("family ")}
-        families = {k.removeprefix("family "): v for k, v in self.cpu.items()
-                    if k.startswith("family ")}
+        out, families = dict(self.cpu), dict(self.families)
         for outer, inner in INSIDE.items():
             out[outer] = out.get(outer, 0.0) - out.get(inner, 0.0)
         self.cpu.clear()
+        self.families.clear()
         return out, families
 
 
