@@ -87,28 +87,30 @@ def flush_to_disk(path: str) -> None:
         return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        if syncfs(fd) == 0:
-            return
-        import ctypes
-
-        code = ctypes.get_errno() or errno.EIO
+        code = syncfs(fd)
     finally:
         os.close(fd)
-    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # a filesystem without syncfs
-        os.sync()
+    if code in (0, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        if code:  # a filesystem without syncfs
+            os.sync()
         return
     raise OSError(code, f"flushing results to disk failed: {os.strerror(code)}", path)
 
 
 @functools.cache
 def _syncfs() -> Callable[[int], int] | None:
-    """libc's syncfs(2), or None where there is none (not Linux)."""
+    """libc's syncfs(2) as a function of a folder's descriptor that returns 0, or the errno it
+    failed with; None where there is none (not Linux)."""
     import ctypes  # only a grade that publishes needs it
 
     try:
-        return ctypes.CDLL(None, use_errno=True).syncfs
+        call = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
         return None
+
+    def syncfs(fd: int) -> int:
+        return 0 if call(fd) == 0 else ctypes.get_errno() or errno.EIO
+    return syncfs
 
 
 def grader_slug(grader_id: str) -> str:

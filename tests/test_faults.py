@@ -9,7 +9,6 @@ code, and that rerunning the same command completes without duplicate rows.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import json
 import os
@@ -88,12 +87,11 @@ def refusing_writes(path: Path):
 @contextlib.contextmanager
 def failing_flush():
     """Make flushing results to disk fail as it does on a disk that could not write back what
-    was written: `syncfs` answers -1 with errno EIO. No failing device can be made on a test
-    machine, so libc's `syncfs` is replaced by a function that answers so."""
+    was written: `syncfs` fails with errno EIO. No failing device can be made on a test
+    machine, so libc's `syncfs` is replaced by a function that fails so."""
     def failing_syncfs(fd: int) -> int:
         os.fstat(fd)  # it is handed an open descriptor of the results folder
-        ctypes.set_errno(errno.EIO)
-        return -1
+        return errno.EIO
 
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(store_module, "_syncfs", lambda: failing_syncfs)
