@@ -222,8 +222,9 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
             bucket.list_run(ref)
             if not ref.files:
                 continue  # an empty folder is not a run yet (object stores have no empty folders)
-            rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
-                        else read_run(bucket, ref, cap))
+            with bucket.run_folder(ref.path):
+                rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
+                            else read_run(bucket, ref, cap))
     bucket.prefetch(())  # drop what no reader took
     return rows
 
