@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .processes import worker_environment
+
 if TYPE_CHECKING:
     from .checks.grader import Grader
     from .checks.ledger import LedgerGrader
@@ -138,13 +140,13 @@ class DaskEngine:
         else:
             import dask
 
-            # One task at a time per worker process: polars in it on one thread, as in the
-            # local engine's workers (a user's POLARS_MAX_THREADS is kept). Set before the
-            # worker process starts: a worker imports polars before `env` would apply, and
-            # its pool would then have a thread per core.
-            threads = {"distributed.nanny.pre-spawn-environ.POLARS_MAX_THREADS":
-                       os.environ.get("POLARS_MAX_THREADS", "1")}
-            with _stop_signals_ignored(), dask.config.set({**LOCAL_CLUSTER_CONFIG, **threads}):
+            # One task at a time per worker process, with the environment of the local
+            # engine's workers (`worker_environment`: polars on one thread, ...). Set before
+            # the worker process starts: a worker imports polars before `env` would apply,
+            # and its pool would then have a thread per core.
+            environ = {f"distributed.nanny.pre-spawn-environ.{name}": value
+                       for name, value in worker_environment().items()}
+            with _stop_signals_ignored(), dask.config.set({**LOCAL_CLUSTER_CONFIG, **environ}):
                 self.cluster = LocalCluster(
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
                     processes=True, host="127.0.0.1", dashboard_address=":0")

@@ -16,6 +16,25 @@ import signal
 import threading
 
 
+# What grading workers run with: polars on one thread (one worker per core: a pool of its own
+# in each would only compete with the other workers for the same cores), and polars'
+# allocator (jemalloc) with one arena instead of four per core, so a worker's few threads
+# reuse the pages one another freed: the 10,000-run grade peaked at 665-673 MiB PSS against
+# 692-732 (each worker about 20 MiB less RSS), its CPU unchanged. What the user set is kept.
+ONE_ARENA = "narenas:1"
+
+
+def worker_environment() -> dict[str, str]:
+    """The variables grading workers start with (see ONE_ARENA). polars itself sets
+    `_RJEM_MALLOC_CONF` as it is imported (its own decay times, then the value it found), so
+    the arena count is added to whatever is there, unless that names one already."""
+    conf = os.environ.get("_RJEM_MALLOC_CONF", "")
+    if "narenas:" not in conf:
+        conf = f"{conf},{ONE_ARENA}" if conf else ONE_ARENA
+    return {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1"),
+            "_RJEM_MALLOC_CONF": conf}
+
+
 def process_context():
     """The multiprocessing context of grading workers, with its fork server running."""
     ctx = multiprocessing.get_context("forkserver")
@@ -27,17 +46,20 @@ def process_context():
         # survive exec): a stop sent to the whole process group is the parent's to handle.
         previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
                     signal.signal(signal.SIGINT, signal.SIG_IGN))
-        # One worker per core: polars in each runs on one thread (its own pool would only
-        # compete with the other workers for the same cores). Workers inherit the server's
-        # environment; a POLARS_MAX_THREADS set by the user is kept.
-        ours = "POLARS_MAX_THREADS" not in os.environ
-        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        # Workers inherit the server's environment (`worker_environment`); this process's
+        # own is left as it was.
+        before = {name: os.environ.get(name) for name in ("POLARS_MAX_THREADS",
+                                                          "_RJEM_MALLOC_CONF")}
+        os.environ.update(worker_environment())
         try:
             from multiprocessing import forkserver
             forkserver.ensure_running()
         finally:
-            if ours:
-                os.environ.pop("POLARS_MAX_THREADS", None)
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
     return ctx
