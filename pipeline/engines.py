@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .processes import worker_environment
+from .processes import worker_environ, worker_environment
 
 if TYPE_CHECKING:
     from .checks.grader import Grader
@@ -143,10 +143,13 @@ class DaskEngine:
             # One task at a time per worker process, with the environment of the local
             # engine's workers (`worker_environment`: polars on one thread, ...). Set before
             # the worker process starts: a worker imports polars before `env` would apply,
-            # and its pool would then have a thread per core.
+            # and its pool would then have a thread per core. A nanny takes each variable its
+            # config names from this process's environment if it is there (polars has set
+            # its allocator's), as it is made, for every start of its worker.
             environ = {f"distributed.nanny.pre-spawn-environ.{name}": value
                        for name, value in worker_environment().items()}
-            with _stop_signals_ignored(), dask.config.set({**LOCAL_CLUSTER_CONFIG, **environ}):
+            with _stop_signals_ignored(), worker_environ(), dask.config.set(
+                    {**LOCAL_CLUSTER_CONFIG, **environ}):
                 self.cluster = LocalCluster(
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
                     processes=True, host="127.0.0.1", dashboard_address=":0")

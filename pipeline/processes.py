@@ -10,11 +10,12 @@ itself, so the two imports run side by side.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import threading
-
+from collections.abc import Iterator
 
 # What grading workers run with: polars on one thread (one worker per core: a pool of its own
 # in each would only compete with the other workers for the same cores), and polars'
@@ -35,6 +36,23 @@ def worker_environment() -> dict[str, str]:
             "_RJEM_MALLOC_CONF": conf}
 
 
+@contextlib.contextmanager
+def worker_environ() -> Iterator[None]:
+    """This process's environment set to `worker_environment` while workers are started
+    (they inherit it), then left as it was."""
+    environment = worker_environment()
+    before = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def process_context():
     """The multiprocessing context of grading workers, with its fork server running."""
     ctx = multiprocessing.get_context("forkserver")
@@ -46,20 +64,11 @@ def process_context():
         # survive exec): a stop sent to the whole process group is the parent's to handle.
         previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
                     signal.signal(signal.SIGINT, signal.SIG_IGN))
-        # Workers inherit the server's environment (`worker_environment`); this process's
-        # own is left as it was.
-        before = {name: os.environ.get(name) for name in ("POLARS_MAX_THREADS",
-                                                          "_RJEM_MALLOC_CONF")}
-        os.environ.update(worker_environment())
         try:
             from multiprocessing import forkserver
-            forkserver.ensure_running()
+            with worker_environ():  # the server's, which its workers inherit
+                forkserver.ensure_running()
         finally:
-            for name, value in before.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
     return ctx

@@ -7,6 +7,7 @@ with `client.run`, so they strike where the shards are graded, not in the test p
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -267,7 +268,8 @@ def test_cli_starts_a_local_cluster_and_refuses_bad_engine_options(corpus: Path,
 
 def test_the_cluster_the_engine_starts_leaves_the_grading_task_the_gil():
     # no sampling profiler, and a slow tick and memory check: each takes the GIL from the
-    # grading task; the settings reach the workers, not this process
+    # grading task; the settings reach the workers, not this process (nor does the workers'
+    # environment)
     import dask
 
     from pipeline.engines import LOCAL_CLUSTER_CONFIG
@@ -279,6 +281,9 @@ def test_the_cluster_the_engine_starts_leaves_the_grading_task_the_gil():
                                           for key in LOCAL_CLUSTER_CONFIG})
         assert list(seen.values()) == [LOCAL_CLUSTER_CONFIG]
         assert dask.config.get("distributed.worker.profile.enabled")  # this process's is kept
+        # the local engine's worker environment too (polars' allocator with one arena)
+        allocator = engine.client.run(os.getenv, "_RJEM_MALLOC_CONF")
+        assert [conf.split(",")[-1] for conf in allocator.values()] == ["narenas:1"]
     finally:
         engine.close()
 
