@@ -226,6 +226,27 @@ def test_nothing_outside_the_root_is_read(corpus):
     assert services["20261112-000014-climbing-source"]["contract_source"] == "services/writer.md"
 
 
+def test_a_run_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path):
+    # Between the listing of a run and its reading, its folder is replaced by a symlink to a
+    # run outside the root: the run is refused, and nothing is read through the link.
+    from pipeline.grade import _read_shard
+
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    write_run(outside, "20261112-000099-outside", files={"bindings/writer/report.md": SECRET,
+                                                         "services/writer.md": WRITER})
+    path = write_run(root, "20261112-000001-swapped")
+    bucket = Bucket(str(root))
+    ref = bucket.list_run(next(bucket.discover()))
+    for item in sorted(path.rglob("*"), reverse=True):
+        item.rmdir() if item.is_dir() else item.unlink()
+    path.rmdir()
+    path.symlink_to(outside / "20261112-000099-outside", target_is_directory=True)
+    rows = _read_shard((str(root), None, [ref], DEFAULT_BINDING_CAP, ()))
+    assert [(r["reason"], r["detail"].split(":")[0]) for r in rows.refusals] == [
+        ("unreadable-file", "program.md")]
+    assert rows.bindings == [] and SECRET not in repr(rows.__dict__)
+
+
 def test_hostile_yaml_never_executes(corpus):
     base, out, _, _, marker, _ = corpus
     assert not marker.exists(), "run content was executed"

@@ -154,7 +154,8 @@ class Bucket:
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
         self._fetched: dict[str, tuple[int, bytes]] = {}  # path -> (cap, data), see prefetch
-        self._folder: tuple[str, int] | None = None  # (path + "/", descriptor), see run_folder
+        # (path + "/", its descriptor, or the error opening it met), see run_folder
+        self._folder: tuple[str, int | OSError] | None = None
 
     def to_uri(self, path: str) -> str:
         return path if self.local else f"{self.protocol}://{path}"
@@ -181,6 +182,8 @@ class Bucket:
         if self.local:
             folder = self._folder
             if folder is not None and path.startswith(folder[0]):
+                if isinstance(folder[1], OSError):
+                    raise OSError(folder[1].errno, folder[1].strerror, path)
                 return _read_local(path[len(folder[0]):], cap, folder[1])
             return _read_local(path, cap)
         data = self._take(path, cap)
@@ -230,20 +233,24 @@ class Bucket:
     @contextlib.contextmanager
     def run_folder(self, path: str) -> Iterator[None]:
         """While inside, local reads of files below the folder `path` look each file up from
-        the folder, opened once (never through a symlink), instead of from the root of the
-        file system: the kernel walks the two or three names below the run folder instead of
-        the whole path (about a fifth less CPU to open and read a run's files). A folder that
-        cannot be opened is left to each read, which meets the same error by its full path."""
-        fd = _open_folder(path) if self.local and self._folder is None else None
-        if fd is None:
+        the folder, opened once, instead of from the root of the file system: the kernel walks
+        the two or three names below the run folder instead of the whole path (about a fifth
+        less CPU to open and read a run's files). The folder is never opened through a
+        symlink: if it cannot be opened as a folder (gone, or replaced by a symlink since it
+        was listed), each read below it fails with that error rather than follow the path."""
+        if not self.local or self._folder is not None:
             yield
             return
-        self._folder = (path + "/", fd)
+        try:
+            self._folder = (path + "/", os.open(path, _FOLDER_FLAGS))
+        except OSError as exc:
+            self._folder = (path + "/", exc)
         try:
             yield
         finally:
-            self._folder = None
-            os.close(fd)
+            opened, self._folder = self._folder[1], None
+            if isinstance(opened, int):
+                os.close(opened)
 
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
@@ -389,8 +396,9 @@ class Bucket:
         """
         if not self.local:
             return False
-        fd = _open_folder(ref.path)
-        if fd is None:
+        try:
+            fd = os.open(ref.path, _FOLDER_FLAGS)
+        except OSError:
             return False
         try:
             for rel, mtime in zip(listing.folders, listing.folder_mtimes, strict=True):
@@ -627,13 +635,8 @@ class _Ledgers:
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
-def _open_folder(path: str) -> int | None:
-    """A descriptor of the folder `path`, opened without following a symlink; None if it
-    cannot be opened (gone, not a folder, a symlink)."""
-    try:
-        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
+# A run folder is opened as a folder, never through a symlink.
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _read_local(path: str, cap: int, dir_fd: int | None = None) -> tuple[bytes, bool]:
