@@ -141,11 +141,12 @@ class DaskEngine:
             import dask
 
             # One task at a time per worker process, with the environment of the local
-            # engine's workers (`worker_environment`: polars on one thread, ...). Set before
-            # the worker process starts: a worker imports polars before `env` would apply,
-            # and its pool would then have a thread per core. A nanny takes each variable its
-            # config names from this process's environment if it is there (polars has set
-            # its allocator's), as it is made, for every start of its worker.
+            # engine's workers (`worker_environment`: polars on one thread, its allocator
+            # with one arena). Set before the worker process starts: a worker imports polars
+            # before `env` would apply, and its pool would then have a thread per core. A
+            # nanny takes each variable its config names from this process's environment if
+            # it is there (polars has set its allocator's), as it is made, for every start
+            # of its worker.
             environ = {f"distributed.nanny.pre-spawn-environ.{name}": value
                        for name, value in worker_environment().items()}
             with _stop_signals_ignored(), worker_environ(), dask.config.set(

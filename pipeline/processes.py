@@ -20,7 +20,7 @@ from collections.abc import Iterator
 # What grading workers run with: polars on one thread (one worker per core: a pool of its own
 # in each would only compete with the other workers for the same cores), and polars'
 # allocator (jemalloc) with one arena instead of four per core, so a worker's few threads
-# reuse the pages one another freed: the 10,000-run grade peaked at 665-673 MiB PSS against
+# reuse the pages one another freed: the 10,000-run grade peaked at 665-687 MiB PSS against
 # 692-732 (each worker about 20 MiB less RSS), its CPU unchanged. What the user set is kept.
 ONE_ARENA = "narenas:1"
 
