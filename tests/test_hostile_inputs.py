@@ -226,24 +226,38 @@ def test_nothing_outside_the_root_is_read(corpus):
     assert services["20261112-000014-climbing-source"]["contract_source"] == "services/writer.md"
 
 
-def test_a_run_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path):
-    # Between the listing of a run and its reading, its folder is replaced by a symlink to a
-    # run outside the root: the run is refused, and nothing is read through the link.
-    from pipeline.grade import _read_shard
+def _swapped_for_a_link(folder: Path, target: Path) -> None:
+    for item in sorted(folder.rglob("*"), reverse=True):
+        item.rmdir() if item.is_dir() else item.unlink()
+    folder.rmdir()
+    folder.symlink_to(target, target_is_directory=True)
 
+
+@pytest.mark.parametrize("swapped", ["the run folder", "a folder inside the run"])
+def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path, swapped):
+    # Between the listing of a run and its reading, its folder (or its service's bindings
+    # folder) is replaced by a symlink to a copy outside the root: the run is refused, and
+    # nothing is read through the link.
+    from pipeline.grade import _read_shard
+    from pipeline.sources.bucket import _openat2
+
+    if swapped == "a folder inside the run" and _openat2() is None:
+        pytest.skip("no openat2 here: only the last part of a file's path is checked")
     root, outside = tmp_path / "runs", tmp_path / "outside"
-    write_run(outside, "20261112-000099-outside", files={"bindings/writer/report.md": SECRET,
-                                                         "services/writer.md": WRITER})
+    target = write_run(outside, "20261112-000099-outside", files={
+        "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
     path = write_run(root, "20261112-000001-swapped")
     bucket = Bucket(str(root))
     ref = bucket.list_run(next(bucket.discover()))
-    for item in sorted(path.rglob("*"), reverse=True):
-        item.rmdir() if item.is_dir() else item.unlink()
-    path.rmdir()
-    path.symlink_to(outside / "20261112-000099-outside", target_is_directory=True)
+    if swapped == "the run folder":
+        _swapped_for_a_link(path, target)
+        unread = "program.md"
+    else:
+        _swapped_for_a_link(path / "bindings" / "writer", target / "bindings" / "writer")
+        unread = "a binding could not be read"
     rows = _read_shard((str(root), None, [ref], DEFAULT_BINDING_CAP, ()))
     assert [(r["reason"], r["detail"].split(":")[0]) for r in rows.refusals] == [
-        ("unreadable-file", "program.md")]
+        ("unreadable-file", unread)]
     assert rows.bindings == [] and SECRET not in repr(rows.__dict__)
 
 
