@@ -6,6 +6,7 @@ root may be read, no run content may execute, and the batch must finish.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -233,23 +234,31 @@ def _swapped_for_a_link(folder: Path, target: Path) -> None:
     folder.symlink_to(target, target_is_directory=True)
 
 
-@pytest.mark.parametrize("swapped", ["the run folder", "a folder inside the run"])
-def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path, swapped):
+@pytest.mark.parametrize("swapped", ["the run folder", "the run folder, without openat2",
+                                     "a folder inside the run"])
+def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path, swapped,
+                                                                          monkeypatch):
     # Between the listing of a run and its reading, its folder (or its service's bindings
     # folder) is replaced by a symlink to a copy outside the root: the run is refused, and
     # nothing is read through the link.
     from pipeline.grade import _read_shard
-    from pipeline.sources.bucket import _openat2
+    from pipeline.sources import bucket as bucket_module
 
-    if swapped == "a folder inside the run" and _openat2() is None:
+    if swapped == "a folder inside the run" and bucket_module._openat2() is None:
         pytest.skip("no openat2 here: only the last part of a file's path is checked")
+    if swapped.endswith("without openat2"):  # as on a system without it
+        monkeypatch.setattr(bucket_module, "_openat2", lambda: None)
     root, outside = tmp_path / "runs", tmp_path / "outside"
     target = write_run(outside, "20261112-000099-outside", files={
         "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
     path = write_run(root, "20261112-000001-swapped")
     bucket = Bucket(str(root))
     ref = bucket.list_run(next(bucket.discover()))
-    if swapped == "the run folder":
+    if swapped.endswith("without openat2"):  # the run as it was is read as usual
+        read = _read_shard((str(root), None, [dataclasses.replace(ref)], DEFAULT_BINDING_CAP,
+                            ()))
+        assert read.refusals == [] and read.bindings
+    if swapped.startswith("the run folder"):
         _swapped_for_a_link(path, target)
         unread = "program.md"
     else:
