@@ -6,6 +6,7 @@ root may be read, no run content may execute, and the batch must finish.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -268,6 +269,38 @@ def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_pa
     assert [(r["reason"], r["detail"].split(":")[0]) for r in rows.refusals] == [
         ("unreadable-file", unread)]
     assert rows.bindings == [] and SECRET not in repr(rows.__dict__)
+
+
+def test_a_folder_swapped_for_a_symlink_while_its_run_is_listed_is_not_listed(tmp_path,
+                                                                               monkeypatch):
+    # The run's `bindings` folder has been listed, and its `writer` folder is replaced by a
+    # symlink to a folder outside the root before the listing reaches it: nothing below the
+    # link is listed (names and sizes of files outside the root would end up in the run's
+    # fingerprint and refusals).
+    from pipeline.sources import bucket as bucket_module
+
+    if bucket_module._openat2() is None:
+        pytest.skip("no openat2 here: folders are opened by name, the last part checked only")
+    outside = tmp_path / "outside" / "writer"
+    outside.mkdir(parents=True)
+    (outside / "leak.md").write_text(SECRET)
+    path = write_run(tmp_path / "runs", "20261112-000001-swapped")
+    scandir = os.scandir
+
+    def swapping(target):
+        with scandir(target) as it:
+            entries = list(it)
+        if any(e.name == "writer" for e in entries) and not (path / "bindings/writer"
+                                                              ).is_symlink():
+            _swapped_for_a_link(path / "bindings" / "writer", outside)
+        return contextlib.nullcontext(entries)
+
+    monkeypatch.setattr(bucket_module.os, "scandir", swapping)
+    files, folders = bucket_module._list_local(str(path), 0)
+    monkeypatch.undo()
+    assert (path / "bindings/writer").is_symlink()  # the swap happened mid-listing
+    assert "bindings" in folders and "program.md" in files
+    assert not [rel for rel in files if rel.startswith("bindings/writer/")]
 
 
 def test_hostile_yaml_never_executes(corpus):

@@ -225,7 +225,10 @@ def _folders_listed_during(fn) -> tuple[object, list[str]]:
 
     def hook(event: str, args: tuple) -> None:
         if active[0] and event == "os.scandir":
-            seen.append(os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else "")
+            if isinstance(args[0], int):  # a folder listed by its descriptor
+                seen.append(os.readlink(f"/proc/self/fd/{args[0]}"))
+            else:
+                seen.append(os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else "")
 
     sys.addaudithook(hook)  # a hook cannot be removed: it is switched off instead
     try:

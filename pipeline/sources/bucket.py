@@ -643,13 +643,13 @@ _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x04, 0x08
 
 
 @functools.cache
-def _openat2() -> Callable[[int, str], int] | None:
-    """Linux's openat2(2) as a function of (folder descriptor, relative path) that opens the
-    file for reading with no symlink in any part of the path (RESOLVE_NO_SYMLINKS: a folder of
-    the run swapped for a link after the run was listed fails with ELOOP) and never above the
-    folder (RESOLVE_BENEATH); None where there is none (not Linux, a kernel before 5.6, a
-    sandbox that forbids it): files are then opened with `_OPEN_FLAGS`, which check the last
-    part of the path only."""
+def _openat2() -> Callable[..., int] | None:
+    """Linux's openat2(2) as a function of (folder descriptor, relative path, folder=False)
+    that opens the file (or folder) for reading with no symlink in any part of the path
+    (RESOLVE_NO_SYMLINKS: a folder of the run swapped for a link after the run was listed
+    fails with ELOOP) and never above the folder (RESOLVE_BENEATH); None where there is none
+    (not Linux, a kernel before 5.6, a sandbox that forbids it): files are then opened with
+    `_OPEN_FLAGS`, which check the last part of the path only."""
     if not sys.platform.startswith("linux"):  # (elsewhere the number means something else)
         return None
     import ctypes  # only a grade that reads local runs needs it
@@ -666,17 +666,19 @@ def _openat2() -> Callable[[int, str], int] | None:
     syscall.restype = ctypes.c_long
     syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
                         ctypes.c_size_t]
-    how = OpenHow(os.O_RDONLY | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH)
-    how_at, size, encode = ctypes.addressof(how), ctypes.sizeof(how), os.fsencode
+    resolve = _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
+    hows = (OpenHow(os.O_RDONLY | os.O_CLOEXEC, 0, resolve),  # a file
+            OpenHow(os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY, 0, resolve))  # a folder
+    at, size, encode = [ctypes.addressof(h) for h in hows], ctypes.sizeof(OpenHow), os.fsencode
 
-    def openat2(dir_fd: int, path: str) -> int:
-        fd = syscall(_SYS_OPENAT2, dir_fd, encode(path), how_at, size)
+    def openat2(dir_fd: int, path: str, folder: bool = False) -> int:
+        fd = syscall(_SYS_OPENAT2, dir_fd, encode(path), at[folder], size)
         if fd < 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), path)
         return fd
 
-    openat2.how = how  # the structure lives as long as the function (`how_at` is its address)
+    openat2.hows = hows  # the structures live as long as the function (`at` holds addresses)
     try:
         os.close(openat2(-100, "."))  # AT_FDCWD: does this system have it?
     except OSError:
@@ -733,30 +735,50 @@ def _walk_local(root: str):
 
 def _list_local(folder: str, mtime_ns: int) -> tuple[dict[str, FileInfo], dict[str, int]]:
     # The walk of `_walk_local`, specialised for one run folder: relative paths, no generator.
-    # Returns (files, folders): each folder's mtime is read before the folder is listed.
+    # Returns (files, folders): each folder's mtime is read before the folder is listed. Each
+    # folder is opened from the run folder as files are read (`_openat2`: never through a
+    # symlink, so a folder swapped for one after its parent was listed is not listed), and
+    # its entries are looked up from it.
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
-    stack = [(folder, "")]
-    while stack:
-        current, prefix = stack.pop()
-        try:
-            with os.scandir(current) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
+    try:
+        top = os.open(folder, _FOLDER_FLAGS)
+    except OSError:
+        return files, folders
+    beneath = _openat2()
+    stack = [""]
+    try:
+        while stack:
+            prefix = stack.pop()
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    folders[rel] = entry.stat(follow_symlinks=False).st_mtime_ns
-                    stack.append((entry.path, rel + "/"))
-                elif entry.is_symlink():
-                    files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    files[rel] = FileInfo(st.st_size, st.st_mtime)
+                fd = top if not prefix else (
+                    beneath(top, prefix[:-1], True) if beneath
+                    else os.open(prefix[:-1], _FOLDER_FLAGS, dir_fd=top))
             except OSError:
                 continue
+            try:
+                with os.scandir(fd) as it:
+                    for entry in it:
+                        rel = prefix + entry.name
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                folders[rel] = entry.stat(follow_symlinks=False).st_mtime_ns
+                                stack.append(rel + "/")
+                            elif entry.is_symlink():
+                                files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(
+                                    os.path.join(folder, rel)))
+                            elif entry.is_file(follow_symlinks=False):
+                                st = entry.stat(follow_symlinks=False)
+                                files[rel] = FileInfo(st.st_size, st.st_mtime)
+                        except OSError:
+                            continue
+            except OSError:
+                continue
+            finally:
+                if fd != top:
+                    os.close(fd)
+    finally:
+        os.close(top)
     return files, folders
 
 
