@@ -296,11 +296,32 @@ def test_a_folder_swapped_for_a_symlink_while_its_run_is_listed_is_not_listed(tm
         return contextlib.nullcontext(entries)
 
     monkeypatch.setattr(bucket_module.os, "scandir", swapping)
-    files, folders = bucket_module._list_local(str(path), 0)
+    files, folders = bucket_module._list_local(str(path), 0, os.open(path, os.O_RDONLY))
     monkeypatch.undo()
     assert (path / "bindings/writer").is_symlink()  # the swap happened mid-listing
     assert "bindings" in folders and "program.md" in files
     assert not [rel for rel in files if rel.startswith("bindings/writer/")]
+
+
+def test_a_folder_above_a_run_swapped_for_a_symlink_after_discovery_is_not_followed(
+        tmp_path):
+    # The run is found under runs/team/, then `team` is replaced by a symlink to a copy of it
+    # outside the root: the run is neither listed nor read through the link.
+    from pipeline.grade import _read_shard
+    from pipeline.sources import bucket as bucket_module
+
+    if bucket_module._openat2() is None:
+        pytest.skip("no openat2 here: a run folder is opened by its full path")
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    write_run(outside / "team", "20261112-000001-moved", files={
+        "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
+    path = write_run(root / "team", "20261112-000001-moved")
+    refs = list(Bucket(str(root)).discover())
+    assert [ref.path for ref in refs] == [str(path)]
+    _swapped_for_a_link(root / "team", outside / "team")
+    rows = _read_shard((str(root), None, refs, DEFAULT_BINDING_CAP, ()))
+    assert refs[0].files == {} and rows.runs == [] and rows.bindings == []
+    assert SECRET not in repr(rows.__dict__)
 
 
 def test_hostile_yaml_never_executes(corpus):

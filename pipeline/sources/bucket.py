@@ -24,6 +24,7 @@ import re
 import stat
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -157,6 +158,7 @@ class Bucket:
         self._fetched: dict[str, tuple[int, bytes]] = {}  # path -> (cap, data), see prefetch
         # (path + "/", its descriptor, or the error opening it met), see run_folder
         self._folder: tuple[str, int | OSError] | None = None
+        self._root_fd: int | None = None  # the root, opened on first use (`open_run_folder`)
 
     def to_uri(self, path: str) -> str:
         return path if self.local else f"{self.protocol}://{path}"
@@ -243,7 +245,7 @@ class Bucket:
             yield
             return
         try:
-            self._folder = (path + "/", os.open(path, _FOLDER_FLAGS))
+            self._folder = (path + "/", self.open_run_folder(path))
         except OSError as exc:
             self._folder = (path + "/", exc)
         try:
@@ -252,6 +254,19 @@ class Bucket:
             opened, self._folder = self._folder[1], None
             if isinstance(opened, int):
                 os.close(opened)
+
+    def open_run_folder(self, path: str) -> int:
+        """A descriptor of the local folder `path` (a run folder below the root), opened with
+        no symlink between the root and it (`_openat2`), nor the folder itself a symlink: a
+        folder above the run swapped for a link after the run was found is not followed.
+        Raises OSError when it cannot be opened so."""
+        beneath, root = _openat2(), self.root.rstrip("/") + "/"
+        if beneath is None or not path.startswith(root):
+            return os.open(path, _FOLDER_FLAGS)
+        if self._root_fd is None:  # the root itself may be a symlink: it is the user's
+            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            weakref.finalize(self, os.close, self._root_fd)
+        return beneath(self._root_fd, path[len(root):], True)
 
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
@@ -377,7 +392,12 @@ class Bucket:
         elif not stat.S_ISDIR(st.st_mode):
             files = {".": FileInfo(st.st_size, st.st_mtime)}
         else:
-            files, ref.folders = _list_local(ref.path, st.st_mtime_ns)
+            try:
+                top = self.open_run_folder(ref.path)
+            except OSError:  # gone, or no longer below the root without a symlink
+                files, ref.folders = {}, {"": st.st_mtime_ns}
+            else:
+                files, ref.folders = _list_local(ref.path, st.st_mtime_ns, top)
             if _holds_marker(files):  # a ledger wins over the name
                 ref.source = "ledger"
         ref.files, ref.listed = files, True
@@ -398,7 +418,7 @@ class Bucket:
         if not self.local:
             return False
         try:
-            fd = os.open(ref.path, _FOLDER_FLAGS)
+            fd = self.open_run_folder(ref.path)
         except OSError:
             return False
         try:
@@ -733,18 +753,15 @@ def _walk_local(root: str):
                 continue
 
 
-def _list_local(folder: str, mtime_ns: int) -> tuple[dict[str, FileInfo], dict[str, int]]:
-    # The walk of `_walk_local`, specialised for one run folder: relative paths, no generator.
-    # Returns (files, folders): each folder's mtime is read before the folder is listed. Each
-    # folder is opened from the run folder as files are read (`_openat2`: never through a
-    # symlink, so a folder swapped for one after its parent was listed is not listed), and
-    # its entries are looked up from it.
+def _list_local(folder: str, mtime_ns: int, top: int
+                ) -> tuple[dict[str, FileInfo], dict[str, int]]:
+    # The walk of `_walk_local`, specialised for one run folder (`top`, its descriptor, which
+    # this closes): relative paths, no generator. Returns (files, folders): each folder's
+    # mtime is read before the folder is listed. Each folder is opened from the run folder as
+    # files are read (`_openat2`: never through a symlink, so a folder swapped for one after
+    # its parent was listed is not listed), and its entries are looked up from it.
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
-    try:
-        top = os.open(folder, _FOLDER_FLAGS)
-    except OSError:
-        return files, folders
     beneath = _openat2()
     stack = [""]
     try:
