@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .processes import worker_environ, worker_environment
+from .processes import worker_environ
 
 if TYPE_CHECKING:
     from .checks.grader import Grader
@@ -147,10 +147,10 @@ class DaskEngine:
             # nanny takes each variable its config names from this process's environment if
             # it is there (polars has set its allocator's), as it is made, for every start
             # of its worker.
-            environ = {f"distributed.nanny.pre-spawn-environ.{name}": value
-                       for name, value in worker_environment().items()}
-            with _stop_signals_ignored(), worker_environ(), dask.config.set(
-                    {**LOCAL_CLUSTER_CONFIG, **environ}):
+            with _stop_signals_ignored(), worker_environ() as environ, dask.config.set(
+                    {**LOCAL_CLUSTER_CONFIG,
+                     **{f"distributed.nanny.pre-spawn-environ.{name}": value
+                        for name, value in environ.items()}}):
                 self.cluster = LocalCluster(
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
                     processes=True, host="127.0.0.1", dashboard_address=":0")

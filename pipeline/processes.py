@@ -37,14 +37,14 @@ def worker_environment() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def worker_environ() -> Iterator[None]:
-    """This process's environment set to `worker_environment` while workers are started
-    (they inherit it), then left as it was."""
+def worker_environ() -> Iterator[dict[str, str]]:
+    """This process's environment set to `worker_environment` (which it yields) while
+    workers are started (they inherit it), then left as it was."""
     environment = worker_environment()
     before = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)
     try:
-        yield
+        yield environment
     finally:
         for name, value in before.items():
             if value is None:

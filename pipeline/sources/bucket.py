@@ -260,13 +260,13 @@ class Bucket:
         no symlink between the root and it (`_openat2`), nor the folder itself a symlink: a
         folder above the run swapped for a link after the run was found is not followed.
         Raises OSError when it cannot be opened so."""
-        beneath, root = _openat2(), self.root.rstrip("/") + "/"
-        if beneath is None or not path.startswith(root):
+        root = self.root.rstrip("/") + "/"
+        if not path.startswith(root):
             return os.open(path, _FOLDER_FLAGS)
         if self._root_fd is None:  # the root itself may be a symlink: it is the user's
             self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             weakref.finalize(self, os.close, self._root_fd)
-        return beneath(self._root_fd, path[len(root):], True)
+        return _open_beneath(self._root_fd, path[len(root):], folder=True)
 
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
@@ -706,13 +706,21 @@ def _openat2() -> Callable[..., int] | None:
     return openat2
 
 
+def _open_beneath(dir_fd: int, path: str, folder: bool = False) -> int:
+    """Open `path`, relative to the folder `dir_fd`, for reading: with `_openat2` where the
+    system has it (no symlink in any part of the path, nothing above the folder), else with
+    `O_NOFOLLOW` (the last part of the path only). Raises OSError."""
+    beneath = _openat2()
+    if beneath is not None:
+        return beneath(dir_fd, path, folder)
+    return os.open(path, _FOLDER_FLAGS if folder else _OPEN_FLAGS, dir_fd=dir_fd)
+
+
 def _read_local(path: str, cap: int, dir_fd: int | None = None) -> tuple[bytes, bool]:
     # Read in modest chunks: asking for `cap` bytes at once allocates `cap` bytes per file.
     # Plain descriptors: a file object costs more than the read of a small file.
-    # (`path` relative to the folder `dir_fd`, if given: nowhere through a symlink, see
-    # `_openat2`)
-    beneath = _openat2() if dir_fd is not None else None
-    fd = beneath(dir_fd, path) if beneath else os.open(path, _OPEN_FLAGS, dir_fd=dir_fd)
+    # (`path` relative to the folder `dir_fd`, if given: see `_open_beneath`)
+    fd = os.open(path, _OPEN_FLAGS) if dir_fd is None else _open_beneath(dir_fd, path)
     try:
         chunk = min(cap + 1, 1 << 16)
         data = os.read(fd, chunk)
@@ -758,19 +766,16 @@ def _list_local(folder: str, mtime_ns: int, top: int
     # The walk of `_walk_local`, specialised for one run folder (`top`, its descriptor, which
     # this closes): relative paths, no generator. Returns (files, folders): each folder's
     # mtime is read before the folder is listed. Each folder is opened from the run folder as
-    # files are read (`_openat2`: never through a symlink, so a folder swapped for one after
-    # its parent was listed is not listed), and its entries are looked up from it.
+    # files are read (`_open_beneath`: never through a symlink, so a folder swapped for one
+    # after its parent was listed is not listed), and its entries are looked up from it.
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
-    beneath = _openat2()
     stack = [""]
     try:
         while stack:
             prefix = stack.pop()
             try:
-                fd = top if not prefix else (
-                    beneath(top, prefix[:-1], True) if beneath
-                    else os.open(prefix[:-1], _FOLDER_FLAGS, dir_fd=top))
+                fd = _open_beneath(top, prefix[:-1], folder=True) if prefix else top
             except OSError:
                 continue
             try:
