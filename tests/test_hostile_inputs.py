@@ -235,30 +235,39 @@ def _swapped_for_a_link(folder: Path, target: Path) -> None:
     folder.symlink_to(target, target_is_directory=True)
 
 
-@pytest.mark.parametrize("swapped", ["the run folder", "the run folder, without openat2",
-                                     "a folder inside the run"])
+def _with_or_without_openat2(how: str, monkeypatch) -> None:
+    """Paths are opened with `openat2` where the system has it (skip where it has not), or as
+    on a system without it, one name at a time."""
+    from pipeline.sources import bucket as bucket_module
+
+    if how == "without openat2":
+        monkeypatch.setattr(bucket_module, "_openat2", lambda: None)
+    elif bucket_module._openat2() is None:
+        pytest.skip("no openat2 on this system")
+
+
+OPENS = ["with openat2", "without openat2"]
+
+
+@pytest.mark.parametrize("opens", OPENS)
+@pytest.mark.parametrize("swapped", ["the run folder", "a folder inside the run"])
 def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_path, swapped,
-                                                                          monkeypatch):
+                                                                          opens, monkeypatch):
     # Between the listing of a run and its reading, its folder (or its service's bindings
     # folder) is replaced by a symlink to a copy outside the root: the run is refused, and
     # nothing is read through the link.
     from pipeline.grade import _read_shard
-    from pipeline.sources import bucket as bucket_module
 
-    if swapped == "a folder inside the run" and bucket_module._openat2() is None:
-        pytest.skip("no openat2 here: only the last part of a file's path is checked")
-    if swapped.endswith("without openat2"):  # as on a system without it
-        monkeypatch.setattr(bucket_module, "_openat2", lambda: None)
+    _with_or_without_openat2(opens, monkeypatch)
     root, outside = tmp_path / "runs", tmp_path / "outside"
     target = write_run(outside, "20261112-000099-outside", files={
         "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
     path = write_run(root, "20261112-000001-swapped")
     bucket = Bucket(str(root))
     ref = bucket.list_run(next(bucket.discover()))
-    if swapped.endswith("without openat2"):  # the run as it was is read as usual
-        read = _read_shard((str(root), None, [dataclasses.replace(ref)], DEFAULT_BINDING_CAP,
-                            ()))
-        assert read.refusals == [] and read.bindings
+    # the run as it was is read as usual
+    read = _read_shard((str(root), None, [dataclasses.replace(ref)], DEFAULT_BINDING_CAP, ()))
+    assert read.refusals == [] and read.bindings
     if swapped.startswith("the run folder"):
         _swapped_for_a_link(path, target)
         unread = "program.md"
@@ -271,47 +280,48 @@ def test_a_folder_swapped_for_a_symlink_after_listing_is_not_read_through(tmp_pa
     assert rows.bindings == [] and SECRET not in repr(rows.__dict__)
 
 
-def test_a_folder_swapped_for_a_symlink_while_its_run_is_listed_is_not_listed(tmp_path,
-                                                                               monkeypatch):
-    # The run's `bindings` folder has been listed, and its `writer` folder is replaced by a
-    # symlink to a folder outside the root before the listing reaches it: nothing below the
-    # link is listed (names and sizes of files outside the root would end up in the run's
-    # fingerprint and refusals).
+@pytest.mark.parametrize("opens", OPENS)
+@pytest.mark.parametrize("swapped", ["bindings/writer", "bindings"])
+def test_a_folder_swapped_for_a_symlink_while_its_run_is_listed_is_not_listed(
+        tmp_path, swapped, opens, monkeypatch):
+    # The run's `bindings` folder has been listed, and its `writer` folder (or `bindings`
+    # itself) is replaced by a symlink to a folder outside the root before the listing reaches
+    # `writer`: nothing below the link is listed (names and sizes of files outside the root
+    # would end up in the run's fingerprint and refusals).
     from pipeline.sources import bucket as bucket_module
 
-    if bucket_module._openat2() is None:
-        pytest.skip("no openat2 here: folders are opened by name, the last part checked only")
-    outside = tmp_path / "outside" / "writer"
-    outside.mkdir(parents=True)
-    (outside / "leak.md").write_text(SECRET)
+    _with_or_without_openat2(opens, monkeypatch)
+    outside = tmp_path / "outside" / "bindings"
+    (outside / "writer").mkdir(parents=True)
+    (outside / "writer" / "leak.md").write_text(SECRET)
     path = write_run(tmp_path / "runs", "20261112-000001-swapped")
-    scandir = os.scandir
+    scandir, swaps = os.scandir, []
 
     def swapping(target):
         with scandir(target) as it:
             entries = list(it)
-        if any(e.name == "writer" for e in entries) and not (path / "bindings/writer"
-                                                              ).is_symlink():
-            _swapped_for_a_link(path / "bindings" / "writer", outside)
+        if any(e.name == "writer" for e in entries) and not swaps:
+            swaps.append(swapped)  # moved away whole: the listing's entries can still be read
+            (path / swapped).rename(tmp_path / "moved")
+            (path / swapped).symlink_to(outside.parent / swapped, target_is_directory=True)
         return contextlib.nullcontext(entries)
 
     monkeypatch.setattr(bucket_module.os, "scandir", swapping)
     files, folders = bucket_module._list_local(str(path), 0, os.open(path, os.O_RDONLY))
     monkeypatch.undo()
-    assert (path / "bindings/writer").is_symlink()  # the swap happened mid-listing
+    assert (path / swapped).is_symlink()  # the swap happened mid-listing
     assert "bindings" in folders and "program.md" in files
     assert not [rel for rel in files if rel.startswith("bindings/writer/")]
 
 
+@pytest.mark.parametrize("opens", OPENS)
 def test_a_folder_above_a_run_swapped_for_a_symlink_after_discovery_is_not_followed(
-        tmp_path):
+        tmp_path, opens, monkeypatch):
     # The run is found under runs/team/, then `team` is replaced by a symlink to a copy of it
     # outside the root: the run is neither listed nor read through the link.
     from pipeline.grade import _read_shard
-    from pipeline.sources import bucket as bucket_module
 
-    if bucket_module._openat2() is None:
-        pytest.skip("no openat2 here: a run folder is opened by its full path")
+    _with_or_without_openat2(opens, monkeypatch)
     root, outside = tmp_path / "runs", tmp_path / "outside"
     write_run(outside / "team", "20261112-000001-moved", files={
         "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
@@ -322,6 +332,38 @@ def test_a_folder_above_a_run_swapped_for_a_symlink_after_discovery_is_not_follo
     rows = _read_shard((str(root), None, refs, DEFAULT_BINDING_CAP, ()))
     assert refs[0].files == {} and rows.runs == [] and rows.bindings == []
     assert SECRET not in repr(rows.__dict__)
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+@pytest.mark.parametrize("opens", OPENS)
+def test_a_folder_swapped_for_a_symlink_while_the_runs_are_found_is_not_walked(
+        tmp_path, opens, sampled, monkeypatch):
+    # The runs root has been listed, and its folder `team` is replaced by a symlink to a
+    # folder outside the root before the walk reaches it: no run beyond the link is found
+    # (they would be reported by a path inside the root), the others are.
+    from pipeline.sources import bucket as bucket_module
+
+    _with_or_without_openat2(opens, monkeypatch)
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    write_run(outside / "team", "20261112-000002-beyond", files={
+        "bindings/writer/report.md": SECRET, "services/writer.md": WRITER})
+    write_run(root / "team", "20261112-000002-beyond")
+    kept = write_run(root / "other", "20261112-000001-kept")
+    scandir = os.scandir
+
+    def swapping(target):
+        with scandir(target) as it:
+            entries = list(it)
+        if {e.name for e in entries} == {"other", "team"} and not (root / "team").is_symlink():
+            _swapped_for_a_link(root / "team", outside / "team")
+        return contextlib.nullcontext(entries)
+
+    monkeypatch.setattr(bucket_module.os, "scandir", swapping)
+    bucket = Bucket(str(root))
+    found = list(bucket.sample() if sampled else bucket.discover())
+    monkeypatch.undo()
+    assert (root / "team").is_symlink()  # the swap happened mid-walk
+    assert [ref.path for ref in found] == [str(kept)]
 
 
 def test_hostile_yaml_never_executes(corpus):

@@ -15,6 +15,7 @@ reader can refuse runs whose links leave the root.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import itertools
@@ -282,7 +283,7 @@ class Bucket:
         top-level folder come in path order but those of different folders interleave.
         """
         if self.local:
-            yield from _discover_local(self, self.root, top=True)
+            yield from self._discover_local()
         else:
             yield from self._discover_s3()
 
@@ -293,7 +294,17 @@ class Bucket:
         folder above the runs, and none inside a run.
         """
         if self.local:
-            yield from _discover_local(self, self.root, top=True, per_folder=per_folder)
+            yield from self._discover_local(per_folder)
+
+    def _discover_local(self, per_folder: int | None = None) -> Iterator[RunRef]:
+        try:  # a descriptor of its own: a walk moves its folder's read position
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            yield from _discover_local(self, self.root, fd, top=True, per_folder=per_folder)
+        finally:
+            os.close(fd)
 
     def _discover_s3(self) -> Iterator[RunRef]:
         # No run spans two top-level folders, and whether a folder is a ledger is told by
@@ -668,8 +679,8 @@ def _openat2() -> Callable[..., int] | None:
     that opens the file (or folder) for reading with no symlink in any part of the path
     (RESOLVE_NO_SYMLINKS: a folder of the run swapped for a link after the run was listed
     fails with ELOOP) and never above the folder (RESOLVE_BENEATH); None where there is none
-    (not Linux, a kernel before 5.6, a sandbox that forbids it): files are then opened with
-    `_OPEN_FLAGS`, which check the last part of the path only."""
+    (not Linux, a kernel before 5.6, a sandbox that forbids it): `_open_beneath` then opens a
+    path one name at a time, as safely, with a call for each name."""
     if not sys.platform.startswith("linux"):  # (elsewhere the number means something else)
         return None
     import ctypes  # only a grade that reads local runs needs it
@@ -707,13 +718,28 @@ def _openat2() -> Callable[..., int] | None:
 
 
 def _open_beneath(dir_fd: int, path: str, folder: bool = False) -> int:
-    """Open `path`, relative to the folder `dir_fd`, for reading: with `_openat2` where the
-    system has it (no symlink in any part of the path, nothing above the folder), else with
-    `O_NOFOLLOW` (the last part of the path only). Raises OSError."""
+    """Open `path`, relative to the folder `dir_fd`, for reading, with no symlink in any part
+    of the path and nothing above the folder: in one call with `_openat2` where the system has
+    it, else one name at a time, each folder opened from the one before with `O_NOFOLLOW`
+    (one call a name). Raises OSError (ELOOP or ENOTDIR for a symlink, EXDEV for `..`)."""
     beneath = _openat2()
     if beneath is not None:
         return beneath(dir_fd, path, folder)
-    return os.open(path, _FOLDER_FLAGS if folder else _OPEN_FLAGS, dir_fd=dir_fd)
+    *folders, last = path.split("/")
+    if ".." in folders or last == "..":
+        raise OSError(errno.EXDEV, "a path may not climb out of its folder", path)
+    at = dir_fd
+    try:
+        for name in folders:
+            if name not in ("", "."):
+                inner = os.open(name, _FOLDER_FLAGS, dir_fd=at)
+                if at != dir_fd:
+                    os.close(at)
+                at = inner
+        return os.open(last or ".", _FOLDER_FLAGS if folder else _OPEN_FLAGS, dir_fd=at)
+    finally:
+        if at != dir_fd:
+            os.close(at)
 
 
 def _read_local(path: str, cap: int, dir_fd: int | None = None) -> tuple[bytes, bool]:
@@ -804,13 +830,15 @@ def _list_local(folder: str, mtime_ns: int, top: int
     return files, folders
 
 
-def _discover_local(bucket: Bucket, folder: str, top: bool = False,
+def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
                     per_folder: int | None = None) -> Iterator[RunRef]:
     # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
     # ledger marker; never below one. With `per_folder`, only that many of a folder's runs,
-    # spread over them (see `Bucket.sample`).
+    # spread over them (see `Bucket.sample`). `folder` is listed by its descriptor `fd` (the
+    # caller's to close), and each folder below it is opened from it, never through a
+    # symlink: a folder swapped for one while the walk is above it is not walked through.
     try:
-        with os.scandir(folder) as it:
+        with os.scandir(fd) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
@@ -820,12 +848,21 @@ def _discover_local(bucket: Bucket, folder: str, top: bool = False,
         return
     kept = None if per_folder is None else _spread(
         [e.name for e in entries if RUN_DIR.match(e.name)], per_folder)
+    above = folder if folder.endswith("/") else folder + "/"
     for entry in entries:
+        path = above + entry.name
         if RUN_DIR.match(entry.name):
             if kept is None or entry.name in kept:
-                yield RunRef(entry.name, bucket.to_uri(entry.path), entry.path, listed=False)
+                yield RunRef(entry.name, bucket.to_uri(path), path, listed=False)
         elif _is_dir(entry):
-            yield from _discover_local(bucket, entry.path, per_folder=per_folder)
+            try:
+                inner = _open_beneath(fd, entry.name, folder=True)
+            except OSError:
+                continue
+            try:
+                yield from _discover_local(bucket, path, inner, per_folder=per_folder)
+            finally:
+                os.close(inner)
 
 
 def spread_runs(refs: Iterable[RunRef], per_folder: int = 3,
