@@ -144,7 +144,8 @@ def grade(
 
     Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
 
-    More exit codes: 4 a store failed (read-only, full, unreachable); 143 stopped by SIGTERM.
+    More exit codes: 4 a store failed (read-only, full, unreachable), or a folder under RUNS
+    could not be listed (every run found is graded first); 143 stopped by SIGTERM.
     """
     if engine == "local" and not (judge_cmd or judge_url):
         from .processes import start_early
@@ -228,6 +229,14 @@ def grade(
         raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
                    "batch in progress was abandoned. Rerun the same command to finish.",
                    exit_codes.STOPPED)
+    if summary.unlisted:
+        count = len(summary.unlisted)
+        shown = "; ".join(f"{path} ({why})" for path, why in summary.unlisted[:5])
+        raise fail(f"{count} folder{'s' if count > 1 else ''} under {runs} could not be listed, "
+                   f"so the runs in {'them' if count > 1 else 'it'} were not found: {shown}"
+                   f"{'; …' if count > 5 else ''}. Every run found was graded or refused and "
+                   "committed; fix the cause (permissions, the disk) and rerun the same "
+                   "command: runs graded already are skipped.", exit_codes.STORAGE)
 
 
 class _StopRequest(threading.Event):
@@ -288,6 +297,9 @@ def print_summary(summary) -> None:
     table.add_row("time", f"{seconds:.1f} s" + (
         f"  ({read / seconds:,.0f} runs a second, graded or refused)" if read and seconds else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
+    if data["unlisted"]:
+        table.add_row("[red]not listed[/]", f"{len(data['unlisted'])} folder(s) under the runs "
+                      "root: the runs in them were not found (see the error below)")
     out.print(table)
     if not data["stopped"] and data["found"] != data["skipped"] + data["graded"] + data["refused"]:
         err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")

@@ -145,6 +145,9 @@ class Summary:
     discarded: list[str] = field(default_factory=list)
     judging: dict | None = None  # JudgeStats of the judge, when one was used
     stopped: bool = False  # a stop was requested; runs of later batches were not graded
+    # (path, why) of each folder under a local runs root that could not be listed: the runs
+    # in it were not found (see Bucket.unlisted)
+    unlisted: list[tuple[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0  # wall time of the whole grade, the catalog's update included
 
     @property
@@ -182,6 +185,7 @@ class Summary:
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
             None if self.mean_score is None else round(self.mean_score, 2),
             "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
+            "unlisted": [{"path": path, "error": why} for path, why in self.unlisted],
             "elapsed_s": round(self.elapsed_s, 2),
             **({"judge": self.judging} if self.judging else {}),
         }
@@ -220,7 +224,10 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
     for window in _prefetch_windows(bucket, refs, cap):
         for ref in window:
             bucket.list_run(ref)
-            if not ref.files:
+            if ref.unlisted:  # read whole or not at all
+                rows.extend(refused_run(ref, "unreadable-file", _unlisted(ref.unlisted)))
+                continue
+            if ref.empty:
                 continue  # an empty folder is not a run yet (object stores have no empty folders)
             with bucket.run_folder(ref.path):
                 rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
@@ -231,6 +238,20 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
 
 PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
 PREFETCH_BYTES = 32 << 20  # and at most this many bytes of them (by their listed sizes)
+
+
+def _unlisted(unlisted: dict[str, str], shown: int = 3) -> str:
+    parts = [f"{rel or 'the run folder'}: {why}" for rel, why in sorted(unlisted.items())]
+    more = f"; and {len(parts) - shown} more" if len(parts) > shown else ""
+    return f"could not be listed: {'; '.join(parts[:shown])}{more}"
+
+
+def refused_run(ref: RunRef, reason: str, detail: str) -> RunRows:
+    """The rows of a run refused before it was read (its source and layout as listed)."""
+    rows = refuse(ref, reason, detail)
+    rows.runs[0].update(source=ref.source, layout=(
+        "moltzap-ledger" if ref.source == "ledger" else rows.runs[0]["layout"]))
+    return rows
 
 
 def _prefetch_windows(bucket: Bucket, refs: list[RunRef], cap: int) -> Iterator[list[RunRef]]:
@@ -398,7 +419,7 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],
             out.append(("unchanged", None, None))
             continue
         bucket.list_run(ref)
-        status = _status(ref, known) if ref.files else "empty"
+        status = "empty" if ref.empty else _status(ref, known)
         row = _listing_row(ref, known) if status == "unchanged" and not job.full else None
         if status in ("unchanged", "empty") and not job.full:
             ref.files = {}
@@ -409,8 +430,8 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],
 def _listing_row(ref: RunRef, fingerprint: str | None) -> tuple[str, str, str, bytes] | None:
     """(uri, fingerprint, shape, stats) of a listed local run, as ResultStore.save_listings
     keeps them (`fingerprint` is the run's, already computed); None for a run it cannot
-    describe (not listed locally, or holding links)."""
-    if fingerprint is None or ref.folders is None or not ref.files or any(
+    describe (not listed locally, not listed whole, or holding links)."""
+    if fingerprint is None or ref.folders is None or not ref.files or ref.unlisted or any(
             info.link_target is not None for info in ref.files.values()):
         return None
     return (ref.uri, fingerprint, *pack_listing(ref.files, ref.folders))
@@ -467,11 +488,8 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         rows, bucket = RunRows(), Bucket(job.runs_uri, job.endpoint_url)
         for ref in refs:
             bucket.list_run(ref)  # its fingerprint: refused until the run changes
-            refused = refuse(ref, "internal-error", died)
-            refused.runs[0].update(source=ref.source, layout=(
-                "moltzap-ledger" if ref.source == "ledger" else refused.runs[0]["layout"]))
-            rows.extend(refused)
-    empty = sum(1 for ref in refs if not ref.files)
+            rows.extend(refused_run(ref, "internal-error", died))
+    empty = sum(1 for ref in refs if ref.empty)
     printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as the reader saw it
     listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
 
@@ -947,6 +965,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         if preread is not None:
             with contextlib.suppress(Exception):  # long done; its failure changes nothing
                 preread.result()
+        summary.unlisted = list(bucket.unlisted)  # (discovery is over)
         # every batch is in: the workers stop while the catalog is written
         closing = threading.Thread(target=engine.close, name="rungrade-engine-close")
         closing.start()

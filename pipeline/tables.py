@@ -17,7 +17,8 @@ REFUSAL_REASONS = {
     "incomplete-run": "state.md (era B: vm.log.md) is missing or does not end with a '---end' "
                       "line",
     "no-ensures": "no service declares an ensures clause, so there is nothing to grade",
-    "unreadable-file": "a file the grader needs could not be read",
+    "unreadable-file": "a file the grader needs could not be read, or a folder of the run "
+                       "could not be listed",
     "unsafe-path": "the run holds a symlink that leaves the runs root (never followed)",
     "unsupported-layout": "the run uses a layout this grader does not grade yet",
     "internal-error": "the grader raised while processing this run",

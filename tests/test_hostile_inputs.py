@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import subprocess
@@ -307,11 +308,81 @@ def test_a_folder_swapped_for_a_symlink_while_its_run_is_listed_is_not_listed(
         return contextlib.nullcontext(entries)
 
     monkeypatch.setattr(bucket_module.os, "scandir", swapping)
-    files, folders = bucket_module._list_local(str(path), 0, os.open(path, os.O_RDONLY))
+    files, folders, unlisted = bucket_module._list_local(str(path), 0,
+                                                         os.open(path, os.O_RDONLY))
     monkeypatch.undo()
     assert (path / swapped).is_symlink()  # the swap happened mid-listing
     assert "bindings" in folders and "program.md" in files
     assert not [rel for rel in files if rel.startswith("bindings/writer/")]
+    # and the run is refused for it, not graded on what was listed
+    assert "bindings/writer" in unlisted and all(rel.startswith("bindings/") for rel in unlisted)
+    assert unlisted["bindings/writer"].startswith(("[Errno 40]", "[Errno 20]"))  # ELOOP, ENOTDIR
+
+
+def _denied(monkeypatch, *names: str) -> None:
+    """Folders named `names` (paths relative to the folder they are opened from) cannot be
+    opened, as for a user without permission (the tests run as root, whom none stops)."""
+    from pipeline.sources import bucket as bucket_module
+
+    opened = bucket_module._open_beneath
+
+    def denying(dir_fd: int, path: str, folder: bool = False) -> int:
+        if folder and path in names:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return opened(dir_fd, path, folder)
+
+    monkeypatch.setattr(bucket_module, "_open_beneath", denying)
+
+
+@pytest.mark.parametrize("denied", ["bindings/writer", "the run folder"])
+def test_a_run_whose_folder_cannot_be_listed_is_refused(tmp_path, denied, monkeypatch):
+    # Graded whole or not at all: without a folder's files the run would be graded as if its
+    # writer had published nothing.
+    from pipeline.grade import _listing_row, _read_shard
+
+    root = tmp_path / "runs"
+    path = write_run(root / "team", "20261112-000001-denied")
+    whole = Bucket(str(root)).list_run(next(Bucket(str(root)).discover()))
+    _denied(monkeypatch, "team/20261112-000001-denied" if denied == "the run folder" else denied)
+    ref = next(Bucket(str(root)).discover())
+    rows = _read_shard((str(root), None, [ref], DEFAULT_BINDING_CAP, ()))
+    assert [(r["reason"], r["detail"]) for r in rows.refusals] == [
+        ("unreadable-file", f"could not be listed: {denied}: [Errno 13] Permission denied")]
+    assert [r["status"] for r in rows.runs] == ["refused"] and rows.bindings == []
+    # its fingerprint tells it from the run listed whole, and no listing is kept for a rerun
+    # to check it by (it is listed again each time, and graded once it can be)
+    assert ref.unlisted and not ref.empty and ref.fingerprint != whole.fingerprint
+    assert rows.runs[0]["fingerprint"] == ref.fingerprint
+    assert _listing_row(ref, ref.fingerprint) is None and _listing_row(whole, whole.fingerprint)
+    assert path.is_dir()
+
+
+def test_a_folder_above_the_runs_that_cannot_be_listed_fails_the_grade_after_the_rest(
+        tmp_path, monkeypatch):
+    # The runs in it are not found, so the grade cannot say it handled every run: it grades
+    # and commits every run it found, names the folder, and exits 4; once the folder can be
+    # listed, the same command grades what it holds.
+    root, out = tmp_path / "runs", tmp_path / "results"
+    write_run(root / "team-a", "20261112-000001-seen")
+    write_run(root / "team-b", "20261112-000002-hidden")
+    _denied(monkeypatch, "team-b")  # (discovery runs in this process)
+    command = ["grade", str(root), "--out", str(out), "--json", "--workers", "1"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 4, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["found"], summary["graded"]) == (1, 1)
+    assert summary["unlisted"] == [{"path": str(root / "team-b"),
+                                    "error": "[Errno 13] Permission denied"}]
+    assert f"{root / 'team-b'} ([Errno 13] Permission denied)" in result.stderr
+    assert load(out, "runs")["run_id"].to_list() == ["20261112-000001-seen"]
+    monkeypatch.undo()
+    again = CliRunner().invoke(app, command)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert (summary["new"], summary["skipped"], summary["graded"], summary["unlisted"]) == (
+        1, 1, 1, [])
+    assert sorted(load(out, "runs")["run_id"].to_list()) == [
+        "20261112-000001-seen", "20261112-000002-hidden"]
 
 
 @pytest.mark.parametrize("opens", OPENS)

@@ -87,6 +87,16 @@ class RunRef:
     # just before the folder was listed. An entry added, removed or renamed in a folder
     # changes that folder's mtime, so a rerun can check files by these paths (`unchanged`).
     folders: dict[str, int] | None = None
+    # Local runs: the paths of the run ("" is the run folder) that could not be listed, with
+    # why (permissions, a disk error, a folder swapped for a symlink while it was listed):
+    # the run cannot be read whole, so it is refused rather than graded on part of its files.
+    unlisted: dict[str, str] | None = None
+
+    @property
+    def empty(self) -> bool:
+        """Nothing found in the run folder (not a run yet; object stores have no empty
+        folders), and nothing that could not be listed."""
+        return not self.files and not self.unlisted
 
     @property
     def fingerprint(self) -> str:
@@ -94,6 +104,9 @@ class RunRef:
         text = "".join(
             f"{rel}\0{files[rel].size}\0{files[rel].mtime:.6f}\0{files[rel].link_target or ''}\n"
             for rel in sorted(files))
+        if self.unlisted:  # (only then: the fingerprints of runs listed whole are unchanged)
+            text += "".join(f"{rel}/\0unlisted\0{reason}\n" for rel, reason in sorted(
+                self.unlisted.items()))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -160,6 +173,9 @@ class Bucket:
         # (path + "/", its descriptor, or the error opening it met), see run_folder
         self._folder: tuple[str, int | OSError] | None = None
         self._root_fd: int | None = None  # the root, opened on first use (`open_run_folder`)
+        # (path, why) of each folder under a local root that `discover` could not list (the
+        # runs in it are not found), but for folders gone or no longer folders (`_VANISHED`)
+        self.unlisted: list[tuple[str, str]] = []
 
     def to_uri(self, path: str) -> str:
         return path if self.local else f"{self.protocol}://{path}"
@@ -269,6 +285,11 @@ class Bucket:
             weakref.finalize(self, os.close, self._root_fd)
         return _open_beneath(self._root_fd, path[len(root):], folder=True)
 
+    def not_listed(self, path: str, exc: OSError) -> None:
+        """Note a folder `discover` could not list (see `unlisted`)."""
+        if exc.errno not in _VANISHED:
+            self.unlisted.append((path, why(exc)))
+
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
         return os.path.commonpath([root, os.path.realpath(target)]) == root
@@ -299,7 +320,8 @@ class Bucket:
     def _discover_local(self, per_folder: int | None = None) -> Iterator[RunRef]:
         try:  # a descriptor of its own: a walk moves its folder's read position
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
+        except OSError as exc:
+            self.not_listed(self.root, exc)
             return
         try:
             yield from _discover_local(self, self.root, fd, top=True, per_folder=per_folder)
@@ -392,10 +414,13 @@ class Bucket:
         """Fill `ref.files` from the run folder (local), never following a symlink."""
         if ref.listed:
             return ref
+        unlisted: dict[str, str] = {}
         try:
             st = os.lstat(ref.path)
-        except OSError:
+        except OSError as exc:
             st = None
+            if exc.errno not in _VANISHED:
+                unlisted[""] = why(exc)
         if st is None:
             files = {}
         elif stat.S_ISLNK(st.st_mode):
@@ -405,13 +430,15 @@ class Bucket:
         else:
             try:
                 top = self.open_run_folder(ref.path)
-            except OSError:  # gone, or no longer below the root without a symlink
+            except OSError as exc:  # gone, or no longer below the root without a symlink
                 files, ref.folders = {}, {"": st.st_mtime_ns}
+                if exc.errno not in _VANISHED:  # (a discovery begun now would not find it)
+                    unlisted[""] = why(exc)
             else:
-                files, ref.folders = _list_local(ref.path, st.st_mtime_ns, top)
+                files, ref.folders, unlisted = _list_local(ref.path, st.st_mtime_ns, top)
             if _holds_marker(files):  # a ledger wins over the name
                 ref.source = "ledger"
-        ref.files, ref.listed = files, True
+        ref.files, ref.unlisted, ref.listed = files, unlisted or None, True
         return ref
 
     def unchanged(self, ref: RunRef, listing: Listing) -> bool:
@@ -662,6 +689,16 @@ class _Ledgers:
         return False
 
 
+# A folder gone, or no longer a folder (now a file, or a symlink, or below one), since the
+# folder above it was listed: a walk begun now would not list it either.
+_VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
+
+
+def why(exc: OSError) -> str:
+    """An OSError as a refusal or a summary tells it (without the path, given beside)."""
+    return f"[Errno {exc.errno}] {exc.strerror}"
+
+
 # A file is opened without following a final symlink: one put in place after the run was
 # listed (whose links were checked then) fails to open instead of being read.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
@@ -788,21 +825,25 @@ def _walk_local(root: str):
 
 
 def _list_local(folder: str, mtime_ns: int, top: int
-                ) -> tuple[dict[str, FileInfo], dict[str, int]]:
+                ) -> tuple[dict[str, FileInfo], dict[str, int], dict[str, str]]:
     # The walk of `_walk_local`, specialised for one run folder (`top`, its descriptor, which
-    # this closes): relative paths, no generator. Returns (files, folders): each folder's
-    # mtime is read before the folder is listed. Each folder is opened from the run folder as
-    # files are read (`_open_beneath`: never through a symlink, so a folder swapped for one
-    # after its parent was listed is not listed), and its entries are looked up from it.
+    # this closes): relative paths, no generator. Returns (files, folders, unlisted): each
+    # folder's mtime is read before the folder is listed. Each folder is opened from the run
+    # folder as files are read (`_open_beneath`: never through a symlink, so a folder swapped
+    # for one after its parent was listed is not listed), and its entries are looked up from
+    # it. A path that cannot be listed for another reason than being gone is in `unlisted`.
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
+    unlisted: dict[str, str] = {}
     stack = [""]
     try:
         while stack:
             prefix = stack.pop()
             try:
                 fd = _open_beneath(top, prefix[:-1], folder=True) if prefix else top
-            except OSError:
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    unlisted[prefix[:-1]] = why(exc)
                 continue
             try:
                 with os.scandir(fd) as it:
@@ -818,16 +859,20 @@ def _list_local(folder: str, mtime_ns: int, top: int
                             elif entry.is_file(follow_symlinks=False):
                                 st = entry.stat(follow_symlinks=False)
                                 files[rel] = FileInfo(st.st_size, st.st_mtime)
-                        except OSError:
+                        except OSError as exc:
+                            if exc.errno != errno.ENOENT:
+                                unlisted[rel] = why(exc)
                             continue
-            except OSError:
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    unlisted[prefix[:-1]] = why(exc)
                 continue
             finally:
                 if fd != top:
                     os.close(fd)
     finally:
         os.close(top)
-    return files, folders
+    return files, folders, unlisted
 
 
 def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
@@ -840,7 +885,8 @@ def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
     try:
         with os.scandir(fd) as it:
             entries = sorted(it, key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        bucket.not_listed(folder, exc)
         return
     if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
         name = os.path.basename(folder)
@@ -857,7 +903,8 @@ def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
         elif _is_dir(entry):
             try:
                 inner = _open_beneath(fd, entry.name, folder=True)
-            except OSError:
+            except OSError as exc:
+                bucket.not_listed(path, exc)
                 continue
             try:
                 yield from _discover_local(bucket, path, inner, per_folder=per_folder)
