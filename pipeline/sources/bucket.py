@@ -831,7 +831,8 @@ def _list_local(folder: str, mtime_ns: int, top: int
     # folder's mtime is read before the folder is listed. Each folder is opened from the run
     # folder as files are read (`_open_beneath`: never through a symlink, so a folder swapped
     # for one after its parent was listed is not listed), and its entries are looked up from
-    # it. A path that cannot be listed for another reason than being gone is in `unlisted`.
+    # it. A path that cannot be listed (such a folder among them) for another reason than
+    # being gone is in `unlisted`, with why.
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
     unlisted: dict[str, str] = {}
