@@ -324,7 +324,7 @@ class Bucket:
             self.not_listed(self.root, exc)
             return
         try:
-            yield from _discover_local(self, self.root, fd, top=True, per_folder=per_folder)
+            yield from _runs_below(self, self.root, fd, top=True, per_folder=per_folder)
         finally:
             os.close(fd)
 
@@ -876,8 +876,8 @@ def _list_local(folder: str, mtime_ns: int, top: int
     return files, folders, unlisted
 
 
-def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
-                    per_folder: int | None = None) -> Iterator[RunRef]:
+def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
+               per_folder: int | None = None) -> Iterator[RunRef]:
     # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
     # ledger marker; never below one. With `per_folder`, only that many of a folder's runs,
     # spread over them (see `Bucket.sample`). `folder` is listed by its descriptor `fd` (the
@@ -908,7 +908,7 @@ def _discover_local(bucket: Bucket, folder: str, fd: int, top: bool = False,
                 bucket.not_listed(path, exc)
                 continue
             try:
-                yield from _discover_local(bucket, path, inner, per_folder=per_folder)
+                yield from _runs_below(bucket, path, inner, per_folder=per_folder)
             finally:
                 os.close(inner)
 
