@@ -435,6 +435,7 @@ def test_a_folder_swapped_for_a_symlink_while_the_runs_are_found_is_not_walked(
     monkeypatch.undo()
     assert (root / "team").is_symlink()  # the swap happened mid-walk
     assert [ref.path for ref in found] == [str(kept)]
+    assert bucket.unlisted == []  # no longer a folder: as a walk begun now, it is not one
 
 
 def test_hostile_yaml_never_executes(corpus):
