@@ -229,6 +229,13 @@ def grade(
         raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
                    "batch in progress was abandoned. Rerun the same command to finish.",
                    exit_codes.STOPPED)
+    if not summary.found and not summary.unlisted:
+        from .sources.bucket import Bucket
+        if Bucket(runs, endpoint_url).looks_like_a_run():
+            above = runs.rstrip("/").rpartition("/")[0] or "."
+            raise fail(f"{runs} is itself a run folder: runs are looked for in the folders "
+                       f"under RUNS, so none was found. Give the folder that holds it: {above}",
+                       exit_codes.USAGE)
     if summary.unlisted:
         count = len(summary.unlisted)
         shown = "; ".join(f"{path} ({why})" for path, why in summary.unlisted[:5])

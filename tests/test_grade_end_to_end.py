@@ -196,3 +196,30 @@ def test_missing_runs_root_says_what_to_do(tmp_path):
                                       str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+@pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
+def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
+    # Runs are found in the folders under RUNS, never RUNS itself: given one run folder, the
+    # grade finds nothing, and says which folder to give instead.
+    marker = "program.md" if kind == "an OpenProse run" else "completion.json"
+    run = next(p.parent for p in sorted(SAMPLE_RUNS.rglob(marker)))
+    result = CliRunner().invoke(app, ["grade", str(run), "--out", str(tmp_path / "r"),
+                                      "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    assert re.search(r"runs found\s+0\b", result.stdout)
+    assert "is itself a run folder" in result.stderr
+    assert f"Give the folder that holds it: {run.parent}" in " ".join(result.stderr.split())
+
+
+def test_a_root_named_like_a_run_that_holds_runs_is_graded(tmp_path):
+    # A dated snapshot folder named like a run ("20261130-020000-nightly/") holding run folders
+    # is a runs root like any other: only a root that finds nothing is told it is a run.
+    from run_folders import write_run
+
+    root = tmp_path / "20261130-020000-nightly"
+    write_run(root / "team", "20261112-031502-abc123")
+    result = CliRunner().invoke(app, ["grade", str(root), "--out", str(tmp_path / "r"),
+                                      "--json", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["graded"] == 1

@@ -37,6 +37,7 @@ import fsspec
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
+ENTRY_COPIES = ("program.md", "root.prose.md")  # an OpenProse run's program (eras A and B)
 # Connections an S3 client keeps open: a prefetch window asks for hundreds of files at once.
 POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
@@ -284,6 +285,15 @@ class Bucket:
             self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             weakref.finalize(self, os.close, self._root_fd)
         return _open_beneath(self._root_fd, path[len(root):], folder=True)
+
+    def looks_like_a_run(self) -> bool:
+        """Whether the root is itself a run folder: named like one or, locally, holding a
+        program's entry copy or a ledger marker. Runs are found in the folders below the root,
+        so such a root holds none."""
+        if RUN_DIR.match(self.root.rstrip("/").rsplit("/", 1)[-1]):
+            return True
+        return self.local and any(os.path.isfile(os.path.join(self.root, name))
+                                  for name in (*ENTRY_COPIES, *LEDGER_MARKERS))
 
     def not_listed(self, path: str, exc: OSError) -> None:
         """Note a folder `discover` could not list (see `unlisted`)."""
