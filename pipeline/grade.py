@@ -833,7 +833,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
-        raise FileNotFoundError(f"runs root {runs_uri} does not exist")
+        raise FileNotFoundError(f"runs root {runs_uri} " + (
+            "is a file, not a folder" if bucket.local and os.path.isfile(bucket.root)
+            else "does not exist"))
     store = ResultStore(results_uri, endpoint_url)
     started = time.monotonic()
     summary = Summary(runs_uri, results_uri, main_id, full=full)

@@ -196,6 +196,11 @@ def test_missing_runs_root_says_what_to_do(tmp_path):
                                       str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+    (tmp_path / "a-file").write_text("not runs")
+    result = CliRunner().invoke(app, ["grade", str(tmp_path / "a-file"), "--out",
+                                      str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "is a file, not a folder" in result.output
 
 
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
