@@ -231,7 +231,12 @@ def grade(
                    exit_codes.STOPPED)
     if not summary.found and not summary.unlisted:
         from .sources.bucket import Bucket
-        if Bucket(runs, endpoint_url).looks_like_a_run():
+        root = Bucket(runs, endpoint_url)
+        if root.holds_results():
+            raise fail(f"{runs} holds rungrade results (_commits/), not runs: give the folder "
+                       "that holds the run folders as RUNS, and the results folder as --out.",
+                       exit_codes.USAGE)
+        if root.looks_like_a_run():
             above = runs.rstrip("/").rpartition("/")[0] or "."
             raise fail(f"{runs} is itself a run folder: runs are looked for in the folders "
                        f"under RUNS, so none was found. Give the folder that holds it: {above}",

@@ -392,3 +392,27 @@ def test_runs_parts_written_with_other_columns_still_vouch_for_their_runs(corpus
     older.write_parquet(part)
     again = grade_runs(str(runs), str(out), default_grader(), batch_size=10, workers=1)
     assert (again.found, again.skipped, again.graded + again.refused) == (RUNS, RUNS, 0)
+
+
+def test_results_kept_inside_the_runs_root_are_not_runs(corpus: Path, tmp_path: Path):
+    # `rungrade grade . --out results` from a runs folder puts the results under the runs:
+    # their reports are named after runs, and a later grade must not take them for runs (nor
+    # those of an older results folder beside them). Results given as RUNS say so.
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    runs = _copy(corpus, tmp_path / "runs")
+    cli = CliRunner()
+    for out in (runs / "results-old", runs / "results"):
+        done = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                "--workers", "1"])
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.stdout)["found"] == RUNS
+    assert len(list((runs / "results" / "reports").glob("*.json"))) > 0
+    again = json.loads(cli.invoke(app, ["grade", str(runs), "--out", str(runs / "results"),
+                                        "--json", "--workers", "1"]).stdout)
+    assert (again["found"], again["skipped"], again["refused"]) == (RUNS, RUNS, 0)
+    given = cli.invoke(app, ["grade", str(runs / "results"), "--out", str(tmp_path / "r")])
+    assert given.exit_code == 2
+    assert "holds rungrade results (_commits/), not runs" in " ".join(given.stderr.split())

@@ -174,3 +174,21 @@ def test_a_first_grade_on_s3_reads_a_sample_of_the_runs_found_first(
         assert summary == without and summary["found"] == RUNS
     finally:
         clause_analysis._READ.clear()
+
+
+def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_server: str):
+    # The same on S3: results under the runs prefix (listed with a runs folder, in order, the
+    # `_commits/` keys first) and results given as RUNS (each folder listed apart).
+    cli = CliRunner()
+    args = ["grade", runs_bucket, "--out", f"{runs_bucket}/results", "--endpoint-url",
+            s3_server, "--workers", "1", "--json"]
+    first = cli.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    again = cli.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert (summary["found"], summary["skipped"]) == (RUNS, RUNS)
+    assert list(Bucket(runs_bucket + "/results", s3_server).discover()) == []
+    given = cli.invoke(app, ["grade", f"{runs_bucket}/results", "--out",
+                             f"{runs_bucket}/other", "--endpoint-url", s3_server])
+    assert given.exit_code == 2, given.output

@@ -38,6 +38,9 @@ RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 ENTRY_COPIES = ("program.md", "root.prose.md")  # an OpenProse run's program (eras A and B)
+# A folder holding this folder is rungrade's results (its commit markers, written before any
+# report): never a run, and nothing in it is one (its reports are named after runs).
+RESULTS_MARK = "_commits"
 # Connections an S3 client keeps open: a prefetch window asks for hundreds of files at once.
 POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
@@ -286,6 +289,12 @@ class Bucket:
             weakref.finalize(self, os.close, self._root_fd)
         return _open_beneath(self._root_fd, path[len(root):], folder=True)
 
+    def holds_results(self) -> bool:
+        """Whether the root is rungrade's results (it holds `_commits/`): no run is found in
+        it."""
+        mark = self.root.rstrip("/") + "/" + RESULTS_MARK
+        return os.path.isdir(mark) if self.local else self.fs.isdir(mark)
+
     def looks_like_a_run(self) -> bool:
         """Whether the root is itself a run folder: named like one or, locally, holding a
         program's entry copy or a ledger marker. Runs are found in the folders below the root,
@@ -347,6 +356,8 @@ class Bucket:
         # program's `.prose/runs/`), are listed in ranges of consecutive folders instead:
         # one listing each would cost a request per run (`_folder_ranges`).
         current, above, files, folders = self._s3_level()
+        if any(f.rstrip("/").rsplit("/", 1)[-1] == RESULTS_MARK for f in folders):
+            return  # rungrade's results given as the runs (their folders are listed apart)
         yield from iter_runs(self, files)  # files named like runs, outside any folder listed
         if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
             sources = self._folder_ranges(current, folders, above)
@@ -899,6 +910,8 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
     except OSError as exc:
         bucket.not_listed(folder, exc)
         return
+    if any(e.name == RESULTS_MARK and _is_dir(e) for e in entries):
+        return  # results kept beside the runs (or the results given as RUNS)
     if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
         name = os.path.basename(folder)
         yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
@@ -969,10 +982,13 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     run whether or not `ledger_dirs` names it yet (its marker is among its own files, which it
     holds when it closes). Yields each run as soon as the listing has moved past it, so only
     the runs of the current page are held. A symlink named like a run folder is itself a run
-    (so it can be refused, not lost).
+    (so it can be refused, not lost). The keys of rungrade results kept under the root are
+    passed over: a folder holding `_commits/` (RESULTS_MARK), whose keys sort before the
+    results' other keys, none of which is a run.
     """
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
+    results: tuple[str, ...] = ()  # folders (relative, ending in "/") holding results
     root = bucket.root.rstrip("/")
     for path, info in files:
         if open_runs:
@@ -980,8 +996,13 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             for p in done:
                 yield _closed(open_runs.pop(p))
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        if results and rel.startswith(results):
+            continue
         parts = rel.split("/")
         for i, part in enumerate(parts):
+            if part == RESULTS_MARK and i < len(parts) - 1:
+                results += ("/".join(parts[:i]) + "/" if i else "",)
+                break
             folder = "/".join(parts[: i + 1])
             source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
                 "prose" if RUN_DIR.match(part) else None)
