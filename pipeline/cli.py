@@ -233,9 +233,9 @@ def grade(
         from .sources.bucket import Bucket
         root = Bucket(runs, endpoint_url)
         if root.holds_results():
-            raise fail(f"{runs} holds rungrade results (_commits/), not runs: give the folder "
-                       "that holds the run folders as RUNS, and the results folder as --out.",
-                       exit_codes.USAGE)
+            raise fail(f"{runs} holds rungrade results (_commits/) and no run folder: give "
+                       "the folder that holds the run folders as RUNS, and the results folder "
+                       "as --out.", exit_codes.USAGE)
         if root.looks_like_a_run():
             above = runs.rstrip("/").rpartition("/")[0] or "."
             raise fail(f"{runs} is itself a run folder: runs are looked for in the folders "

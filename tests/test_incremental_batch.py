@@ -404,15 +404,17 @@ def test_results_kept_inside_the_runs_root_are_not_runs(corpus: Path, tmp_path: 
 
     runs = _copy(corpus, tmp_path / "runs")
     cli = CliRunner()
-    for out in (runs / "results-old", runs / "results"):
-        done = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json",
-                                "--workers", "1"])
-        assert done.exit_code == 0, done.output
-        assert json.loads(done.stdout)["found"] == RUNS
-    assert len(list((runs / "results" / "reports").glob("*.json"))) > 0
-    again = json.loads(cli.invoke(app, ["grade", str(runs), "--out", str(runs / "results"),
-                                        "--json", "--workers", "1"]).stdout)
-    assert (again["found"], again["skipped"], again["refused"]) == (RUNS, RUNS, 0)
+    # an older results folder, then results in a folder of their own, then in the runs root
+    # itself (its run folders beside the results' tables), each graded twice
+    for out in (runs / "results-old", runs / "results", runs):
+        for turn in range(2):
+            done = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                    "--workers", "1"])
+            assert done.exit_code == 0, done.output
+            summary = json.loads(done.stdout)
+            assert (summary["found"], summary["skipped"]) == (RUNS, RUNS if turn else 0)
+        assert len(list((out / "reports").glob("*.json"))) > 0
     given = cli.invoke(app, ["grade", str(runs / "results"), "--out", str(tmp_path / "r")])
     assert given.exit_code == 2
-    assert "holds rungrade results (_commits/), not runs" in " ".join(given.stderr.split())
+    assert "holds rungrade results (_commits/) and no run folder" in " ".join(
+        given.stderr.split())

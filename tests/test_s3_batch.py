@@ -177,17 +177,17 @@ def test_a_first_grade_on_s3_reads_a_sample_of_the_runs_found_first(
 
 
 def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_server: str):
-    # The same on S3: results under the runs prefix (listed with a runs folder, in order, the
-    # `_commits/` keys first) and results given as RUNS (each folder listed apart).
+    # The same on S3: results in a folder under the runs prefix (whose `_commits/` keys are
+    # listed before its reports), then at the runs prefix itself (its folders listed apart),
+    # each graded twice; results given as RUNS say so.
     cli = CliRunner()
-    args = ["grade", runs_bucket, "--out", f"{runs_bucket}/results", "--endpoint-url",
-            s3_server, "--workers", "1", "--json"]
-    first = cli.invoke(app, args)
-    assert first.exit_code == 0, first.output
-    again = cli.invoke(app, args)
-    assert again.exit_code == 0, again.output
-    summary = json.loads(again.stdout)
-    assert (summary["found"], summary["skipped"]) == (RUNS, RUNS)
+    for out in (f"{runs_bucket}/results", runs_bucket):
+        for turn in range(2):
+            done = cli.invoke(app, ["grade", runs_bucket, "--out", out, "--endpoint-url",
+                                    s3_server, "--workers", "1", "--json"])
+            assert done.exit_code == 0, done.output
+            summary = json.loads(done.stdout)
+            assert (summary["found"], summary["skipped"]) == (RUNS, RUNS if turn else 0)
     assert list(Bucket(runs_bucket + "/results", s3_server).discover()) == []
     given = cli.invoke(app, ["grade", f"{runs_bucket}/results", "--out",
                              f"{runs_bucket}/other", "--endpoint-url", s3_server])

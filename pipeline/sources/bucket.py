@@ -38,9 +38,16 @@ RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 ENTRY_COPIES = ("program.md", "root.prose.md")  # an OpenProse run's program (eras A and B)
-# A folder holding this folder is rungrade's results (its commit markers, written before any
-# report): never a run, and nothing in it is one (its reports are named after runs).
+# A folder holding this folder holds rungrade's results (its commit markers, written before
+# any report): its `reports/` (named after runs) and its own `_…` folders are never searched
+# for runs. Its table folders hold only `grader=…/batch=…/part-k.parquet`, never named like a
+# run, so runs kept beside results (`--out` the runs folder itself) are still found.
 RESULTS_MARK = "_commits"
+
+
+def _of_results(name: str) -> bool:
+    """Whether the entry `name` of a folder holding RESULTS_MARK is the results' own."""
+    return name == "reports" or name.startswith("_")
 # Connections an S3 client keeps open: a prefetch window asks for hundreds of files at once.
 POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
@@ -290,8 +297,7 @@ class Bucket:
         return _open_beneath(self._root_fd, path[len(root):], folder=True)
 
     def holds_results(self) -> bool:
-        """Whether the root is rungrade's results (it holds `_commits/`): no run is found in
-        it."""
+        """Whether the root holds rungrade's results (`_commits/`, see RESULTS_MARK)."""
         mark = self.root.rstrip("/") + "/" + RESULTS_MARK
         return os.path.isdir(mark) if self.local else self.fs.isdir(mark)
 
@@ -356,8 +362,10 @@ class Bucket:
         # program's `.prose/runs/`), are listed in ranges of consecutive folders instead:
         # one listing each would cost a request per run (`_folder_ranges`).
         current, above, files, folders = self._s3_level()
-        if any(f.rstrip("/").rsplit("/", 1)[-1] == RESULTS_MARK for f in folders):
-            return  # rungrade's results given as the runs (their folders are listed apart)
+        names = [f.rstrip("/").rsplit("/", 1)[-1] for f in folders]
+        if RESULTS_MARK in names:  # results kept here: their folders are listed apart
+            folders = [f for f, name in zip(folders, names, strict=True)
+                       if not _of_results(name)]
         yield from iter_runs(self, files)  # files named like runs, outside any folder listed
         if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
             sources = self._folder_ranges(current, folders, above)
@@ -910,8 +918,8 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
     except OSError as exc:
         bucket.not_listed(folder, exc)
         return
-    if any(e.name == RESULTS_MARK and _is_dir(e) for e in entries):
-        return  # results kept beside the runs (or the results given as RUNS)
+    if any(e.name == RESULTS_MARK and _is_dir(e) for e in entries):  # results kept here
+        entries = [e for e in entries if not _of_results(e.name)]
     if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
         name = os.path.basename(folder)
         yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
@@ -982,13 +990,13 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     run whether or not `ledger_dirs` names it yet (its marker is among its own files, which it
     holds when it closes). Yields each run as soon as the listing has moved past it, so only
     the runs of the current page are held. A symlink named like a run folder is itself a run
-    (so it can be refused, not lost). The keys of rungrade results kept under the root are
-    passed over: a folder holding `_commits/` (RESULTS_MARK), whose keys sort before the
-    results' other keys, none of which is a run.
+    (so it can be refused, not lost). The reports of rungrade results kept under the root
+    are passed over (see RESULTS_MARK): a folder's `_commits/` keys sort before its
+    `reports/`.
     """
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
-    results: tuple[str, ...] = ()  # folders (relative, ending in "/") holding results
+    results: tuple[str, ...] = ()  # the results' own folders (see RESULTS_MARK): prefixes
     root = bucket.root.rstrip("/")
     for path, info in files:
         if open_runs:
@@ -1001,7 +1009,8 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
         parts = rel.split("/")
         for i, part in enumerate(parts):
             if part == RESULTS_MARK and i < len(parts) - 1:
-                results += ("/".join(parts[:i]) + "/" if i else "",)
+                above = "/".join(parts[:i]) + "/" if i else ""
+                results += (above + "reports/", above + "_")
                 break
             folder = "/".join(parts[: i + 1])
             source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
