@@ -824,8 +824,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     it is published: when it says yes, the batches in hand are abandoned (never
     half-published) and `summary.stopped` is set. `engine` decides where the tasks run
     (default: processes on this machine; see pipeline/engines.py for Dask).
-    Refuses with FileNotFoundError when the runs root does not exist, and with ResultsLocked
-    when another `grade` is writing to the same results.
+    Refuses with FileNotFoundError when the runs root does not exist (or either root is a
+    file), and with ResultsLocked when another `grade` is writing to the same results.
     """
     if shard_runs < 1:
         raise ValueError(f"shard_runs must be at least 1, not {shard_runs}")
@@ -837,6 +837,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             "is a file, not a folder" if bucket.local and os.path.isfile(bucket.root)
             else "does not exist"))
     store = ResultStore(results_uri, endpoint_url)
+    if store.local and os.path.isfile(store.root):
+        raise FileNotFoundError(f"results folder {results_uri} is a file, not a folder")
     started = time.monotonic()
     summary = Summary(runs_uri, results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)

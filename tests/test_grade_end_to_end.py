@@ -201,6 +201,11 @@ def test_missing_runs_root_says_what_to_do(tmp_path):
                                       str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "is a file, not a folder" in result.output
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out",
+                                      str(tmp_path / "a-file")])
+    assert result.exit_code == 2
+    assert f"results folder {tmp_path / 'a-file'} is a file, not a folder" in " ".join(
+        result.output.split())
 
 
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
