@@ -192,3 +192,30 @@ def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_se
     given = cli.invoke(app, ["grade", f"{runs_bucket}/results", "--out",
                              f"{runs_bucket}/other", "--endpoint-url", s3_server])
     assert given.exit_code == 2, given.output
+
+
+
+def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
+                                                                       s3_server: str,
+                                                                       s3fs_client):
+    # A prefix mostly of run folders (a program's `.prose/runs/`) is listed in ranges of
+    # consecutive folders. With results kept at the same prefix, a range can start at one of
+    # their table folders, after `_commits/`, and still list their `reports/` (named after
+    # runs): those are passed over all the same.
+    from pipeline.sources import bucket as bucket_module
+
+    prefix = f"{s3_bucket}/ranged"
+    runs = [f"20261112-0000{k:02d}-r{k}" for k in range(60)]
+    tables = ["bindings", "checks", "clause_verdicts", "clauses", "refusals", "run_scores",
+              "runs", "service_scores", "services"]
+    keys = {f"{prefix}/{run}/program.md": b"# p" for run in runs}
+    keys |= {f"{prefix}/{t}/grader=g/batch=b/part-0.parquet": b"" for t in tables}
+    keys |= {f"{prefix}/_commits/b.json": b"{}", f"{prefix}/catalog.duckdb": b""}
+    keys |= {f"{prefix}/reports/{run}.json": b"{}" for run in runs[:3]}
+    s3fs_client.pipe(keys)
+    bucket = Bucket(f"s3://{prefix}", s3_server)
+    folders = bucket._s3_level()[3]
+    size = max(bucket_module.FOLDERS_PER_RANGE, -(-(len(runs) + len(tables))
+                                                  // bucket_module.RANGES_AT_MOST))
+    assert size == 64 and len(folders) == 60 + 9 + 2  # a range starts at `refusals/`
+    assert sorted(ref.run_id for ref in bucket.discover()) == runs

@@ -363,14 +363,18 @@ class Bucket:
         # one listing each would cost a request per run (`_folder_ranges`).
         current, above, files, folders = self._s3_level()
         names = [f.rstrip("/").rsplit("/", 1)[-1] for f in folders]
-        if RESULTS_MARK in names:  # results kept here: their folders are listed apart
+        skip: tuple[str, ...] = ()  # the results' own folders, when results are kept here
+        if RESULTS_MARK in names:  # (a range of folders may still list them: passed over)
+            here = current[len(self._s3_prefix()):]
+            skip = (here + "reports/", here + "_")
             folders = [f for f, name in zip(folders, names, strict=True)
                        if not _of_results(name)]
         yield from iter_runs(self, files)  # files named like runs, outside any folder listed
         if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
-            sources = self._folder_ranges(current, folders, above)
+            sources = self._folder_ranges(current, folders, above, skip)
         else:
-            sources = [self._runs_of(self._iter_s3_files(folder), above) for folder in folders]
+            sources = [self._runs_of(self._iter_s3_files(folder), above, skip)
+                       for folder in folders]
         del files, folders  # not needed from here on (a level of a million runs: ~50 MB)
         with contextlib.closing(Ahead(sources, RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
             yield from runs
@@ -391,8 +395,8 @@ class Bucket:
             current, files, folders = folders[0], sorted(files + inner_files), inner
         return current, above, files, folders
 
-    def _folder_ranges(self, prefix: str, folders: list[str], above: list[str]
-                       ) -> list[Iterator[RunRef]]:
+    def _folder_ranges(self, prefix: str, folders: list[str], above: list[str],
+                       skip: tuple[str, ...] = ()) -> list[Iterator[RunRef]]:
         """The runs of `folders` (all the folders directly under `prefix`, sorted), listed as
         ranges of consecutive folders: at least FOLDERS_PER_RANGE in each, RANGES_AT_MOST
         ranges. Each asks for about as many keys as its folders hold (`_PageSizer`), so little
@@ -401,17 +405,17 @@ class Bucket:
         starts = folders[::size]
         sizer = _PageSizer()
         return [self._runs_of(self._iter_s3_range(prefix, start, end, len(folders[i:i + size]),
-                                                  sizer), above)
+                                                  sizer), above, skip)
                 for i, start, end in zip(range(0, len(folders), size), starts,
                                          [*starts[1:], None], strict=True)]
 
-    def _runs_of(self, keys: Iterable[tuple[str, FileInfo]], above: list[str]
-                 ) -> Iterator[RunRef]:
+    def _runs_of(self, keys: Iterable[tuple[str, FileInfo]], above: list[str],
+                 skip: tuple[str, ...] = ()) -> Iterator[RunRef]:
         """The runs of `keys` (one listing, sorted): a key is grouped once the folders above
         it are known to be ledgers or not (their markers may sort after it: see `_Ledgers`);
-        `above` are known not to be."""
+        `above` are known not to be. Keys under the prefixes `skip` are passed over."""
         ledgers = _Ledgers(self, not_ledgers=above)
-        yield from iter_runs(self, ledgers.decided(keys), ledgers.found)
+        yield from iter_runs(self, ledgers.decided(keys), ledgers.found, skip)
 
     def _iter_s3_range(self, prefix: str, start: str, end: str | None, count: int,
                        sizer: _PageSizer) -> Iterator[tuple[str, FileInfo]]:
@@ -980,7 +984,8 @@ def _is_dir(entry: os.DirEntry) -> bool:
 
 
 def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
-              ledger_dirs: set[str] | None = None) -> Iterator[RunRef]:
+              ledger_dirs: set[str] | None = None, skip: tuple[str, ...] = ()
+              ) -> Iterator[RunRef]:
     """Group a listing sorted by path into runs: the outermost run or ledger folder of a file.
 
     A run folder is named like a run (`{YYYYMMDD}-{HHMMSS}-{suffix}`); a ledger folder, whatever
@@ -992,11 +997,11 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     the runs of the current page are held. A symlink named like a run folder is itself a run
     (so it can be refused, not lost). The reports of rungrade results kept under the root
     are passed over (see RESULTS_MARK): a folder's `_commits/` keys sort before its
-    `reports/`.
+    `reports/`; so are the keys under the prefixes (relative to the root) `skip`.
     """
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
-    results: tuple[str, ...] = ()  # the results' own folders (see RESULTS_MARK): prefixes
+    results = skip  # prefixes of the results' own folders (see RESULTS_MARK), passed over
     root = bucket.root.rstrip("/")
     for path, info in files:
         if open_runs:
