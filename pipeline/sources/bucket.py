@@ -43,11 +43,6 @@ ENTRY_COPIES = ("program.md", "root.prose.md")  # an OpenProse run's program (er
 # for runs. Its table folders hold only `grader=…/batch=…/part-k.parquet`, never named like a
 # run, so runs kept beside results (`--out` the runs folder itself) are still found.
 RESULTS_MARK = "_commits"
-
-
-def _of_results(name: str) -> bool:
-    """Whether the entry `name` of a folder holding RESULTS_MARK is the results' own."""
-    return name == "reports" or name.startswith("_")
 # Connections an S3 client keeps open: a prefetch window asks for hundreds of files at once.
 POOL_CONNECTIONS = 64
 # Top-level folders of an S3 runs root listed at once, and runs found ahead of the consumer.
@@ -1036,6 +1031,11 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
 def _run_named(prefix: str) -> bool:
     """Whether the folder `prefix` (a key prefix ending in '/') is named like a run."""
     return bool(RUN_DIR.match(prefix.rstrip("/").rsplit("/", 1)[-1]))
+
+
+def _of_results(name: str) -> bool:
+    """Whether the entry `name` of a folder holding RESULTS_MARK is the results' own."""
+    return name == "reports" or name.startswith("_")
 
 
 def _holds_marker(names: Iterable[str]) -> bool:
