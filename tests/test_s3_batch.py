@@ -194,7 +194,6 @@ def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_se
     assert given.exit_code == 2, given.output
 
 
-
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
                                                                        s3_server: str,
                                                                        s3fs_client):
