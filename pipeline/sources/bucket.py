@@ -299,11 +299,19 @@ class Bucket:
     def looks_like_a_run(self) -> bool:
         """Whether the root is itself a run folder: named like one or, locally, holding a
         program's entry copy or a ledger marker. Runs are found in the folders below the root,
-        so such a root holds none."""
-        if RUN_DIR.match(self.root.rstrip("/").rsplit("/", 1)[-1]):
-            return True
-        return self.local and any(os.path.isfile(os.path.join(self.root, name))
-                                  for name in (*ENTRY_COPIES, *LEDGER_MARKERS))
+        so such a root holds none. An empty local folder is none (a dated folder for runs to
+        come, say); on S3 a prefix with no key does not exist."""
+        if self.local:
+            try:
+                with os.scandir(self.root) as it:
+                    if next(it, None) is None:
+                        return False
+            except OSError:
+                return False
+            if any(os.path.isfile(os.path.join(self.root, name))
+                   for name in (*ENTRY_COPIES, *LEDGER_MARKERS)):
+                return True
+        return bool(RUN_DIR.match(self.root.rstrip("/").rsplit("/", 1)[-1]))
 
     def not_listed(self, path: str, exc: OSError) -> None:
         """Note a folder `discover` could not list (see `unlisted`)."""
