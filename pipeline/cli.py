@@ -232,7 +232,8 @@ def grade(
     if not summary.found and not summary.unlisted:
         from .sources.bucket import Bucket
         root = Bucket(runs, endpoint_url)
-        if root.holds_results():
+        own = Bucket(out_dir, endpoint_url).root == root.root  # runs kept beside their results
+        if root.holds_results() and not own:
             raise fail(f"{runs} holds rungrade results (_commits/) and no run folder: give "
                        "the folder that holds the run folders as RUNS, and the results folder "
                        "as --out.", exit_codes.USAGE)

@@ -418,3 +418,11 @@ def test_results_kept_inside_the_runs_root_are_not_runs(corpus: Path, tmp_path: 
     assert given.exit_code == 2
     assert "holds rungrade results (_commits/) and no run folder" in " ".join(
         given.stderr.split())
+    # but runs kept beside their results may all be gone one night: nothing to grade
+    from pipeline.sources.bucket import Bucket
+
+    for ref in list(Bucket(str(runs)).discover()):
+        shutil.rmtree(ref.path)
+    none = cli.invoke(app, ["grade", str(runs), "--out", str(runs), "--json"])
+    assert none.exit_code == 0, none.output
+    assert json.loads(none.stdout)["found"] == 0
