@@ -224,12 +224,13 @@ def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
 
 def test_a_root_named_like_a_run_that_holds_runs_is_graded(tmp_path):
     # A dated snapshot folder named like a run ("20261130-020000-nightly/") holding run folders
-    # is a runs root like any other, and so is it while still empty: only a root that finds
-    # nothing, and holds something, is told it is a run.
+    # is a runs root like any other, and so is it while it holds none: only a root that finds
+    # nothing and holds a run's own files is told it is a run.
     from run_folders import write_run
 
     root = tmp_path / "20261130-020000-nightly"
-    root.mkdir()  # empty tonight: nothing to grade yet, and no error
+    root.mkdir()  # no run tonight: nothing to grade, and no error
+    (root / "README.md").write_text("nightly snapshot\n")
     command = ["grade", str(root), "--out", str(tmp_path / "r"), "--json", "--workers", "1"]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output

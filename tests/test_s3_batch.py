@@ -192,6 +192,14 @@ def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_se
     given = cli.invoke(app, ["grade", f"{runs_bucket}/results", "--out",
                              f"{runs_bucket}/other", "--endpoint-url", s3_server])
     assert given.exit_code == 2, given.output
+    # and a run's own prefix given as RUNS says which to give
+    run = next(ref.uri for ref in Bucket(runs_bucket, s3_server).discover()
+               if "program.md" in ref.files)
+    one = cli.invoke(app, ["grade", run, "--out", f"{runs_bucket}/other", "--endpoint-url",
+                           s3_server])
+    assert one.exit_code == 2, one.output
+    assert f"Give the folder that holds it: {run.rsplit('/', 1)[0]}" in " ".join(
+        one.stderr.split())
 
 
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,

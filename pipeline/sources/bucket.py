@@ -37,7 +37,9 @@ import fsspec
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
-ENTRY_COPIES = ("program.md", "root.prose.md")  # an OpenProse run's program (eras A and B)
+# Files only a run folder holds directly: an OpenProse run's program and state log (eras A
+# and B), a ledger's markers
+RUN_FILES = ("program.md", "root.prose.md", "state.md", "vm.log.md", *sorted(LEDGER_MARKERS))
 # A folder holding this folder holds rungrade's results (its commit markers, written before
 # any report): its `reports/` (named after runs) and its own `_…` folders are never searched
 # for runs. Its table folders hold only `grader=…/batch=…/part-k.parquet`, never named like a
@@ -297,21 +299,14 @@ class Bucket:
         return os.path.isdir(mark) if self.local else self.fs.isdir(mark)
 
     def looks_like_a_run(self) -> bool:
-        """Whether the root is itself a run folder: named like one or, locally, holding a
-        program's entry copy or a ledger marker. Runs are found in the folders below the root,
-        so such a root holds none. An empty local folder is none (a dated folder for runs to
-        come, say); on S3 a prefix with no key does not exist."""
+        """Whether the root is itself a run folder: it directly holds a program's entry copy,
+        a state log or a ledger marker (`RUN_FILES`), whatever its name (a dated folder named
+        like a run may hold runs, or nothing yet). Runs are found in the folders below the
+        root, so such a root holds none. Asks S3 once for each name."""
+        root = self.root.rstrip("/")
         if self.local:
-            try:
-                with os.scandir(self.root) as it:
-                    if next(it, None) is None:
-                        return False
-            except OSError:
-                return False
-            if any(os.path.isfile(os.path.join(self.root, name))
-                   for name in (*ENTRY_COPIES, *LEDGER_MARKERS)):
-                return True
-        return bool(RUN_DIR.match(self.root.rstrip("/").rsplit("/", 1)[-1]))
+            return any(os.path.isfile(f"{root}/{name}") for name in RUN_FILES)
+        return any(self.fs.isfile(f"{root}/{name}") for name in RUN_FILES)
 
     def not_listed(self, path: str, exc: OSError) -> None:
         """Note a folder `discover` could not list (see `unlisted`)."""
