@@ -230,9 +230,9 @@ def grade(
                    "batch in progress was abandoned. Rerun the same command to finish.",
                    exit_codes.STOPPED)
     if not summary.found and not summary.unlisted:
-        from .sources.bucket import Bucket
+        from .sources.bucket import Bucket, split_uri
         root = Bucket(runs, endpoint_url)
-        own = Bucket(out_dir, endpoint_url).root == root.root  # runs kept beside their results
+        own = split_uri(out_dir) == split_uri(runs)  # runs kept beside their results
         if root.holds_results() and not own:
             raise fail(f"{runs} holds rungrade results (_commits/) and no run folder: give "
                        "the folder that holds the run folders as RUNS, and the results folder "

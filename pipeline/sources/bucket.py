@@ -289,14 +289,13 @@ class Bucket:
         if not path.startswith(root):
             return os.open(path, _FOLDER_FLAGS)
         if self._root_fd is None:  # the root itself may be a symlink: it is the user's
-            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self._root_fd = os.open(self.root, _ROOT_FLAGS)
             weakref.finalize(self, os.close, self._root_fd)
         return _open_beneath(self._root_fd, path[len(root):], folder=True)
 
     def holds_results(self) -> bool:
         """Whether the root holds rungrade's results (`_commits/`, see RESULTS_MARK)."""
-        mark = self.root.rstrip("/") + "/" + RESULTS_MARK
-        return os.path.isdir(mark) if self.local else self.fs.isdir(mark)
+        return self.fs.isdir(f"{self.root.rstrip('/')}/{RESULTS_MARK}")
 
     def looks_like_a_run(self) -> bool:
         """Whether the root is itself a run folder: it directly holds a program's entry copy,
@@ -304,8 +303,6 @@ class Bucket:
         like a run may hold runs, or nothing yet). Runs are found in the folders below the
         root, so such a root holds none. Asks S3 once for each name."""
         root = self.root.rstrip("/")
-        if self.local:
-            return any(os.path.isfile(f"{root}/{name}") for name in RUN_FILES)
         return any(self.fs.isfile(f"{root}/{name}") for name in RUN_FILES)
 
     def not_listed(self, path: str, exc: OSError) -> None:
@@ -342,7 +339,7 @@ class Bucket:
 
     def _discover_local(self, per_folder: int | None = None) -> Iterator[RunRef]:
         try:  # a descriptor of its own: a walk moves its folder's read position
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = os.open(self.root, _ROOT_FLAGS)
         except OSError as exc:
             self.not_listed(self.root, exc)
             return
@@ -735,8 +732,10 @@ def why(exc: OSError) -> str:
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
-# A run folder is opened as a folder, never through a symlink.
+# A run folder is opened as a folder, never through a symlink; the runs root may be one (it
+# is the user's).
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture (added after they were unified)
 _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x04, 0x08
 
@@ -867,6 +866,11 @@ def _list_local(folder: str, mtime_ns: int, top: int
     files: dict[str, FileInfo] = {}
     folders: dict[str, int] = {"": mtime_ns}
     unlisted: dict[str, str] = {}
+
+    def note(rel: str, exc: OSError) -> None:
+        if exc.errno != errno.ENOENT:  # (gone since its folder was listed: not an error)
+            unlisted[rel] = why(exc)
+
     stack = [""]
     try:
         while stack:
@@ -874,8 +878,7 @@ def _list_local(folder: str, mtime_ns: int, top: int
             try:
                 fd = _open_beneath(top, prefix[:-1], folder=True) if prefix else top
             except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    unlisted[prefix[:-1]] = why(exc)
+                note(prefix[:-1], exc)
                 continue
             try:
                 with os.scandir(fd) as it:
@@ -892,13 +895,9 @@ def _list_local(folder: str, mtime_ns: int, top: int
                                 st = entry.stat(follow_symlinks=False)
                                 files[rel] = FileInfo(st.st_size, st.st_mtime)
                         except OSError as exc:
-                            if exc.errno != errno.ENOENT:
-                                unlisted[rel] = why(exc)
-                            continue
+                            note(rel, exc)
             except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    unlisted[prefix[:-1]] = why(exc)
-                continue
+                note(prefix[:-1], exc)
             finally:
                 if fd != top:
                     os.close(fd)
@@ -999,7 +998,6 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     """
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
-    results = skip  # prefixes of the results' own folders (see RESULTS_MARK), passed over
     root = bucket.root.rstrip("/")
     for path, info in files:
         if open_runs:
@@ -1007,13 +1005,13 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             for p in done:
                 yield _closed(open_runs.pop(p))
         rel = path[len(root):].lstrip("/") if path.startswith(root) else path
-        if results and rel.startswith(results):
+        if skip and rel.startswith(skip):  # the results' own folders (see RESULTS_MARK)
             continue
         parts = rel.split("/")
         for i, part in enumerate(parts):
             if part == RESULTS_MARK and i < len(parts) - 1:
                 above = "/".join(parts[:i]) + "/" if i else ""
-                results += (above + "reports/", above + "_")
+                skip += (above + "reports/", above + "_")
                 break
             folder = "/".join(parts[: i + 1])
             source = "ledger" if i < len(parts) - 1 and folder in ledger_dirs else (
