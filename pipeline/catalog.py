@@ -14,7 +14,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 from .scoring import model_sql
-from .store import ResultStore, flush_to_disk
+from .store import GRADES, ResultStore, flush_to_disk
 from .tables import TABLES
 
 if TYPE_CHECKING:
@@ -26,6 +26,29 @@ VIEW_MODELS = (
     "marts/trends", "marts/version_diffs", "marts/verdict_flips", "marts/run_score_deltas",
     "marts/service_score_deltas", "marts/version_summary",
 )
+
+# The columns of the `grades` view, one row per `grade` (its record in `_grades/`), as DuckDB
+# types; a record's other keys (ledger verdicts, judge statistics) stay in its file.
+GRADE_COLUMNS = {
+    "grade_id": "VARCHAR", "status": "VARCHAR", "started_at": "TIMESTAMPTZ",
+    "finished_at": "TIMESTAMPTZ", "elapsed_s": "DOUBLE", "runs_uri": "VARCHAR",
+    "results_uri": "VARCHAR", "grader_id": "VARCHAR", "full": "BOOLEAN", "found": "BIGINT",
+    "new": "BIGINT", "changed": "BIGINT", "unchanged": "BIGINT", "skipped": "BIGINT",
+    "graded": "BIGINT", "refused": "BIGINT", "refusals": "MAP(VARCHAR, BIGINT)",
+    "verdicts": "MAP(VARCHAR, BIGINT)", "mean_overall_score": "DOUBLE", "batches": "VARCHAR[]",
+    "discarded": "VARCHAR[]", "unlisted": "STRUCT(path VARCHAR, error VARCHAR)[]",
+    "error": "VARCHAR",
+}
+
+
+def _grades_source(store: ResultStore) -> str:
+    """The grade records as a relation with GRADE_COLUMNS (none yet: no row, same columns)."""
+    records = store.path(GRADES, "*.json")
+    if store.fs.glob(records):
+        columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in GRADE_COLUMNS.items())
+        return f"read_json('{store.url(records)}', format = 'auto', columns = {{{columns}}})"
+    nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in GRADE_COLUMNS.items())
+    return f"(select {nulls} limit 0)"
 
 
 def _source(store: ResultStore, table: str) -> str:
@@ -63,6 +86,9 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                 on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
         """)
         made.append(table)
+    con.execute(f"create or replace view grades as select * from {_grades_source(store)} "
+                "order by grade_id")
+    made.append("grades")
     judged = store.path("judgments", "judge=*", "*.parquet")
     if store.fs.glob(judged):  # the judge cache: one row per answer, each key once
         con.execute(f"""

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -128,6 +129,7 @@ class Summary:
     runs_uri: str
     results_uri: str
     grader_id: str
+    grade_id: str = ""  # its record in RESULTS/_grades/ (the `grades` view)
     found: int = 0
     new: int = 0
     changed: int = 0
@@ -176,6 +178,7 @@ class Summary:
 
     def as_dict(self) -> dict:
         return {
+            "grade_id": self.grade_id,
             "runs": self.runs_uri, "results": self.results_uri, "grader_id": self.grader_id,
             "found": self.found, "new": self.new, "changed": self.changed,
             "unchanged": self.unchanged, "skipped": self.skipped, "full": self.full,
@@ -189,6 +192,46 @@ class Summary:
             "elapsed_s": round(self.elapsed_s, 2),
             **({"judge": self.judging} if self.judging else {}),
         }
+
+
+class GradeLog:
+    """The record of one grade in its results, `_grades/{grade_id}.json` (the `grades` view):
+    written `running` once the grade holds the lock, rewritten after each committed batch, and
+    on the way out `finished`, `stopped` (SIGTERM), `failed` (with the error) or `interrupted`
+    (Ctrl-C). A grade killed outright leaves its record `running`: the next grade on the same
+    results marks it `interrupted`. The record is the `--json` summary with the grade's status
+    and times."""
+
+    def __init__(self, store: ResultStore, summary: Summary, started: float):
+        self.store, self.summary, self.started = store, summary, started
+        summary.grade_id = new_batch_id()
+        self.started_at = _now()
+
+    def __enter__(self) -> GradeLog:
+        self.store.close_interrupted_grade()
+        self.write("running")
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is None:
+            self.write("stopped" if self.summary.stopped else "finished")
+        else:
+            with contextlib.suppress(Exception):  # the store may be what failed
+                self.write(*(("failed", f"{kind.__name__}: {exc}") if isinstance(exc, Exception)
+                             else ("interrupted",)))
+
+    def write(self, status: str, error: str | None = None) -> None:
+        self.summary.elapsed_s = time.monotonic() - self.started
+        done = self.summary.as_dict()
+        self.store.log_grade({
+            "grade_id": done.pop("grade_id"), "status": status, "started_at": self.started_at,
+            "finished_at": None if status == "running" else _now(),
+            "elapsed_s": done.pop("elapsed_s"), "runs_uri": done.pop("runs"),
+            "results_uri": done.pop("results"), **done, "error": error})
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def shard_stats(tables: dict[str, pl.DataFrame], empty: int = 0) -> dict:
@@ -845,7 +888,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
     # discovery starts now, while the results are read (at most RUNS_QUEUED runs ahead)
     with contextlib.closing(Ahead([bucket.discover()], RUNS_QUEUED, 1)) as runs, \
-            store.lock() as still_locked:
+            store.lock() as still_locked, GradeLog(store, summary, started) as log:
         # Independent (fingerprints read committed parts only, discarding touches none): they
         # overlap, which on S3 spares a few round trips.
         with ThreadPoolExecutor(1) as pool:
@@ -916,6 +959,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     summary.add(shard)
             with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
                 store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
+            log.write("running")
             if progress:
                 progress("grade", summary.graded + summary.refused, None)
 
@@ -986,7 +1030,6 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 write_catalog(store)
         finally:
             closing.join()
-    if judge:
-        summary.judging = judge.stats.as_dict()
-    summary.elapsed_s = time.monotonic() - started
+        if judge:
+            summary.judging = judge.stats.as_dict()
     return summary

@@ -5,6 +5,7 @@ Layout (RESULTS may be a local folder or s3://bucket/prefix):
     reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
     reports/{run_id}.json          a copy of the run's most recent report, whatever its grader
     _commits/{batch_id}.json      written last: a batch without it does not exist
+    _grades/{grade_id}.json        one record per `grade`: what it found, graded, committed
     _staging/{batch_id}/...        parts being written; removed when a batch is published
     _lock (local) / _lock.json (S3)   held by the one `grade` writing here
 
@@ -47,6 +48,7 @@ from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
 LOCAL_LOCK_NAME = "_lock"
+GRADES = "_grades"
 S3_LOCK_NAME = "_lock.json"
 S3_LOCK_STALE_SECONDS = 600.0
 
@@ -478,6 +480,29 @@ class ResultStore:
             merged = None
         self._merge(paths, self.path(self.READINGS, version, f"{new_batch_id()}.parquet"),
                     merged)
+
+    # -- the grade log: one record per grade (the `grades` view) ---------------------------
+    def log_grade(self, record: dict) -> None:
+        """Write (or rewrite, whole) the record of one grade: `_grades/{grade_id}.json`."""
+        self._put(self.path(GRADES, f"{record['grade_id']}.json"),
+                  json.dumps(record, indent=1).encode() + b"\n")
+
+    def close_interrupted_grade(self) -> str | None:
+        """Mark the latest grade record `interrupted` while it still says `running`; return its
+        grade id. Call with the lock held: the grade that wrote it is gone (killed, or its
+        machine lost), and grades hold the lock one at a time, so only the latest can be."""
+        try:
+            names = sorted(p for p in self.fs.ls(self.path(GRADES), detail=False)
+                           if p.endswith(".json"))
+        except FileNotFoundError:
+            return None
+        record = _json_or_none(self.fs.cat_file(names[-1])) if names else None
+        if record is None or record.get("status") != "running":
+            return None
+        record.update(grade_id=names[-1].rsplit("/", 1)[-1].removesuffix(".json"),
+                      status="interrupted")
+        self.log_grade(record)
+        return record["grade_id"]
 
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager

@@ -106,7 +106,9 @@ def test_second_grader_id_overwrites_nothing(tmp_path):
     assert {k: after.get(k) for k in before} == before, "a file of the first grader id changed"
     added = set(after) - set(before)
     head = grader_slug(HEAD_ID)
-    assert added and all(f"grader={head}" in k or k.startswith("_commits/") for k in added)
+    # (and the second grade's own record in the grade log)
+    assert added and all(f"grader={head}" in k or k.startswith(("_commits/", "_grades/"))
+                         for k in added)
     for slug in (grader_slug(BASE_ID), head):
         reports = list((results / "reports" / f"grader={slug}").glob("*.json"))
         assert len(reports) == 9  # one per graded run, for each grader id
