@@ -91,6 +91,13 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     graded_before = _check_views(out)  # readable right after the kill
     assert 0 < graded_before < RUNS
 
+    # the killed grade's record still says it runs, with the batches it committed so far
+    (killed,) = [json.loads(p.read_text()) for p in (out / "_grades").glob("*.json")]
+    assert killed["status"] == "running" and killed["finished_at"] is None
+    committed = ResultStore(str(out)).committed_batches()
+    assert set(killed["batches"]) <= committed  # (rewritten after each commit: one may be
+    assert len(committed) - len(killed["batches"]) <= 1  # committed, not yet in the record)
+
     rerun = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
                             "--batch-size", "8", "--workers", "2"],
                            capture_output=True, text=True, timeout=300)
@@ -102,6 +109,10 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     assert {path: path.read_bytes() for path in before} == before  # unchanged, byte for byte
     _check_views(out, expected_runs=RUNS)
     assert not any((out / "_staging").glob("*")) if (out / "_staging").exists() else True
+    # the rerun closed the killed grade's record: the log tells what happened that night
+    log = connect(str(out)).sql("select grade_id, status, found, skipped from grades").fetchall()
+    assert log == [(killed["grade_id"], "interrupted", killed["found"], 0),
+                   (summary["grade_id"], "finished", RUNS, graded_before)]
 
 
 def test_sigkill_at_any_moment(corpus, tmp_path):

@@ -46,6 +46,15 @@ def assert_intact(before: dict[str, bytes], root: Path, *, derived: tuple[str, .
         assert after[rel] == data, f"{rel} changed"
 
 
+def grade_log(results: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((results / "_grades").glob("*.json"))]
+
+
+def before_ids(before: dict[str, bytes]) -> set[str]:
+    """The grade ids of the records in a snapshot."""
+    return {Path(rel).stem for rel in before if rel.startswith("_grades/")}
+
+
 def current_rows(results: Path) -> dict[str, list]:
     con = connect(str(results))
     return {
@@ -124,6 +133,11 @@ def test_publish_failure_leaves_earlier_results_intact(tmp_path, blocked):
     if blocked == "flush":
         assert "flushing results to disk failed" in failed.output, failed.output
     assert_intact(before, out)
+    # the grade log says it failed, and why (its folder was not the one refusing writes)
+    (record,) = [r for r in grade_log(out) if r["grade_id"] not in before_ids(before)]
+    assert record["status"] == "failed" and record["finished_at"] is not None
+    assert ("EIO" in record["error"] or "Input/output" in record["error"]) if (
+        blocked == "flush") else "Errno" in record["error"], record["error"]
     if blocked == "reports":
         # Reports move after the commit marker: the batch is committed, its reports are
         # rolled forward by the next grade.
@@ -232,10 +246,15 @@ def test_sigterm_stops_cleanly_and_the_rerun_finishes(tmp_path, target, workers)
     assert_no_duplicates(out, 10 * len(committed))
     before = snapshot(out)
 
+    (record,) = grade_log(out)
+    assert (record["status"], record["grade_id"], record["batches"]) == (
+        "stopped", summary["grade_id"], summary["batches"])
+
     rerun = _start_grade(runs, out, workers)
     stdout, stderr = rerun.communicate(timeout=120)
     assert rerun.returncode == 0, stderr
     assert json.loads(stdout)["found"] == total
+    assert [r["status"] for r in grade_log(out)] == ["stopped", "finished"]
     assert_intact(before, out, derived=("catalog.duckdb",))
     assert_no_duplicates(out, total)
 

@@ -102,6 +102,13 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     rows = [line.split() for line in shown.output.splitlines()]
     assert [str(RUNS), str(RUNS), str(summary["graded"]), third["batches"][0],
             str(summary["graded"])] in rows
+    # and the record each of the three grades left in the results: what it found and did
+    log = cli.invoke(app, ["sql", "select grade_id, status, found, skipped, len(batches) "
+                           "from grades", "--results", results, "--endpoint-url", s3_server])
+    assert log.exit_code == 0, log.output
+    assert [line.split() for line in log.output.splitlines() if "finished" in line] == [
+        [s["grade_id"], "finished", str(RUNS), str(s["skipped"]), str(len(s["batches"]))]
+        for s in (summary, again, third)]
 
 
 def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: str):

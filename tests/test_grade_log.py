@@ -1,0 +1,128 @@
+"""The grade log: one record per `grade` in RESULTS/_grades/, read by the `grades` view.
+
+A morning reader asks whether last night's grade ran, finished and saw everything; the
+record answers without the scheduler's log. Kills, SIGTERM and store failures are covered in
+test_crash_batch.py and test_faults.py, S3 in test_s3_batch.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.catalog import GRADE_COLUMNS, connect
+from pipeline.checks import default_grader
+from pipeline.grade import grade_runs
+from pipeline.store import ResultStore, new_batch_id
+from pipeline.synth import synthesize
+
+RUNS = 24
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("logcorpus")
+    synthesize(str(root), RUNS, seed=11, workers=1)
+    return root
+
+
+def records(out: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((out / "_grades").glob("*.json"))]
+
+
+def grades(out: Path) -> list[dict]:
+    return connect(str(out)).sql("select * from grades").pl().to_dicts()
+
+
+def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path: Path):
+    out = tmp_path / "results"
+    seen: list[dict] = []
+
+    def should_stop() -> bool:  # asked before each batch starts and before it is published
+        seen.extend(r for r in records(out) if r["status"] == "running")
+        return False
+
+    first = grade_runs(str(corpus), str(out), default_grader(), batch_size=10, workers=2,
+                       should_stop=should_stop)
+    second = grade_runs(str(corpus), str(out), default_grader(), batch_size=10, workers=2)
+
+    rows = grades(out)
+    assert [r["grade_id"] for r in rows] == [first.grade_id, second.grade_id]
+    for row, summary in zip(rows, (first, second), strict=True):
+        assert row["status"] == "finished" and row["error"] is None
+        assert row["runs_uri"] == str(corpus) and row["results_uri"] == str(out)
+        assert row["grader_id"] == default_grader().grader_id and row["full"] is False
+        counts = {k: row[k] for k in ("found", "new", "changed", "unchanged", "skipped",
+                                      "graded", "refused")}
+        assert counts == {k: getattr(summary, k) for k in counts}
+        assert row["found"] == row["graded"] + row["refused"] + row["skipped"] == RUNS
+        assert row["batches"] == summary.batches
+        assert {e["key"]: e["value"] for e in row["refusals"]} == dict(summary.refusals)
+        assert row["started_at"] < row["finished_at"]
+        assert row["elapsed_s"] == round(summary.elapsed_s, 2)
+        assert 0 < (row["finished_at"] - row["started_at"]).total_seconds() < 120
+    assert (rows[0]["new"], rows[0]["graded"] + rows[0]["refused"], len(rows[0]["batches"])) == (
+        RUNS, RUNS, 3)
+    assert (rows[1]["skipped"], rows[1]["batches"]) == (RUNS, [])  # nothing to grade: a record
+    assert rows[0]["mean_overall_score"] == pytest.approx(first.mean_score, abs=0.01)
+
+    # while it ran, the record said so, and grew with each committed batch
+    assert seen and all(r["grade_id"] == first.grade_id and r["finished_at"] is None
+                        for r in seen)
+    assert sorted({len(r["batches"]) for r in seen}) == [0, 1, 2]
+    assert seen[-1]["batches"] == first.batches[:2]
+    # the file is the --json summary, status and times added
+    record, summary = records(out)[0], first.as_dict()
+    summary.update(runs_uri=summary.pop("runs"), results_uri=summary.pop("results"))
+    assert {k: record[k] for k in summary} == summary
+    assert set(record) - set(summary) == {"status", "started_at", "finished_at", "error"}
+    assert datetime.fromisoformat(record["started_at"]).tzinfo is not None
+
+
+def test_a_grade_interrupted_in_this_process_says_so(corpus: Path, tmp_path: Path):
+    out = tmp_path / "results"
+
+    def ctrl_c() -> bool:  # Ctrl-C lands in the main thread between two batches
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade_runs(str(corpus), str(out), default_grader(), batch_size=10, workers=1,
+                   should_stop=ctrl_c)
+    (record,) = records(out)
+    assert record["status"] == "interrupted" and record["finished_at"] is not None
+    assert record["found"] > 0 and record["batches"] == []
+
+
+def test_results_from_before_the_log_have_an_empty_grades_view(corpus: Path, tmp_path: Path):
+    out = tmp_path / "results"
+    grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    shutil.rmtree(out / "_grades")
+    con = connect(str(out))
+    empty = con.sql("select * from grades").pl()
+    assert empty.is_empty() and empty.columns == list(GRADE_COLUMNS)
+    assert con.sql("select count(*) from runs").fetchall() == [(RUNS,)]
+    # the next grade starts the log; the earlier grades are simply not in it
+    again = grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    assert [r["grade_id"] for r in grades(out)] == [again.grade_id]
+
+
+def test_a_record_left_running_by_a_dead_grade_is_closed_by_the_next(corpus: Path,
+                                                                     tmp_path: Path):
+    # The record of a grade killed outright stays `running` (a kill -9 leaves no time to
+    # write; test_crash_batch kills a real grade). Here such a record is written by hand.
+    out = tmp_path / "results"
+    first = grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    store = ResultStore(str(out))
+    dead = {**records(out)[0], "grade_id": new_batch_id(), "status": "running",
+            "finished_at": None}
+    store.log_grade(dead)
+    second = grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    rows = {r["grade_id"]: r for r in grades(out)}
+    assert [rows[g]["status"] for g in (first.grade_id, dead["grade_id"], second.grade_id)] == [
+        "finished", "interrupted", "finished"]
+    assert rows[dead["grade_id"]]["found"] == first.found  # the rest kept as it was
+    assert rows[dead["grade_id"]]["finished_at"] is None  # (when it ended is not known)
