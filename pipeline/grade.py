@@ -147,7 +147,7 @@ class Summary:
     discarded: list[str] = field(default_factory=list)
     judging: dict | None = None  # JudgeStats of the judge, when one was used
     stopped: bool = False  # a stop was requested; runs of later batches were not graded
-    # (path, why) of each folder under a local runs root that could not be listed: the runs
+    # (path, why) of each folder under the runs root that could not be listed: the runs
     # in it were not found (see Bucket.unlisted)
     unlisted: list[tuple[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0  # wall time of the whole grade, the catalog's update included

@@ -1,4 +1,5 @@
-"""moto's S3 server on loopback, with a switch that makes it fail at a chosen request.
+"""moto's S3 server on loopback, with a switch that makes it fail at a chosen request, and
+one that denies chosen requests as a bucket policy does.
 
 The server is real (werkzeug serving moto's S3 app on a free port). Once `fail_from` matches
 a request, that request and every later one has its connection reset before any response, as
@@ -26,6 +27,10 @@ from werkzeug.serving import make_server
 logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
 
 
+ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                 b"<Message>Access Denied</Message><RequestId>denied</RequestId></Error>")
+
+
 class ConnectionCut(Exception):
     """Raised inside the server after it reset the client's connection."""
 
@@ -40,6 +45,8 @@ class FaultyS3Server(ThreadedMotoServer):
     def __init__(self) -> None:
         super().__init__("127.0.0.1", free_port(), verbose=False)
         self.fail_from: Callable[[dict], bool] | None = None
+        # requests answered 403 AccessDenied, as S3 answers those a bucket policy denies
+        self.deny: Callable[[dict], bool] | None = None
         self.failing = False
         self.attempts: list[tuple[float, str]] = []  # (time, request) of each cut request
         self.requests: list[str] = []
@@ -55,6 +62,9 @@ class FaultyS3Server(ThreadedMotoServer):
             request = f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}?" \
                       f"{environ.get('QUERY_STRING', '')}"
             self.requests.append(request)
+            if self.deny is not None and self.deny(environ):
+                start_response("403 Forbidden", [("Content-Type", "application/xml")])
+                return [ACCESS_DENIED]
             if not self.failing and self.fail_from is not None and self.fail_from(environ):
                 self.failing = True
             if self.failing:
@@ -92,6 +102,17 @@ def is_list_page(number: int) -> Callable[[dict], bool]:
         with lock:
             seen["n"] += 1
             return seen["n"] == number
+
+    return match
+
+
+def lists_prefix(prefix: str) -> Callable[[dict], bool]:
+    """Match ListObjectsV2 requests for keys under `prefix` (a bucket policy's `s3:prefix`)."""
+    from urllib.parse import parse_qs
+
+    def match(environ: dict) -> bool:
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        return "list-type" in query and query.get("prefix", [""])[0].startswith(prefix)
 
     return match
 

@@ -16,11 +16,18 @@ from pathlib import Path
 
 import pytest
 from run_folders import write_run
-from s3_faults_server import FaultyS3Server, is_head_request, is_list_page, is_object_read
+from s3_faults_server import (
+    FaultyS3Server,
+    is_head_request,
+    is_list_page,
+    is_object_read,
+    lists_prefix,
+)
 from test_faults import assert_intact, assert_no_duplicates, snapshot
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
+from pipeline.catalog import connect
 from pipeline.cli import app
 from pipeline.sources.bucket import _Ledgers, filesystem
 from pipeline.store import ResultStore
@@ -175,3 +182,91 @@ def test_a_short_blip_is_absorbed_by_retries(s3, tmp_path, monkeypatch):
     summary = json.loads(result.output)
     assert summary["found"] == summary["graded"] == 12
     assert_no_duplicates(out, 12)
+
+
+def test_a_folder_whose_listing_is_denied_is_named_and_the_rest_graded(s3, tmp_path):
+    # A bucket policy denies listing one team's prefix: its runs cannot be found. The other
+    # team's runs are graded and committed, then the grade exits 4 naming the prefix (as for
+    # a local folder that cannot be listed); once the policy allows it, the rerun grades them.
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(3):
+        write_run(local / "team-a", f"20261112-{i:06d}-a")
+        write_run(local / "team-b", f"20261112-{i:06d}-b")
+    uri = seed(s3, local)
+    bucket = uri.removeprefix("s3://").split("/")[0]
+    s3.deny = lists_prefix("runs/team-b/")
+    denied = grade(uri, out, s3.endpoint)
+    assert denied.exit_code == exit_codes.STORAGE, denied.output
+    summary = json.loads(denied.stdout)
+    assert (summary["found"], summary["graded"] + summary["refused"]) == (3, 3)
+    assert summary["unlisted"] == [{"path": f"s3://{bucket}/runs/team-b/",
+                                    "error": "Access Denied"}]
+    assert f"s3://{bucket}/runs/team-b/ (Access Denied)" in denied.stderr
+    assert_no_duplicates(out, 3)
+
+    s3.deny = None
+    rerun = grade(uri, out, s3.endpoint)
+    assert rerun.exit_code == 0, rerun.output
+    summary = json.loads(rerun.stdout)
+    assert (summary["found"], summary["new"], summary["skipped"], summary["unlisted"]) == (
+        6, 3, 3, [])
+    assert_no_duplicates(out, 6)
+
+
+def test_a_run_cut_by_a_denied_listing_page_is_not_graded_in_part(s3, tmp_path):
+    # The denial comes at the second page of a folder's listing, which ends inside a run:
+    # that run is neither graded on the files listed so far nor refused; the folder is named.
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(3):
+        write_run(local / "team-a", f"20261112-{i:06d}-a")
+    cut = write_run(local / "team-b", "20261112-000000-b")
+    archive = local / "team-b" / "0-archive"  # sorts before the run: fills most of page one
+    archive.mkdir()
+    for i in range(1000 - 4):
+        (archive / f"old-{i:04d}.log").write_text("rotated\n")
+    assert sum(p.is_file() for p in cut.rglob("*")) > 4  # its keys straddle the page end
+    uri = seed(s3, local)
+
+    def second_page(environ: dict) -> bool:
+        return lists_prefix("runs/team-b/")(environ) and "continuation-token" in environ[
+            "QUERY_STRING"]
+
+    s3.deny = second_page
+    denied = grade(uri, out, s3.endpoint)
+    assert denied.exit_code == exit_codes.STORAGE, denied.output
+    summary = json.loads(denied.stdout)
+    assert (summary["found"], summary["graded"], summary["refused"]) == (3, 3, 0)
+    assert [u["path"].rsplit("/", 2)[-2] for u in summary["unlisted"]] == ["team-b"]
+    graded = connect(str(out)).sql("select run_uri from runs").fetchall()
+    assert len(graded) == 3 and all("/team-a/" in uri for uri, in graded)
+
+
+def test_a_range_of_folders_whose_listing_is_denied_is_named_and_the_rest_graded(s3,
+                                                                                  tmp_path):
+    # Run folders listed in ranges (130 of them: ranges from the 1st, 65th and 129th): the
+    # second range's listing is denied, so its 64 runs are not found and the others are.
+    local, out = tmp_path / "local", tmp_path / "results"
+    names = [f"20261112-{i:06d}-r" for i in range(130)]
+    for name in names:
+        write_run(local, name, drop=("services", "bindings"))  # refused: enough to count
+    uri = seed(s3, local)
+    bucket = uri.removeprefix("s3://").split("/")[0]
+
+    def second_range(environ: dict) -> bool:
+        from urllib.parse import parse_qs
+        return parse_qs(environ.get("QUERY_STRING", "")).get("start-after") == [
+            f"runs/{names[64]}"]
+
+    s3.deny = second_range
+    denied = grade(uri, out, s3.endpoint)
+    assert denied.exit_code == exit_codes.STORAGE, denied.output
+    summary = json.loads(denied.stdout)
+    assert (summary["found"], summary["graded"] + summary["refused"]) == (66, 66)
+    assert summary["unlisted"] == [{
+        "path": f"s3://{bucket}/runs/{names[64]}/",
+        "error": "Access Denied; so were the 63 folders listed with it"}]
+
+    s3.deny = None
+    rerun = grade(uri, out, s3.endpoint)
+    assert rerun.exit_code == 0, rerun.output
+    assert (json.loads(rerun.stdout)["new"], json.loads(rerun.stdout)["skipped"]) == (64, 66)

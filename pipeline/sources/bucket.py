@@ -181,7 +181,7 @@ class Bucket:
         # (path + "/", its descriptor, or the error opening it met), see run_folder
         self._folder: tuple[str, int | OSError] | None = None
         self._root_fd: int | None = None  # the root, opened on first use (`open_run_folder`)
-        # (path, why) of each folder under a local root that `discover` could not list (the
+        # (path, why) of each folder under the root that `discover` could not list (the
         # runs in it are not found), but for folders gone or no longer folders (`_VANISHED`)
         self.unlisted: list[tuple[str, str]] = []
 
@@ -368,8 +368,8 @@ class Bucket:
         if len(folders) > SIDE_BY_SIDE or 2 * sum(map(_run_named, folders)) > len(folders):
             sources = self._folder_ranges(current, folders, above, skip)
         else:
-            sources = [self._runs_of(self._iter_s3_files(folder), above, skip)
-                       for folder in folders]
+            sources = [self._or_noted(self._runs_of(self._iter_s3_files(folder), above, skip),
+                                      folder) for folder in folders]
         del files, folders  # not needed from here on (a level of a million runs: ~50 MB)
         with contextlib.closing(Ahead(sources, RUNS_QUEUED, LISTED_AT_ONCE)) as runs:
             yield from runs
@@ -399,10 +399,28 @@ class Bucket:
         size = max(FOLDERS_PER_RANGE, -(-len(folders) // RANGES_AT_MOST))
         starts = folders[::size]
         sizer = _PageSizer()
-        return [self._runs_of(self._iter_s3_range(prefix, start, end, len(folders[i:i + size]),
-                                                  sizer), above, skip)
-                for i, start, end in zip(range(0, len(folders), size), starts,
-                                         [*starts[1:], None], strict=True)]
+        return [self._or_noted(self._runs_of(self._iter_s3_range(prefix, start, end, count,
+                                                                 sizer), above, skip),
+                               start, count - 1)
+                for start, end, count in zip(starts, [*starts[1:], None],
+                                             [len(folders[i:i + size])
+                                              for i in range(0, len(folders), size)],
+                                             strict=True)]
+
+    def _or_noted(self, runs: Iterator[RunRef], folder: str, after: int = 0
+                  ) -> Iterator[RunRef]:
+        """`runs` (those of one folder, or of a range of `after` more folders listed with it)
+        until S3 refuses to list them (AccessDenied: a bucket policy denying the prefix): the
+        folder is then noted in `unlisted`, as a local folder that cannot be listed is, and
+        the other folders are listed on. The runs yielded before are whole (a run is yielded
+        once the listing has moved past it); the run being grouped is dropped with the rest.
+        Other failures (credentials, the endpoint) are every folder's: they end the grade."""
+        try:
+            yield from runs
+        except PermissionError as exc:
+            detail = f"; so were the {after} folders listed with it" if after else ""
+            bucket = self.root.partition("/")[0]  # (`folder` is a key prefix)
+            self.unlisted.append((self.to_uri(f"{bucket}/{folder}"), why(exc) + detail))
 
     def _runs_of(self, keys: Iterable[tuple[str, FileInfo]], above: list[str],
                  skip: tuple[str, ...] = ()) -> Iterator[RunRef]:
@@ -724,7 +742,7 @@ _VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 
 def why(exc: OSError) -> str:
     """An OSError as a refusal or a summary tells it (without the path, given beside)."""
-    return f"[Errno {exc.errno}] {exc.strerror}"
+    return f"[Errno {exc.errno}] {exc.strerror}" if exc.errno is not None else str(exc)
 
 
 # A file is opened without following a final symlink: one put in place after the run was
