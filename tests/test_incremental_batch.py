@@ -13,6 +13,7 @@ import pytest
 from pipeline.catalog import connect
 from pipeline.checks import default_grader
 from pipeline.grade import grade_runs
+from pipeline.sources.bucket import Bucket, RunRef
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 
@@ -343,6 +344,44 @@ def test_a_run_or_folder_swapped_for_a_symlink_to_its_copy_is_not_vouched_for(
         "select r.run_uri, r.status, f.reason from runs r left join refusals f using (run_uri)"
         f" where r.run_uri in ('{whole}', '{inner}') order by r.run_uri").fetchall()
     assert [(status, reason) for _, status, reason in rows] == [("refused", "unsafe-path")] * 2
+
+
+def test_a_folder_swapped_for_a_symlink_during_the_check_is_not_looked_through(
+        corpus: Path, tmp_path: Path, monkeypatch):
+    """A folder of a run swapped for a symlink while `Bucket.unchanged` checks the run, after
+    the folders were checked and before the files below it: the files are looked up in the
+    folder that was checked, never through the link (its copy outside the root, whose sizes
+    differ, would say changed). The swap moved the run folder's mtime: the next check fails,
+    and the run is listed anew (and refused: test above)."""
+    runs = _copy(corpus, tmp_path / "runs")
+    out, outside = tmp_path / "results", tmp_path / "outside"
+    grade_runs(str(runs), str(out), default_grader(), workers=1)
+    uri = connect(str(out)).sql("select run_uri from runs where status = 'graded' "
+                                "order by run_uri limit 1").fetchall()[0][0]
+    run = Path(uri)
+    store = ResultStore(str(out))
+    listing = store.listings(store.fingerprints({default_grader().grader_id})).take(uri)
+    assert listing is not None and "bindings" in listing.folders
+    shutil.copytree(run / "bindings", outside / "bindings")
+    for path in (outside / "bindings").rglob("*"):
+        if path.is_file():
+            path.write_bytes(path.read_bytes() + b"\nnot the run's own\n")
+
+    real_stat, swapped = os.stat, []
+
+    def stat_then_swap(path, *args, **kwargs):  # at the first file's lookup, swap `bindings`
+        if not swapped and str(path) not in listing.folders and kwargs.get("dir_fd"):
+            (run / "bindings").rename(run / ".bindings-before")
+            (run / "bindings").symlink_to(outside / "bindings", target_is_directory=True)
+            swapped.append(path)
+        return real_stat(path, *args, **kwargs)
+
+    bucket, ref = Bucket(str(runs)), RunRef(run.name, uri, str(run))
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "stat", stat_then_swap)
+        assert bucket.unchanged(ref, listing)  # the checked folders' own files: as listed
+    assert swapped
+    assert not bucket.unchanged(ref, listing)  # a check begun now sees the run folder moved
 
 
 def test_saved_listings_are_merged_and_a_broken_one_is_ignored(corpus: Path, tmp_path: Path):
