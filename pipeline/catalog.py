@@ -51,6 +51,27 @@ def _grades_source(store: ResultStore) -> str:
     return f"(select {nulls} limit 0)"
 
 
+def read_grades(results: str, endpoint_url: str | None = None, flat: bool = False):
+    """The grade log of `results` (the `grades` view) as a polars DataFrame, oldest first;
+    read without the catalog, so the grades that committed nothing are there too. `flat`:
+    its lists and maps as JSON text (for CSV). Refuses, with FileNotFoundError, results that
+    hold no grade log."""
+    import duckdb
+
+    store = ResultStore(results, endpoint_url)
+    if not store.fs.glob(store.path(GRADES, "*.json")):
+        raise FileNotFoundError(
+            f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS --out "
+            f"{results}` first (grades by a rungrade from before the log are not in it)")
+    con = duckdb.connect()
+    if not store.local:
+        con.register_filesystem(store.fs)
+    columns = ", ".join(f'to_json("{name}")::varchar as "{name}"' if flat and (
+        kind.endswith("]") or kind.startswith("MAP")) else f'"{name}"'
+        for name, kind in GRADE_COLUMNS.items())
+    return con.sql(f"select {columns} from {_grades_source(store)} order by grade_id").pl()
+
+
 def _source(store: ResultStore, table: str) -> str:
     glob = store.url(store.path(table, "grader=*", "batch=*", "*.parquet"))
     return f"read_parquet('{glob}', hive_partitioning = true, union_by_name = true)"

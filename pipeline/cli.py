@@ -386,7 +386,8 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
     from rich import box
 
     rows = [[_cell(v) for v in row] for row in df.head(limit).iter_rows()]
-    table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
     for i, (col, dtype) in enumerate(df.schema.items()):
         # numbers and dates never fold; text columns take what is left
         whole = dtype.is_numeric() or dtype.is_temporal()
@@ -398,6 +399,52 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
     out.print(table)
     if df.height > limit:
         out.print(f"… {df.height - limit} more rows")
+
+
+@app.command()
+def grades(
+    results: Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
+                                                "`rungrade grade`.")] = "results",
+    last: Annotated[int, typer.Option(min=1, help="Show the last N grades.")] = 14,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Also write every grade's record to this file: .csv or .parquet "
+                            "(.parquet keeps the lists and maps whole).")] = None,
+    endpoint_url: EndpointOpt = None,
+) -> None:
+    """The grade log: when each `rungrade grade` on RESULTS ran, and whether it finished.
+
+    What each grade found, skipped, graded, refused and could not list (the `grades` view).
+
+    A record `running` whose grade is gone was killed: the next grade marks it `interrupted`.
+
+    Exit codes: 0 done; 2 RESULTS holds no grade log.
+    """
+    import polars as pl
+
+    from .catalog import read_grades
+
+    _check_out(out_file)
+    try:
+        log = read_grades(results, endpoint_url)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    # narrow enough for a terminal: found = skipped + graded + refused once finished
+    shown = log.tail(last).select(
+        pl.col("started_at").dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+        .dt.truncate("1s").alias("started (UTC)"), "status",
+        pl.col("elapsed_s").alias("secs"), "found", pl.col("skipped").alias("skip"), "graded",
+        "refused",
+        pl.col("unlisted").list.len().alias("unlisted"))
+    _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
+                                          f"on {results}")
+    for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):
+        err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
+    for row in log.tail(last).filter(pl.col("unlisted").list.len() > 0).iter_rows(named=True):
+        err.print(f"{row['grade_id']} could not list: " + "; ".join(
+            f"{u['path']} ({u['error']})" for u in row["unlisted"]), soft_wrap=True, markup=False)
+    if out_file is not None:  # CSV holds no lists nor maps: JSON text there
+        _write_frame(read_grades(results, endpoint_url, flat=True)
+                     if out_file.suffix.lower() == ".csv" else log, out_file)
 
 
 ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "

@@ -12,6 +12,7 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline.catalog import GRADE_COLUMNS, connect
@@ -126,3 +127,45 @@ def test_a_record_left_running_by_a_dead_grade_is_closed_by_the_next(corpus: Pat
         "finished", "interrupted", "finished"]
     assert rows[dead["grade_id"]]["found"] == first.found  # the rest kept as it was
     assert rows[dead["grade_id"]]["finished_at"] is None  # (when it ended is not known)
+
+
+def test_the_grades_command_shows_the_log(corpus: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    out = tmp_path / "results"
+    cli = CliRunner()
+    missing = cli.invoke(app, ["grades", str(out)])
+    assert missing.exit_code == 2 and "holds no grade log" in missing.output
+    first = grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    second = grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    # a grade that failed and one that could not list a folder, as their records say
+    store = ResultStore(str(out))
+    base = records(out)[1]
+    store.log_grade({**base, "grade_id": new_batch_id(), "status": "failed",
+                     "error": "OSError: [Errno 28] No space left on device"})
+    denied = [{"path": "/runs/team-b", "error": "[Errno 13] Permission denied"}]
+    store.log_grade({**base, "grade_id": new_batch_id(), "unlisted": denied})
+
+    shown = cli.invoke(app, ["grades", str(out), "--out", str(tmp_path / "log.csv")])
+    assert shown.exit_code == 0, shown.output
+    rows = [line.split() for line in shown.stdout.splitlines() if line.startswith(" 20")]
+    started = first.grade_id[:4]  # (the table shows the start, not the id)
+    assert [row[2:] for row in rows] == [
+        ["finished", f"{first.elapsed_s:.2f}", str(RUNS), "0", str(first.graded),
+         str(first.refused), "0"],
+        ["finished", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
+        ["failed", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
+        ["finished", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "1"]]
+    assert all(row[0].startswith(started) for row in rows)
+    assert "failed: OSError: [Errno 28] No space left on device" in shown.stderr
+    assert "could not list: /runs/team-b ([Errno 13] Permission denied)" in shown.stderr
+    csv = pl.read_csv(tmp_path / "log.csv")
+    assert csv["grade_id"].to_list()[:2] == [first.grade_id, second.grade_id]
+    assert json.loads(csv["refusals"][0]) == dict(first.refusals)
+    assert json.loads(csv["unlisted"][3]) == denied
+
+    last = cli.invoke(app, ["grades", str(out), "--last", "1"])
+    assert [line.split()[2] for line in last.stdout.splitlines() if line.startswith(" 20")] == [
+        "finished"] and "the last 1 of 4 grades" in last.stdout
