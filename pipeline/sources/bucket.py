@@ -513,7 +513,7 @@ class Bucket:
             for rel, mtime in zip(listing.folders, listing.folder_mtimes, strict=True):
                 if rel:
                     parent, _, name = rel.rpartition("/")
-                    if name in ("", ".", ".."):
+                    if name in ("", ".", "..") or rel in folders:  # (not a listing of ours)
                         return False
                     folders[rel] = os.open(name, _PEEK_FLAGS, dir_fd=folders[parent])
                 if os.fstat(folders[rel]).st_mtime_ns != mtime:
