@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
 from pipeline.sources.bucket import Bucket
-from pipeline.store import ResultsLocked, ResultStore
+from pipeline.store import ResultsLocked, ResultStore, new_batch_id
 from pipeline.synth import synthesize
 
 RUNS = 8
@@ -76,6 +76,12 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     kept = s3fs_client.ls(readings)
     assert kept and all(path.endswith(".parquet") for path in kept)
 
+    # a grade killed outright left its record running (written here as it would have)
+    record = json.loads(s3fs_client.cat_file(
+        f"{s3_bucket}/results/_grades/{summary['grade_id']}.json"))
+    ResultStore(results, s3_server).log_grade(
+        {**record, "grade_id": new_batch_id(), "status": "running", "finished_at": None})
+
     # nothing changed: everything is skipped and nothing is committed
     again = json.loads(cli.invoke(app, args).output)
     assert (again["skipped"], again["graded"] + again["refused"], again["batches"]) == (
@@ -109,6 +115,10 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     assert [line.split() for line in log.output.splitlines() if "finished" in line] == [
         [s["grade_id"], "finished", str(RUNS), str(s["skipped"]), str(len(s["batches"]))]
         for s in (summary, again, third)]
+    shown = cli.invoke(app, ["grades", results, "--endpoint-url", s3_server])
+    assert shown.exit_code == 0, shown.output
+    assert [line.split()[2] for line in shown.stdout.splitlines() if line.startswith(" 20")] == [
+        "finished", "interrupted", "finished", "finished"]  # closed by the next grade
 
 
 def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: str):
