@@ -194,18 +194,23 @@ class Summary:
         }
 
 
+GRADE_LOG_EVERY_S = 1.0  # a running grade's record is rewritten at most this often
+
+
 class GradeLog:
     """The record of one grade in its results, `_grades/{grade_id}.json` (the `grades` view):
-    written `running` once the grade holds the lock, rewritten after each committed batch, and
-    on the way out `finished`, `stopped` (SIGTERM), `failed` (with the error) or `interrupted`
-    (Ctrl-C). A grade killed outright leaves its record `running`: the next grade on the same
-    results marks it `interrupted`. The record is the `--json` summary with the grade's status
-    and times."""
+    written `running` once the grade holds the lock, rewritten after a committed batch (at
+    most every GRADE_LOG_EVERY_S: the record holds every batch id, so a grade of thousands
+    of small batches would otherwise write it over and over), and on the way out `finished`,
+    `stopped` (SIGTERM), `failed` (with the error) or `interrupted` (Ctrl-C). A grade killed
+    outright leaves its record `running`: the next grade on the same results marks it
+    `interrupted`. The record is the `--json` summary with the grade's status and times."""
 
     def __init__(self, store: ResultStore, summary: Summary, started: float):
         self.store, self.summary, self.started = store, summary, started
         summary.grade_id = new_batch_id()
         self.started_at = _now()
+        self.written = 0.0  # when the record was last written (time.monotonic)
 
     def __enter__(self) -> GradeLog:
         self.store.close_interrupted_grade()
@@ -220,8 +225,14 @@ class GradeLog:
                 self.write(*(("failed", f"{kind.__name__}: {exc}") if isinstance(exc, Exception)
                              else ("interrupted",)))
 
+    def committed(self) -> None:
+        """A batch was committed: the record says so, unless it was written just now."""
+        if time.monotonic() - self.written >= GRADE_LOG_EVERY_S:
+            self.write("running")
+
     def write(self, status: str, error: str | None = None) -> None:
-        self.summary.elapsed_s = time.monotonic() - self.started
+        self.written = time.monotonic()
+        self.summary.elapsed_s = self.written - self.started
         done = self.summary.as_dict()
         self.store.log_grade({
             "grade_id": done.pop("grade_id"), "status": status, "started_at": self.started_at,
@@ -959,7 +970,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     summary.add(shard)
             with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
                 store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
-            log.write("running")
+            log.committed()
             if progress:
                 progress("grade", summary.graded + summary.refused, None)
 

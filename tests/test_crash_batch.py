@@ -95,8 +95,8 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     (killed,) = [json.loads(p.read_text()) for p in (out / "_grades").glob("*.json")]
     assert killed["status"] == "running" and killed["finished_at"] is None
     committed = ResultStore(str(out)).committed_batches()
-    assert set(killed["batches"]) <= committed  # (rewritten after each commit: one may be
-    assert len(committed) - len(killed["batches"]) <= 1  # committed, not yet in the record)
+    assert set(killed["batches"]) <= committed  # (rewritten after a commit, at most every
+    # second: the last ones may not be in it yet)
 
     rerun = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
                             "--batch-size", "8", "--workers", "2"],

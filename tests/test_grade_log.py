@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline import grade
 from pipeline.catalog import GRADE_COLUMNS, connect
 from pipeline.checks import default_grader
 from pipeline.grade import grade_runs
@@ -39,7 +40,9 @@ def grades(out: Path) -> list[dict]:
     return connect(str(out)).sql("select * from grades").pl().to_dicts()
 
 
-def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path: Path):
+def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path: Path,
+                                                          monkeypatch):
+    monkeypatch.setattr(grade, "GRADE_LOG_EVERY_S", 0.0)  # the record after every batch
     out = tmp_path / "results"
     seen: list[dict] = []
 
