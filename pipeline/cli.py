@@ -421,6 +421,7 @@ def grades(
     """
     import polars as pl
 
+    from .analysis import recent_grades
     from .catalog import read_grades
 
     _check_out(out_file)
@@ -428,13 +429,7 @@ def grades(
         log = read_grades(results, endpoint_url)
     except FileNotFoundError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
-    # narrow enough for a terminal: found = skipped + graded + refused once finished
-    shown = log.tail(last).select(
-        pl.col("started_at").dt.convert_time_zone("UTC").dt.replace_time_zone(None)
-        .dt.truncate("1s").alias("started (UTC)"), "status",
-        pl.col("elapsed_s").alias("secs"), "found", pl.col("skipped").alias("skip"), "graded",
-        "refused",
-        pl.col("unlisted").list.len().alias("unlisted"))
+    shown = recent_grades(log, last)  # (narrow enough for a terminal)
     _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
                                           f"on {results}")
     for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):

@@ -123,6 +123,8 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
         f"{datetime.now(UTC).isoformat(timespec='seconds')} · grader ids: "
         f"{html.escape(', '.join(ids))}</p>",
         "<h2>Runs per grader id</h2>", _table(analysis.grader_totals(con)),
+        "<h2>Recent grades</h2>", _table(analysis.recent_grades(
+            con.sql("select * from grades").pl()).reverse()),
     ]
     dist = analysis.score_distribution(con)
     parts.append("<h2>Score distribution</h2>")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -68,6 +69,17 @@ def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
     text = " ".join(page.text)
     assert f"base {BASE_ID} → head {HEAD_ID}" in re.sub(r"\s+", " ", text)
     assert "satisfied→violated" in text
+    # the grades that wrote these results, newest first, each finished
+    grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", html, re.S).group(1)
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", grades) == [
+        "started (UTC)", "status", "secs", "found", "skip", "graded", "refused", "unlisted"]
+    rows = re.findall(r"<tr>(.*?)</tr>", grades.split("<tbody>")[1])
+    log = [json.loads(p.read_text()) for p in sorted((results / "_grades").glob("*.json"))]
+    assert len(rows) == len(log) >= 2
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows]
+    assert [c[1:4] + c[5:7] for c in cells] == [
+        ["finished", f"{r['elapsed_s']:.1f}", str(r["found"]), str(r["graded"]),
+         str(r["refused"])] for r in reversed(log)]
 
 
 def test_report_flip_matrix_follows_base_and_head(results, tmp_path):
