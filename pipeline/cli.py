@@ -442,6 +442,46 @@ def grades(
                      if out_file.suffix.lower() == ".csv" else log, out_file)
 
 
+@app.command()
+def compact(
+    results: Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
+                                                "`rungrade grade`.")] = "results",
+    endpoint_url: EndpointOpt = None,
+) -> None:
+    """Rewrite the committed batches of each grader id as one batch: the same rows in every
+    view, in a few large Parquet files instead of one per table, batch and shard.
+
+    Queries and the catalog open every file: run it now and then (weekly, say) on results
+    that grow every night. It holds the results lock, as a grade does; a kill leaves every
+    view as it was, and the next `grade` or `compact` removes what is left.
+
+    Exit codes: 0 done; 2 no committed results; 3 a grade holds the lock; 4 a store failed.
+    """
+    from .compact import compact as compact_results
+    from .sources.outage import is_outage
+    from .store import ResultsLocked
+
+    try:
+        done = compact_results(results, endpoint_url)
+    except FileNotFoundError as exc:
+        raise fail(f"{exc}; nothing to compact.", exit_codes.USAGE) from exc
+    except ResultsLocked as exc:
+        raise fail(str(exc), exit_codes.LOCKED) from exc
+    except Exception as exc:
+        if not (isinstance(exc, OSError) or is_outage(exc)):
+            raise
+        raise fail(f"a store failed while compacting: {exc}. The results are as they were "
+                   "(or compacted, for the grader ids done); rerun the same command.",
+                   exit_codes.STORAGE) from exc
+    if not done.batches:
+        out.print(f"nothing to compact: every grader id of {results} has one batch")
+        return
+    for grader_id, merged in done.merged.items():
+        out.print(f"{grader_id}: {merged} batches → 1")
+    out.print(f"{done.files_before} Parquet files → {done.files_after} in "
+              f"{done.elapsed_s:.1f} s; every view shows the same rows")
+
+
 ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
                                                  "`rungrade grade`.")]
 OutOpt = Annotated[Path | None, typer.Option(

@@ -70,6 +70,11 @@ def _json_or_none(data: bytes) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def _replaced(markers: dict[str, dict]) -> set[str]:
+    """The batch ids the compacted batches among `markers` replace."""
+    return {batch for marker in markers.values() for batch in marker.get("replaces", ())}
+
+
 def _read_json_fd(fd: int) -> dict | None:
     return _json_or_none(os.pread(fd, 4096, 0))
 
@@ -146,24 +151,35 @@ class ResultStore:
 
     # -- commits ---------------------------------------------------------------------------
     def commits(self) -> list[dict]:
-        """Committed batches, oldest first."""
+        """Committed batches, oldest first. A batch a compacted batch replaces (its marker's
+        `replaces`, see pipeline/compact.py) is not, even while its files are still there."""
+        markers = self._markers()
+        replaced = _replaced(markers)
+        return sorted((c for c in markers.values() if c["batch_id"] not in replaced),
+                      key=lambda c: c["batch_id"])
+
+    def _markers(self) -> dict[str, dict]:
+        """Every commit marker, by path."""
         folder = self.path("_commits")
         if not self.fs.exists(folder):
-            return []
+            return {}
         paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
         blobs = self.fs.cat(paths) if paths else {}  # fetched concurrently on S3
-        return sorted((json.loads(blob) for blob in blobs.values()),
-                      key=lambda c: c["batch_id"])
+        return {path: json.loads(blob) for path, blob in blobs.items()}
 
     def committed_batches(self) -> set[str]:
         return {c["batch_id"] for c in self.commits()}
 
     def discard_uncommitted(self) -> list[str]:
-        """Remove parts of batches that never committed (a crash or kill mid-publish).
+        """Remove parts of batches that never committed (a crash or kill mid-publish), and
+        the parts and markers a compaction left of the batches it replaced (see `commits`).
+        Returns the ids of the batches that never committed.
 
         A committed batch whose reports were still staged has them moved into place now.
         """
-        commits = {c["batch_id"]: c for c in self.commits()}
+        markers = self._markers()
+        replaced = _replaced(markers)
+        commits = {c["batch_id"]: c for c in markers.values() if c["batch_id"] not in replaced}
         removed = []
         staging = self.path("_staging")
         if self.fs.exists(staging):
@@ -184,7 +200,10 @@ class ResultStore:
             if batch not in commits:
                 self.fs.rm(batch_dir, recursive=True)
                 removed.append(batch)
-        return sorted(set(removed))
+        for path, marker in markers.items():  # a compaction's leftovers: parts first, then these
+            if marker["batch_id"] in replaced:
+                self.fs.rm(path)
+        return sorted(set(removed) - replaced)
 
     def _parts(self, table: str) -> list[str]:
         """Every Parquet part of a table (`{table}/grader=*/batch=*/*.parquet`), committed or

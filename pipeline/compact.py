@@ -1,0 +1,119 @@
+"""Compaction: the committed batches of each grader id rewritten as one batch.
+
+Every night adds batches, and every batch adds a Parquet part per table and shard: after
+months, thousands of small files, and every query (and the catalog, rewritten after each
+grade) binds and opens all of them. `compact` rewrites, per grader id, the rows the views
+show (each run's latest batch) as one batch, one part per table, then drops the batches it
+replaces. The views show the same rows before and after, `batch_id` aside.
+
+Crash-safe as a grade is: the new batch is staged, moved into place and committed like any
+batch; its marker names the batches it replaces (`replaces`), which from then on count as not
+committed (`ResultStore.commits`), so readers never see a run twice; their files are removed
+after the marker, and what a kill leaves of them is removed by the next `grade` or `compact`.
+The compacted batch's id is its grader id's first batch id with a suffix: it sorts before any
+batch graded later, and the grader ids keep their order of first appearance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .catalog import write_catalog
+from .store import ResultStore, grader_slug, new_attempt
+from .tables import TABLES
+
+ROWS_PER_GROUP = 100_000  # rows per Parquet row group of a compacted part
+
+
+@dataclass
+class Compaction:
+    """What `compact` did: per grader id, the batches merged and the part files before and
+    after."""
+
+    results_uri: str
+    merged: dict[str, int] = field(default_factory=dict)  # grader id -> batches merged
+    files_before: int = 0
+    files_after: int = 0
+    batches: list[str] = field(default_factory=list)  # the compacted batches' ids
+    elapsed_s: float = 0.0
+
+
+def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
+    """Rewrite the committed batches of each grader id of `results_uri` as one batch (grader
+    ids with one batch are left as they are). Holds the results lock (ResultsLocked when a
+    grade runs); FileNotFoundError when there is nothing committed."""
+    import duckdb
+
+    started = time.monotonic()
+    store = ResultStore(results_uri, endpoint_url)
+    done = Compaction(results_uri)
+    if not store.commits():  # (before the lock, which would make the folder)
+        raise FileNotFoundError(f"{results_uri} holds no committed results")
+    with store.lock("rungrade compact") as still_locked:
+        store.discard_uncommitted()
+        commits = store.commits()
+        by_grader: dict[str, list[str]] = {}
+        for commit in commits:
+            by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
+        con = duckdb.connect()
+        if not store.local:
+            con.register_filesystem(store.fs)
+        for grader_id, batches in by_grader.items():  # (closed with the process)
+            if len(batches) < 2:
+                continue
+            files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
+            batch_id = f"{min(batches).partition('~')[0]}~{new_attempt(0).split('-')[1]}"
+            attempt = new_attempt(0)
+            counts = {}
+            for table, parts in files.items():
+                if parts:
+                    rows = _stage(con, store, batch_id, attempt, table, parts, files["runs"])
+                    counts[table] = rows
+            still_locked()
+            store.publish(batch_id, grader_id, {
+                "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
+                "replaces": sorted(batches)}, {attempt})
+            store.discard_uncommitted()  # the batches replaced: their parts, then their markers
+            done.merged[grader_id] = len(batches)
+            done.batches.append(batch_id)
+            done.files_before += sum(len(parts) for parts in files.values())
+            done.files_after += len(counts)
+        if done.batches:
+            write_catalog(store)
+    done.elapsed_s = time.monotonic() - started
+    return done
+
+
+def _files(store: ResultStore, table: str, grader_id: str, batches: set[str]) -> list[str]:
+    slug = f"grader={grader_slug(grader_id)}"
+    return [url for url in store.table_files(table, batches) if f"/{slug}/" in url]
+
+
+def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,
+           parts: list[str], runs: list[str]) -> int:
+    """Write the rows of `parts` that the views show (each run's latest batch among them) as
+    one staged part of `table`; return how many. Streamed: DuckDB reads and joins, pyarrow
+    writes row group by row group."""
+    import pyarrow.parquet as pq
+
+    def source(files: list[str]) -> str:
+        listed = ", ".join("'{}'".format(f.replace("'", "''")) for f in files)
+        return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
+
+    reader = con.sql(f"""
+        select t.* exclude (grader, batch)
+        from {source(parts)} as t
+        semi join (select run_uri, max(batch) as batch from {source(runs)}
+                   group by run_uri) as c
+            on t.run_uri = c.run_uri and t.batch = c.batch
+    """).fetch_record_batch(ROWS_PER_GROUP)
+    path = store.path("_staging", batch_id, table, f"part-{attempt}.parquet")
+    store.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    rows = 0
+    with store.fs.open(path, "wb") as handle, pq.ParquetWriter(
+            handle, reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return rows
