@@ -107,7 +107,7 @@ def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,
         semi join (select run_uri, max(batch) as batch from {source(runs)}
                    group by run_uri) as c
             on t.run_uri = c.run_uri and t.batch = c.batch
-    """).fetch_record_batch(ROWS_PER_GROUP)
+    """).to_arrow_reader(ROWS_PER_GROUP)
     path = store.path("_staging", batch_id, table, f"part-{attempt}.parquet")
     store.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
     rows = 0

@@ -1,0 +1,225 @@
+"""`rungrade compact`: each grader id's committed batches rewritten as one batch.
+
+The results are graded in many small batches, under two grader ids, with a run regraded
+after it changed (its earlier rows superseded); compaction must leave every view (tables,
+marts, the grade log aside) showing the same rows, in one part per table and grader id, and
+a kill at any step must leave the views as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from analyst_runs import HEAD_ID, write_strict_grader
+from typer.testing import CliRunner
+
+from pipeline import compact as compact_module
+from pipeline import exit_codes
+from pipeline.analysis import grader_ids
+from pipeline.catalog import VIEW_MODELS, connect
+from pipeline.cli import app
+from pipeline.store import ResultStore
+from pipeline.synth import synthesize
+from pipeline.tables import TABLES
+
+RUNS = 24
+VIEWS = (*TABLES, *(model.rsplit("/", 1)[-1] for model in VIEW_MODELS))
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+
+
+def grade(runs: Path, out: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                      "--workers", "1", *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, Path]:
+    """(runs, results): 24 runs graded in batches of 5, one of them changed and regraded,
+    then all graded again in batches of 10 under a second (stricter) grader id."""
+    tmp = tmp_path_factory.mktemp("compact")
+    runs, out = tmp / "runs", tmp / "results"
+    synthesize(str(runs), RUNS, seed=11, workers=1)
+    grade(runs, out, "--batch-size", "5")
+    binding = next(p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts)
+    with open(binding, "a") as handle:
+        handle.write("\nA late correction appended by the service.\n")
+    assert grade(runs, out, "--batch-size", "5")["changed"] == 1
+    grade(runs, out, "--batch-size", "10", "--grader",
+          str(write_strict_grader(tmp / "strict.py", HEAD_ID)))
+    return runs, out
+
+
+def views(out: Path) -> dict[str, object]:
+    """Every view's rows, in order, and the grader ids in order. Batch ids are left out
+    (compaction makes new ones), but not their order: grader_pairs's first batches are
+    compared, not shown."""
+    con = connect(str(out))
+    shown = {}
+    for view in VIEWS:
+        batches = [c for c in con.sql(f"select * from {view} limit 0").columns if "batch" in c]
+        order = (", base_first_batch < head_first_batch as base_first"
+                 if view == "grader_pairs" else "")
+        leave = f" exclude ({', '.join(batches)})" if batches else ""
+        shown[view] = con.sql(f"select *{leave}{order} from {view} order by all").pl()
+    shown["grader ids"] = grader_ids(con)
+    return shown
+
+
+def assert_same(before: dict, after: dict) -> None:
+    assert before.keys() == after.keys()
+    for name, frame in before.items():
+        if name == "grader ids":
+            assert after[name] == frame
+        else:
+            assert after[name].equals(frame), name
+
+
+def parts(out: Path) -> dict[str, int]:
+    """Part files per table and grader folder."""
+    found: dict[str, int] = {}
+    for part in out.glob("*/grader=*/batch=*/*.parquet"):
+        key = f"{part.parts[-4]}/{part.parts[-3]}"
+        found[key] = found.get(key, 0) + 1
+    return found
+
+
+def copy(results: Path, to: Path) -> Path:
+    shutil.copytree(results, to)
+    return to
+
+
+def test_compact_keeps_every_view_and_leaves_one_part_per_table(graded, tmp_path):
+    runs, base = graded
+    out = copy(base, tmp_path / "results")
+    before = views(out)
+    store = ResultStore(str(out))
+    commits = store.commits()
+    per_grader = {c["grader_id"]: 0 for c in commits}
+    for c in commits:
+        per_grader[c["grader_id"]] += 1
+    assert per_grader[HEAD_ID] == 3 and max(per_grader.values()) == 6  # 5 batches, 1 regrade
+    assert max(parts(out).values()) > 1
+
+    done = CliRunner().invoke(app, ["compact", str(out)])
+    assert done.exit_code == 0, done.output
+    assert f"{HEAD_ID}: 3 batches → 1" in done.stdout and "6 batches → 1" in done.stdout
+
+    assert_same(before, views(out))
+    assert set(parts(out).values()) == {1}  # one part per table and grader id
+    after = store.commits()
+    assert sorted(c["grader_id"] for c in after) == sorted(per_grader)  # one batch each
+    assert len(list((out / "_commits").glob("*.json"))) == len(after)  # replaced: gone
+    assert not list((out / "_staging").glob("*"))
+    con = connect(str(out))
+    assert con.sql("select count(*) from runs").fetchall()[0][0] == sum(c["runs"] for c in after)
+
+    # the next grade finds every run graded: nothing to do; a change is graded as before
+    assert grade(runs, out)["skipped"] == RUNS
+    assert (out / "catalog.duckdb").exists()
+    again = CliRunner().invoke(app, ["compact", str(out)])
+    assert again.exit_code == 0 and "nothing to compact" in again.stdout
+
+
+def test_a_run_graded_after_compaction_supersedes_its_compacted_rows(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 12, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "4")
+    compact_module.compact(str(out))
+    changed = next(p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts)
+    with open(changed, "a") as handle:
+        handle.write("\nOne more change.\n")
+    regraded = grade(runs, out)
+    assert (regraded["changed"], regraded["skipped"]) == (1, 11)
+    con = connect(str(out))
+    uri = str(changed.parents[2])
+    assert con.sql(f"select count(*), max(batch_id) from runs where run_uri = '{uri}'"
+                   ).fetchall() == [(1, regraded["batches"][0])]  # the new rows, once
+    assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [(12, 12)]
+    before = views(out)
+    done = compact_module.compact(str(out))
+    assert list(done.merged.values()) == [2]
+    assert_same(before, views(out))
+
+
+# The steps: staging the parts, committing the new batch, removing the batches it replaced
+# (their parts, then their markers). Each is cut short here by a failure.
+@pytest.mark.parametrize("step", ["staging", "committed", "half removed"])
+def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monkeypatch, step):
+    runs, base = graded
+    before = views(base)
+    out = copy(base, tmp_path / "results")
+    real_stage, real_discard = compact_module._stage, ResultStore.discard_uncommitted
+    calls = {"stage": 0, "discard": 0}
+
+    def stage(*args, **kwargs):
+        calls["stage"] += 1
+        if step == "staging" and calls["stage"] == 3:
+            raise OSError("the disk is full")
+        return real_stage(*args, **kwargs)
+
+    def discard(store):
+        calls["discard"] += 1
+        if calls["discard"] == 2 and step == "committed":
+            raise OSError("killed right after the commit")
+        if calls["discard"] == 2:  # half the replaced batches' parts go, then it dies
+            replaced = {b for m in store._markers().values() for b in m.get("replaces", ())}
+            dirs = sorted(d for d in out.glob("*/grader=*/batch=*")
+                          if d.name.removeprefix("batch=") in replaced)
+            assert dirs
+            for folder in dirs[: len(dirs) // 2]:
+                shutil.rmtree(folder)
+            raise OSError("killed while removing")
+        return real_discard(store)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(compact_module, "_stage", stage)
+        patched.setattr(ResultStore, "discard_uncommitted", discard)
+        with pytest.raises(OSError):
+            compact_module.compact(str(out))
+    assert_same(before, views(out))  # readers see the same rows
+    assert grade(runs, out)["skipped"] == RUNS  # the next grade tidies up, grades nothing
+    assert_same(before, views(out))
+    markers = list((out / "_commits").glob("*.json"))
+    assert len(markers) == len(ResultStore(str(out)).commits())  # none replaced left
+    assert not list((out / "_staging").glob("*"))
+    compact_module.compact(str(out))
+    assert_same(before, views(out))
+    assert set(parts(out).values()) == {1}
+
+
+def test_compaction_killed_at_random_moments(graded, tmp_path):
+    base = graded[1]
+    before = views(base)
+    out = copy(base, tmp_path / "results")
+    for delay in (0.3, 0.5, 0.7, 0.9, 1.2):  # each attempt starts from what the last left
+        proc = subprocess.Popen([RUNGRADE, "compact", str(out)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert_same(before, views(out))
+    done = subprocess.run([RUNGRADE, "compact", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert_same(before, views(out))
+
+
+def test_compact_waits_for_no_grade(graded, tmp_path):
+    out = copy(graded[1], tmp_path / "results")
+    with ResultStore(str(out)).lock():
+        locked = CliRunner().invoke(app, ["compact", str(out)])
+    assert locked.exit_code == exit_codes.LOCKED, locked.output
+    assert "being written by another" in locked.output
+    missing = CliRunner().invoke(app, ["compact", str(tmp_path / "none")])
+    assert missing.exit_code == exit_codes.USAGE and "no committed results" in missing.output
+    assert not (tmp_path / "none").exists()
