@@ -59,11 +59,11 @@ def graded(tmp_path_factory) -> tuple[Path, Path]:
     return runs, out
 
 
-def views(out: Path) -> dict[str, object]:
+def views(out: Path | str, endpoint_url: str | None = None) -> dict[str, object]:
     """Every view's rows, in order, and the grader ids in order. Batch ids are left out
     (compaction makes new ones), but not their order: grader_pairs's first batches are
     compared, not shown."""
-    con = connect(str(out))
+    con = connect(str(out), endpoint_url)
     shown = {}
     for view in VIEWS:
         batches = [c for c in con.sql(f"select * from {view} limit 0").columns if "batch" in c]

@@ -243,3 +243,27 @@ def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket:
                                                   // bucket_module.RANGES_AT_MOST))
     assert size == 64 and len(folders) == 60 + 9 + 2  # a range starts at `refusals/`
     assert sorted(ref.run_id for ref in bucket.discover()) == runs
+
+
+def test_compact_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
+    from test_compact import assert_same, views
+
+    results = f"s3://{s3_bucket}/compacted"
+    cli = CliRunner()
+    args = ["grade", runs_bucket, "--out", results, "--endpoint-url", s3_server,
+            "--batch-size", "3", "--workers", "1", "--json"]
+    first = json.loads(cli.invoke(app, args).output)
+    assert len(first["batches"]) == 3
+    before = views(results, s3_server)
+
+    done = cli.invoke(app, ["compact", results, "--endpoint-url", s3_server])
+    assert done.exit_code == 0, done.output
+    assert "3 batches → 1" in done.stdout
+    assert_same(before, views(results, s3_server))
+    parts = [p for p in s3fs_client.find(f"{s3_bucket}/compacted") if "/grader=" in p
+             and p.endswith(".parquet") and "/reports/" not in p]
+    assert len(parts) == len({p.rsplit("/batch=", 1)[0] for p in parts})  # one per table
+    assert len(s3fs_client.ls(f"{s3_bucket}/compacted/_commits")) == 1
+    assert not s3fs_client.exists(f"{s3_bucket}/compacted/_staging")
+    again = json.loads(cli.invoke(app, args).output)
+    assert (again["skipped"], again["batches"]) == (RUNS, [])
