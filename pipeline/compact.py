@@ -16,6 +16,7 @@ batch graded later, and the grader ids keep their order of first appearance.
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -51,38 +52,43 @@ def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
     if not store.commits():  # (before the lock, which would make the folder)
         raise FileNotFoundError(f"{results_uri} holds no committed results")
     with store.lock("rungrade compact") as still_locked:
-        store.discard_uncommitted()
-        commits = store.commits()
+        store.discard_uncommitted()  # (and what an earlier compaction left)
         by_grader: dict[str, list[str]] = {}
-        for commit in commits:
+        for commit in store.commits():
             by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
         con = duckdb.connect()
-        if not store.local:
-            con.register_filesystem(store.fs)
-        for grader_id, batches in by_grader.items():  # (closed with the process)
-            if len(batches) < 2:
-                continue
-            files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
-            batch_id = f"{min(batches).partition('~')[0]}~{new_attempt(0).split('-')[1]}"
-            attempt = new_attempt(0)
-            counts = {}
-            for table, parts in files.items():
-                if parts:
-                    rows = _stage(con, store, batch_id, attempt, table, parts, files["runs"])
-                    counts[table] = rows
-            still_locked()
-            store.publish(batch_id, grader_id, {
-                "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
-                "replaces": sorted(batches)}, {attempt})
-            store.discard_uncommitted()  # the batches replaced: their parts, then their markers
-            done.merged[grader_id] = len(batches)
-            done.batches.append(batch_id)
-            done.files_before += sum(len(parts) for parts in files.values())
-            done.files_after += len(counts)
-        if done.batches:
+        try:
+            if not store.local:
+                con.register_filesystem(store.fs)
+            for grader_id, batches in by_grader.items():
+                if len(batches) > 1:
+                    _compact(con, store, grader_id, batches, done, still_locked)
+        finally:
+            con.close()
+        if done.batches or store.tidied:
+            # before the replaced batches go: a catalog that still names them reads them
             write_catalog(store)
+        store.discard_uncommitted()  # the replaced batches: their parts, then their markers
     done.elapsed_s = time.monotonic() - started
     return done
+
+
+def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: Compaction,
+             still_locked) -> None:
+    """Stage, publish and commit the rows of `batches` (one grader id's) as one batch."""
+    files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
+    batch_id = f"{min(batches).partition('~')[0]}~{secrets.token_hex(4)}"
+    attempt = new_attempt(0)
+    counts = {table: _stage(con, store, batch_id, attempt, table, parts, files["runs"])
+              for table, parts in files.items() if parts}
+    still_locked()
+    store.publish(batch_id, grader_id, {
+        "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
+        "replaces": sorted(batches)}, {attempt})
+    done.merged[grader_id] = len(batches)
+    done.batches.append(batch_id)
+    done.files_before += sum(len(parts) for parts in files.values())
+    done.files_after += len(counts)
 
 
 def _files(store: ResultStore, table: str, grader_id: str, batches: set[str]) -> list[str]:

@@ -1037,7 +1037,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if progress:
                 progress("grade", summary.graded + summary.refused,
                          summary.found - summary.skipped)
-            if summary.batches:
+            if summary.batches or store.tidied:  # (tidied: see ResultStore.tidied)
                 write_catalog(store)
         finally:
             closing.join()

@@ -142,6 +142,9 @@ class ResultStore:
         self.protocol, self.root = split_uri(uri)
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
+        # batches a compaction replaced whose files `discard_uncommitted` removed: a catalog
+        # written before may still name them, so it must be written again
+        self.tidied: set[str] = set()
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -203,6 +206,7 @@ class ResultStore:
         for path, marker in markers.items():  # a compaction's leftovers: parts first, then these
             if marker["batch_id"] in replaced:
                 self.fs.rm(path)
+                self.tidied.add(marker["batch_id"])
         return sorted(set(removed) - replaced)
 
     def _parts(self, table: str) -> list[str]:

@@ -59,11 +59,11 @@ def graded(tmp_path_factory) -> tuple[Path, Path]:
     return runs, out
 
 
-def views(out: Path | str, endpoint_url: str | None = None) -> dict[str, object]:
-    """Every view's rows, in order, and the grader ids in order. Batch ids are left out
-    (compaction makes new ones), but not their order: grader_pairs's first batches are
-    compared, not shown."""
-    con = connect(str(out), endpoint_url)
+def views(out: Path | str, endpoint_url: str | None = None, con=None) -> dict[str, object]:
+    """Every view's rows, in order, and the grader ids in order (through `con`, default a
+    fresh connection). Batch ids are left out (compaction makes new ones), but not their
+    order: grader_pairs's first batches are compared, not shown."""
+    con = con or connect(str(out), endpoint_url)
     shown = {}
     for view in VIEWS:
         batches = [c for c in con.sql(f"select * from {view} limit 0").columns if "batch" in c]
@@ -151,8 +151,24 @@ def test_a_run_graded_after_compaction_supersedes_its_compacted_rows(tmp_path):
     assert_same(before, views(out))
 
 
-# The steps: staging the parts, committing the new batch, removing the batches it replaced
-# (their parts, then their markers). Each is cut short here by a failure.
+def assert_catalog_reads(out: Path) -> None:
+    """RESULTS/catalog.duckdb (what the duckdb CLI opens) names only batches whose parts are
+    there: views over a batch whose files were removed would lose its rows. (Its rows are
+    not compared here: DuckDB keeps what it read of a file within a process.)"""
+    import duckdb
+
+    con = duckdb.connect(str(out / "catalog.duckdb"), read_only=True)
+    try:
+        named = {batch for batch, in con.sql("select batch_id from _commits").fetchall()}
+    finally:
+        con.close()
+    there = {d.name.removeprefix("batch=") for d in out.glob("runs/grader=*/batch=*")}
+    assert named and named <= there, named - there
+
+
+# The steps: staging the parts, committing the new batch (then the catalog is written),
+# removing the batches it replaced (their parts, then their markers). Each is cut short by
+# a failure; the views must show the same rows throughout, and catalog.duckdb read.
 @pytest.mark.parametrize("step", ["staging", "committed", "half removed"])
 def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monkeypatch, step):
     runs, base = graded
@@ -167,10 +183,11 @@ def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monk
             raise OSError("the disk is full")
         return real_stage(*args, **kwargs)
 
+    def catalog(store):
+        raise OSError("killed right after the commit")
+
     def discard(store):
         calls["discard"] += 1
-        if calls["discard"] == 2 and step == "committed":
-            raise OSError("killed right after the commit")
         if calls["discard"] == 2:  # half the replaced batches' parts go, then it dies
             replaced = {b for m in store._markers().values() for b in m.get("replaces", ())}
             dirs = sorted(d for d in out.glob("*/grader=*/batch=*")
@@ -183,17 +200,22 @@ def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monk
 
     with monkeypatch.context() as patched:
         patched.setattr(compact_module, "_stage", stage)
+        if step == "committed":
+            patched.setattr(compact_module, "write_catalog", catalog)
         patched.setattr(ResultStore, "discard_uncommitted", discard)
         with pytest.raises(OSError):
             compact_module.compact(str(out))
     assert_same(before, views(out))  # readers see the same rows
+    assert_catalog_reads(out)
     assert grade(runs, out)["skipped"] == RUNS  # the next grade tidies up, grades nothing
     assert_same(before, views(out))
+    assert_catalog_reads(out)  # (rewritten if it named what was tidied)
     markers = list((out / "_commits").glob("*.json"))
     assert len(markers) == len(ResultStore(str(out)).commits())  # none replaced left
     assert not list((out / "_staging").glob("*"))
     compact_module.compact(str(out))
     assert_same(before, views(out))
+    assert_catalog_reads(out)
     assert set(parts(out).values()) == {1}
 
 
@@ -208,10 +230,12 @@ def test_compaction_killed_at_random_moments(graded, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         assert_same(before, views(out))
+        assert_catalog_reads(out)
     done = subprocess.run([RUNGRADE, "compact", str(out)], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert_same(before, views(out))
+    assert_catalog_reads(out)
 
 
 def test_compact_waits_for_no_grade(graded, tmp_path):
