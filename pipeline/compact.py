@@ -10,8 +10,9 @@ Crash-safe as a grade is: the new batch is staged, moved into place and committe
 batch; its marker names the batches it replaces (`replaces`), which from then on count as not
 committed (`ResultStore.commits`), so readers never see a run twice; their files are removed
 after the marker, and what a kill leaves of them is removed by the next `grade` or `compact`.
-The compacted batch's id is its grader id's first batch id with a suffix: it sorts before any
-batch graded later, and the grader ids keep their order of first appearance.
+The compacted batch's id is its grader id's first batch id with a suffix (COMPACTED): it sorts
+right after that batch and before any batch graded later, so grader ids keep their order of
+first appearance.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from .store import ResultStore, grader_slug, new_attempt
 from .tables import TABLES
 
 ROWS_PER_GROUP = 100_000  # rows per Parquet row group of a compacted part
+# A compacted batch is named `{first batch id}!{token}`: `!` sorts before every character of
+# a batch id (also before the `-` of a ledger grader's `{batch}-{hash}`), and S3 counts it
+# among the characters safe in a key.
+COMPACTED = "!"
 
 
 @dataclass
@@ -77,7 +82,7 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: 
              still_locked) -> None:
     """Stage, publish and commit the rows of `batches` (one grader id's) as one batch."""
     files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
-    batch_id = f"{min(batches).partition('~')[0]}~{secrets.token_hex(4)}"
+    batch_id = f"{min(batches).partition(COMPACTED)[0]}{COMPACTED}{secrets.token_hex(4)}"
     attempt = new_attempt(0)
     counts = {table: _stage(con, store, batch_id, attempt, table, parts, files["runs"])
               for table, parts in files.items() if parts}
