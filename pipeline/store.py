@@ -552,7 +552,8 @@ class ResultStore:
     def _locked_message(self, holder: dict | None, stale_after: float | None = None) -> str:
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "
                f"{holder.get('since')}" if holder else "another process")
-        text = (f"{self.uri} is being written by another `rungrade grade` ({who}). Wait for it "
+        command = (holder or {}).get("command") or "rungrade grade"
+        text = (f"{self.uri} is being written by another `{command}` ({who}). Wait for it "
                 "to finish, or give --out a different results folder.")
         if stale_after is not None:
             text += (f" If that process is gone, its lock expires {int(stale_after)} s after "

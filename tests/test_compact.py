@@ -244,6 +244,10 @@ def test_compact_waits_for_no_grade(graded, tmp_path):
         locked = CliRunner().invoke(app, ["compact", str(out)])
     assert locked.exit_code == exit_codes.LOCKED, locked.output
     assert "being written by another" in locked.output
+    with ResultStore(str(out)).lock("rungrade compact"):  # and a grade waits for compact
+        waiting = CliRunner().invoke(app, ["grade", str(graded[0]), "--out", str(out)])
+    assert waiting.exit_code == exit_codes.LOCKED, waiting.output
+    assert "being written by another `rungrade compact`" in " ".join(waiting.output.split())
     missing = CliRunner().invoke(app, ["compact", str(tmp_path / "none")])
     assert missing.exit_code == exit_codes.USAGE and "no committed results" in missing.output
     assert not (tmp_path / "none").exists()
