@@ -401,10 +401,41 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
         out.print(f"… {df.height - limit} more rows")
 
 
+ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
+                                                 "`rungrade grade`.")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", "-o", help="Also write the rows to this file: .csv or .parquet.")]
+
+
+def _open_results(results: str, endpoint_url: str | None):
+    from .analysis import open_results
+
+    try:
+        return open_results(results, endpoint_url)
+    except FileNotFoundError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+
+
+def _check_out(path: Path | None) -> None:
+    if path is not None and path.suffix.lower() not in (".csv", ".parquet"):
+        raise fail(f"--out {path}: give a file name ending in .csv or .parquet",
+                   exit_codes.USAGE)
+
+
+def _write_frame(df, path: Path | None) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        df.write_csv(path)
+    else:
+        df.write_parquet(path)
+    err.print(f"wrote {df.height} rows to {path}")
+
+
 @app.command()
 def grades(
-    results: Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
-                                                "`rungrade grade`.")] = "results",
+    results: ResultsArg = "results",
     last: Annotated[int, typer.Option(min=1, help="Show the last N grades.")] = 14,
     out_file: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Also write every grade's record to this file: .csv or .parquet "
@@ -444,16 +475,16 @@ def grades(
 
 @app.command()
 def compact(
-    results: Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
-                                                "`rungrade grade`.")] = "results",
+    results: ResultsArg = "results",
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """Rewrite the committed batches of each grader id as one batch: the same rows in every
-    view, in a few large Parquet files instead of one per table, batch and shard.
+    """Rewrite the committed batches of each grader id as one batch, one part per table.
 
-    Queries and the catalog open every file: run it now and then (weekly, say) on results
-    that grow every night. It holds the results lock, as a grade does; a kill leaves every
-    view as it was, and the next `grade` or `compact` removes what is left.
+    Every view shows the same rows; queries and the catalog then open a few files, not thousands.
+
+    Run it now and then (weekly, say) on results that grow every night.
+
+    It holds the results lock, as a grade does; a kill leaves every view as it was.
 
     Exit codes: 0 done; 2 no committed results; 3 a grade holds the lock; 4 a store failed.
     """
@@ -480,38 +511,6 @@ def compact(
         out.print(f"{grader_id}: {merged} batches → 1")
     out.print(f"{done.files_before} Parquet files → {done.files_after} in "
               f"{done.elapsed_s:.1f} s; every view shows the same rows")
-
-
-ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
-                                                 "`rungrade grade`.")]
-OutOpt = Annotated[Path | None, typer.Option(
-    "--out", "-o", help="Also write the rows to this file: .csv or .parquet.")]
-
-
-def _open_results(results: str, endpoint_url: str | None):
-    from .analysis import open_results
-
-    try:
-        return open_results(results, endpoint_url)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
-
-
-def _check_out(path: Path | None) -> None:
-    if path is not None and path.suffix.lower() not in (".csv", ".parquet"):
-        raise fail(f"--out {path}: give a file name ending in .csv or .parquet",
-                   exit_codes.USAGE)
-
-
-def _write_frame(df, path: Path | None) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        df.write_csv(path)
-    else:
-        df.write_parquet(path)
-    err.print(f"wrote {df.height} rows to {path}")
 
 
 @app.command()
