@@ -21,7 +21,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from .catalog import write_catalog
+from .catalog import tidy_compacted
 from .store import ResultStore, grader_slug, new_attempt
 from .tables import TABLES
 
@@ -57,7 +57,9 @@ def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
     if not store.commits():  # (before the lock, which would make the folder)
         raise FileNotFoundError(f"{results_uri} holds no committed results")
     with store.lock("rungrade compact") as still_locked:
-        store.discard_uncommitted()  # (and what an earlier compaction left)
+        store.discard_uncommitted()
+        if store.replaced_left:  # what an earlier compaction, killed, left
+            tidy_compacted(store)
         by_grader: dict[str, list[str]] = {}
         for commit in store.commits():
             by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
@@ -70,10 +72,8 @@ def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
                     _compact(con, store, grader_id, batches, done, still_locked)
         finally:
             con.close()
-        if done.batches or store.tidied:
-            # before the replaced batches go: a catalog that still names them reads them
-            write_catalog(store)
-        store.discard_uncommitted()  # the replaced batches: their parts, then their markers
+        if done.batches:
+            tidy_compacted(store)
     done.elapsed_s = time.monotonic() - started
     return done
 

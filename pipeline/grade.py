@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from . import scratch
-from .catalog import write_catalog
+from .catalog import tidy_compacted, write_catalog
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
 from .checks.grader import Grader, run_checks
@@ -906,6 +906,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             discarded = pool.submit(store.discard_uncommitted)
             known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
             summary.discarded = discarded.result()
+        if store.replaced_left:  # what a compaction, killed, left (see pipeline/compact.py)
+            tidy_compacted(store)
         index = store.listings(known) if bucket.local else None
         listed: list[tuple[str, str, str, bytes]] = []  # listings of unchanged runs, to keep
 
@@ -1037,7 +1039,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if progress:
                 progress("grade", summary.graded + summary.refused,
                          summary.found - summary.skipped)
-            if summary.batches or store.tidied:  # (tidied: see ResultStore.tidied)
+            if summary.batches:
                 write_catalog(store)
         finally:
             closing.join()

@@ -142,9 +142,9 @@ class ResultStore:
         self.protocol, self.root = split_uri(uri)
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
-        # batches a compaction replaced whose files `discard_uncommitted` removed: a catalog
-        # written before may still name them, so it must be written again
-        self.tidied: set[str] = set()
+        # batches a compacted batch replaced whose parts or markers are still here, as the
+        # last `discard_uncommitted` found them (see `tidy_replaced`)
+        self.replaced_left: set[str] = set()
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -174,9 +174,9 @@ class ResultStore:
         return {c["batch_id"] for c in self.commits()}
 
     def discard_uncommitted(self) -> list[str]:
-        """Remove parts of batches that never committed (a crash or kill mid-publish), and
-        the parts and markers a compaction left of the batches it replaced (see `commits`).
-        Returns the ids of the batches that never committed.
+        """Remove parts of batches that never committed (a crash or kill mid-publish); return
+        their ids. The batches a compacted batch replaced (see `commits`) are left for
+        `tidy_replaced`, and named in `replaced_left` while any of their files is here.
 
         A committed batch whose reports were still staged has them moved into place now.
         """
@@ -198,16 +198,31 @@ class ResultStore:
                     self.fs.rm(path, recursive=True)
         with ThreadPoolExecutor(len(TABLES)) as pool:  # on S3 the listings overlap
             listed = list(pool.map(self._batch_dirs, TABLES))
+        self.replaced_left = {m["batch_id"] for m in markers.values()} & replaced
         for batch_dir in (d for dirs in listed for d in dirs):
             batch = batch_dir.rsplit("batch=", 1)[-1]
-            if batch not in commits:
+            if batch in replaced:
+                self.replaced_left.add(batch)
+            elif batch not in commits:
                 self.fs.rm(batch_dir, recursive=True)
                 removed.append(batch)
-        for path, marker in markers.items():  # a compaction's leftovers: parts first, then these
+        return sorted(set(removed) - replaced)
+
+    def tidy_replaced(self) -> None:
+        """Remove the parts, then the markers, of the batches compacted batches replaced.
+        Call it once no catalog names them (`catalog.tidy_compacted`): a view over a batch
+        whose files are gone would lose its rows."""
+        markers = self._markers()
+        replaced = _replaced(markers)
+        with ThreadPoolExecutor(len(TABLES)) as pool:
+            listed = list(pool.map(self._batch_dirs, TABLES))
+        for batch_dir in (d for dirs in listed for d in dirs):
+            if batch_dir.rsplit("batch=", 1)[-1] in replaced:
+                self.fs.rm(batch_dir, recursive=True)
+        for path, marker in markers.items():
             if marker["batch_id"] in replaced:
                 self.fs.rm(path)
-                self.tidied.add(marker["batch_id"])
-        return sorted(set(removed) - replaced)
+        self.replaced_left = set()
 
     def _parts(self, table: str) -> list[str]:
         """Every Parquet part of a table (`{table}/grader=*/batch=*/*.parquet`), committed or

@@ -8,6 +8,7 @@ a kill at any step must leave the views as they were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -174,8 +175,8 @@ def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monk
     runs, base = graded
     before = views(base)
     out = copy(base, tmp_path / "results")
-    real_stage, real_discard = compact_module._stage, ResultStore.discard_uncommitted
-    calls = {"stage": 0, "discard": 0}
+    real_stage, real_tidy = compact_module._stage, ResultStore.tidy_replaced
+    calls = {"stage": 0}
 
     def stage(*args, **kwargs):
         calls["stage"] += 1
@@ -186,26 +187,32 @@ def test_a_compaction_stopped_at_any_step_changes_no_view(graded, tmp_path, monk
     def catalog(store):
         raise OSError("killed right after the commit")
 
-    def discard(store):
-        calls["discard"] += 1
-        if calls["discard"] == 2:  # half the replaced batches' parts go, then it dies
-            replaced = {b for m in store._markers().values() for b in m.get("replaces", ())}
-            dirs = sorted(d for d in out.glob("*/grader=*/batch=*")
-                          if d.name.removeprefix("batch=") in replaced)
-            assert dirs
-            for folder in dirs[: len(dirs) // 2]:
-                shutil.rmtree(folder)
-            raise OSError("killed while removing")
-        return real_discard(store)
+    def tidy(store):  # half the replaced batches' parts go, then it dies
+        replaced = {b for m in store._markers().values() for b in m.get("replaces", ())}
+        dirs = sorted(d for d in out.glob("*/grader=*/batch=*")
+                      if d.name.removeprefix("batch=") in replaced)
+        assert dirs
+        for folder in dirs[: len(dirs) // 2]:
+            shutil.rmtree(folder)
+        raise OSError("killed while removing")
 
     with monkeypatch.context() as patched:
         patched.setattr(compact_module, "_stage", stage)
         if step == "committed":
-            patched.setattr(compact_module, "write_catalog", catalog)
-        patched.setattr(ResultStore, "discard_uncommitted", discard)
+            patched.setattr(compact_module, "tidy_compacted", catalog)
+        patched.setattr(ResultStore, "tidy_replaced", tidy)
         with pytest.raises(OSError):
             compact_module.compact(str(out))
+    assert real_tidy is ResultStore.tidy_replaced
     assert_same(before, views(out))  # readers see the same rows
+    assert_catalog_reads(out)
+    # another compaction starts from what this one left (tidying it first), and stops too
+    # if it has batches to stage (after a commit, it has none left: it tidies, and is done)
+    with monkeypatch.context() as patched, contextlib.suppress(OSError):
+        patched.setattr(compact_module, "_stage", lambda *a, **k: (_ for _ in ()).throw(
+            OSError("stopped again")))
+        compact_module.compact(str(out))
+    assert_same(before, views(out))
     assert_catalog_reads(out)
     assert grade(runs, out)["skipped"] == RUNS  # the next grade tidies up, grades nothing
     assert_same(before, views(out))
@@ -223,7 +230,7 @@ def test_compaction_killed_at_random_moments(graded, tmp_path):
     base = graded[1]
     before = views(base)
     out = copy(base, tmp_path / "results")
-    for delay in (0.3, 0.5, 0.7, 0.9, 1.2):  # each attempt starts from what the last left
+    for delay in (0.3, 0.45, 0.6, 0.75, 0.9, 1.05, 1.2):  # each from what the last left
         proc = subprocess.Popen([RUNGRADE, "compact", str(out)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         time.sleep(delay)
