@@ -476,13 +476,17 @@ def grades(
 @app.command()
 def compact(
     results: ResultsArg = "results",
+    everything: Annotated[bool, typer.Option(
+        "--all", help="Rewrite all of each grader id's batches as one, the batches compacted "
+                      "before too (default: only those graded since its last compaction).")]
+    = False,
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """Rewrite the committed batches of each grader id as one batch, one part per table.
+    """Rewrite each grader id's batches graded since its last compaction as one batch.
 
-    Every view shows the same rows; queries and the catalog then open a few files, not thousands.
+    One part per table: every view shows the same rows; queries open a few files, not thousands.
 
-    Run it now and then (weekly, say) on results that grow every night.
+    Run it now and then (weekly, say) on results that grow every night; --all now and then too.
 
     It holds the results lock, as a grade does; a kill leaves every view as it was.
 
@@ -493,7 +497,7 @@ def compact(
     from .store import ResultsLocked
 
     try:
-        done = compact_results(results, endpoint_url)
+        done = compact_results(results, endpoint_url, everything)
     except FileNotFoundError as exc:
         raise fail(f"{exc}; nothing to compact.", exit_codes.USAGE) from exc
     except ResultsLocked as exc:
@@ -505,7 +509,8 @@ def compact(
                    "(or compacted, for the grader ids done); rerun the same command.",
                    exit_codes.STORAGE) from exc
     if not done.batches:
-        out.print(f"nothing to compact: every grader id of {results} has one batch")
+        out.print(f"nothing to compact: no grader id of {results} has two batches "
+                  f"{'' if everything else 'since its last compaction '}to merge")
         return
     for grader_id, merged in done.merged.items():
         out.print(f"{grader_id}: {merged} batches → 1")

@@ -45,10 +45,17 @@ class Compaction:
     elapsed_s: float = 0.0
 
 
-def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
-    """Rewrite the committed batches of each grader id of `results_uri` as one batch (grader
-    ids with one batch are left as they are). Holds the results lock (ResultsLocked when a
-    grade runs); FileNotFoundError when there is nothing committed."""
+def compact(results_uri: str, endpoint_url: str | None = None,
+            everything: bool = False) -> Compaction:
+    """Rewrite, per grader id of `results_uri`, the committed batches graded since its last
+    compacted batch as one batch (`everything`: all its batches, compacted ones too), where
+    there are two or more. Holds the results lock (ResultsLocked when a grade runs);
+    FileNotFoundError when there is nothing committed.
+
+    Compacting only what came since the last compaction rewrites only new rows: a weekly
+    compaction costs a week's rows, and leaves one batch per compaction (the rows of a run
+    graded since supersede its rows in the earlier compacted batches, which sort before).
+    """
     import duckdb
 
     started = time.monotonic()
@@ -68,8 +75,9 @@ def compact(results_uri: str, endpoint_url: str | None = None) -> Compaction:
             if not store.local:
                 con.register_filesystem(store.fs)
             for grader_id, batches in by_grader.items():
-                if len(batches) > 1:
-                    _compact(con, store, grader_id, batches, done, still_locked)
+                merged = batches if everything else _since_compacted(batches)
+                if len(merged) > 1:
+                    _compact(con, store, grader_id, merged, done, still_locked)
         finally:
             con.close()
         if done.batches:
@@ -94,6 +102,13 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: 
     done.batches.append(batch_id)
     done.files_before += sum(len(parts) for parts in files.values())
     done.files_after += len(counts)
+
+
+def _since_compacted(batches: list[str]) -> list[str]:
+    """The batches (one grader id's, oldest first) after its last compacted one: a range
+    whose compacted batch, named after its first, sorts after every batch before it."""
+    last = max((i for i, batch in enumerate(batches) if COMPACTED in batch), default=-1)
+    return batches[last + 1:]
 
 
 def _files(store: ResultStore, table: str, grader_id: str, batches: set[str]) -> list[str]:

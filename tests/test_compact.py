@@ -131,25 +131,40 @@ def test_compact_keeps_every_view_and_leaves_one_part_per_table(graded, tmp_path
     assert again.exit_code == 0 and "nothing to compact" in again.stdout
 
 
-def test_a_run_graded_after_compaction_supersedes_its_compacted_rows(tmp_path):
+def test_later_compactions_rewrite_only_what_came_since(tmp_path):
+    # Runs graded after a compaction supersede its rows; the next compaction merges only the
+    # batches graded since (the first compacted batch untouched), --all merges everything.
     runs, out = tmp_path / "runs", tmp_path / "results"
     synthesize(str(runs), 12, seed=5, workers=1)
     grade(runs, out, "--batch-size", "4")
-    compact_module.compact(str(out))
-    changed = next(p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts)
-    with open(changed, "a") as handle:
-        handle.write("\nOne more change.\n")
-    regraded = grade(runs, out)
-    assert (regraded["changed"], regraded["skipped"]) == (1, 11)
+    first = compact_module.compact(str(out)).batches
+    kept = {p: p.read_bytes() for p in out.glob(f"*/grader=*/batch={first[0]}/*.parquet")}
+    outputs = [p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts]
+    changed = []
+    for output in (outputs[0], outputs[-1]):  # two runs change, one grade each
+        with open(output, "a") as handle:
+            handle.write("\nOne more change.\n")
+        regraded = grade(runs, out)
+        assert (regraded["changed"], regraded["skipped"]) == (1, 11)
+        changed.append((str(output.parents[2]), regraded["batches"][0]))
     con = connect(str(out))
-    uri = str(changed.parents[2])
-    assert con.sql(f"select count(*), max(batch_id) from runs where run_uri = '{uri}'"
-                   ).fetchall() == [(1, regraded["batches"][0])]  # the new rows, once
+    for uri, batch in changed:  # the new rows, once
+        assert con.sql(f"select count(*), max(batch_id) from runs where run_uri = '{uri}'"
+                       ).fetchall() == [(1, batch)]
     assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [(12, 12)]
     before = views(out)
-    done = compact_module.compact(str(out))
-    assert list(done.merged.values()) == [2]
+
+    since = compact_module.compact(str(out))
+    assert list(since.merged.values()) == [2] and since.batches[0] > first[0]
     assert_same(before, views(out))
+    assert {p: p.read_bytes() for p in kept} == kept  # the first compacted batch untouched
+    assert [c["batch_id"] for c in ResultStore(str(out)).commits()] == [*first, *since.batches]
+    assert not compact_module.compact(str(out)).batches  # nothing new since
+
+    whole = CliRunner().invoke(app, ["compact", str(out), "--all"])
+    assert whole.exit_code == 0 and "2 batches → 1" in whole.stdout, whole.output
+    assert_same(before, views(out))
+    assert len(ResultStore(str(out)).commits()) == 1 and set(parts(out).values()) == {1}
 
 
 def assert_catalog_reads(out: Path) -> None:
