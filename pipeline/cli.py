@@ -285,7 +285,7 @@ def print_summary(summary) -> None:
     table = Table(title=f"rungrade · {data['grader_id']}", show_header=False, box=None,
                   pad_edge=False)
     table.add_column(style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # (a long path folds: cut, it would name nothing)
     table.add_row("runs found", f"{data['found']}  (new {data['new']}, changed "
                   f"{data['changed']}, unchanged {data['unchanged']})")
     table.add_row("skipped", f"{data['skipped']}" + (
@@ -313,6 +313,11 @@ def print_summary(summary) -> None:
     if data["unlisted"]:
         table.add_row("[red]not listed[/]", f"{len(data['unlisted'])} folder(s) under the runs "
                       "root: the runs in them were not found (see the error below)")
+    from .compact import COMPACT_AFTER
+
+    if data["uncompacted"] >= COMPACT_AFTER:
+        table.add_row("compaction", f"{data['uncompacted']} batches since the last: "
+                      f"`rungrade compact {data['results']}` would make queries faster")
     out.print(table)
     if not data["stopped"] and data["found"] != data["skipped"] + data["graded"] + data["refused"]:
         err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")

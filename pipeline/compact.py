@@ -104,6 +104,19 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: 
     done.files_after += len(counts)
 
 
+COMPACT_AFTER = 100  # batches since a grader id's last compaction that make a grade suggest it
+
+
+def uncompacted(commits: list[dict]) -> int:
+    """How many of `commits` (committed batches) a `compact` would merge: those after their
+    grader id's last compacted batch, where there are two or more."""
+    by_grader: dict[str, list[str]] = {}
+    for commit in commits:
+        by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
+    since = (len(_since_compacted(sorted(batches))) for batches in by_grader.values())
+    return sum(n for n in since if n > 1)
+
+
 def _since_compacted(batches: list[str]) -> list[str]:
     """The batches (one grader id's, oldest first) after its last compacted one: a range
     whose compacted batch, named after its first, sorts after every batch before it."""

@@ -45,6 +45,7 @@ from .checks.ledger import (
 )
 from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
+from .compact import uncompacted
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
@@ -151,6 +152,7 @@ class Summary:
     # in it were not found (see Bucket.unlisted)
     unlisted: list[tuple[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0  # wall time of the whole grade, the catalog's update included
+    uncompacted: int = 0  # committed batches a `rungrade compact` would merge
 
     @property
     def mean_score(self) -> float | None:
@@ -189,7 +191,7 @@ class Summary:
             None if self.mean_score is None else round(self.mean_score, 2),
             "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
             "unlisted": [{"path": path, "error": why} for path, why in self.unlisted],
-            "elapsed_s": round(self.elapsed_s, 2),
+            "elapsed_s": round(self.elapsed_s, 2), "uncompacted": self.uncompacted,
             **({"judge": self.judging} if self.judging else {}),
         }
 
@@ -906,6 +908,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             discarded = pool.submit(store.discard_uncommitted)
             known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
             summary.discarded = discarded.result()
+        commits = list(store.seen_commits)  # (read by `fingerprints`), and this grade's:
         if store.replaced_left:  # what a compaction, killed, left (see pipeline/compact.py)
             tidy_compacted(store)
         index = store.listings(known) if bucket.local else None
@@ -966,6 +969,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 if counts["runs"]:
                     store.publish(committed, grader_id, counts, attempts)
                     summary.batches.append(committed)
+                    commits.append({"batch_id": committed, "grader_id": grader_id})
                 else:
                     store.discard(committed)
                 for shard in stats:
@@ -1045,4 +1049,5 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             closing.join()
         if judge:
             summary.judging = judge.stats.as_dict()
+        summary.uncompacted = uncompacted(commits)
     return summary

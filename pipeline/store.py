@@ -145,6 +145,7 @@ class ResultStore:
         # batches a compacted batch replaced whose parts or markers are still here, as the
         # last `discard_uncommitted` found them (see `tidy_replaced`)
         self.replaced_left: set[str] = set()
+        self.seen_commits: list[dict] = []  # what `commits` last found
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -158,8 +159,10 @@ class ResultStore:
         `replaces`, see pipeline/compact.py) is not, even while its files are still there."""
         markers = self._markers()
         replaced = _replaced(markers)
-        return sorted((c for c in markers.values() if c["batch_id"] not in replaced),
-                      key=lambda c: c["batch_id"])
+        self.seen_commits = sorted(
+            (c for c in markers.values() if c["batch_id"] not in replaced),
+            key=lambda c: c["batch_id"])
+        return self.seen_commits
 
     def _markers(self) -> dict[str, dict]:
         """Every commit marker, by path."""

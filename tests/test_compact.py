@@ -273,3 +273,29 @@ def test_compact_waits_for_no_grade(graded, tmp_path):
     missing = CliRunner().invoke(app, ["compact", str(tmp_path / "none")])
     assert missing.exit_code == exit_codes.USAGE and "no committed results" in missing.output
     assert not (tmp_path / "none").exists()
+
+
+def test_a_grade_says_when_results_want_compacting(tmp_path, monkeypatch):
+    monkeypatch.setattr(compact_module, "COMPACT_AFTER", 4)
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 6, seed=5, workers=1)
+    cli = CliRunner()
+
+    def summary(*extra: str) -> tuple[dict, str]:
+        shown = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1",
+                                 *extra])
+        assert shown.exit_code == 0, shown.output
+        data = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--json"])
+        return json.loads(data.stdout), "".join(shown.stdout.split())  # (folded lines)
+
+    data, text = summary("--batch-size", "2")  # 3 batches: below the mark
+    assert data["uncompacted"] == 3 and "rungrade compact" not in text
+    for name in sorted(p.name for p in runs.iterdir())[:2]:  # two runs change: 2 batches more
+        with open(next((runs / name).rglob("state.md")), "a") as handle:
+            handle.write("\n")
+        data, text = summary()
+    assert data["uncompacted"] == 5
+    assert f"5batchessincethelast:`rungradecompact{out}`wouldmakequeries" in text
+    compact_module.compact(str(out))
+    data, text = summary()
+    assert data["uncompacted"] == 0 and "rungrade compact" not in text
