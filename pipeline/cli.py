@@ -501,8 +501,16 @@ def compact(
     from .sources.outage import is_outage
     from .store import ResultsLocked
 
+    bar = _progress_bar() if sys.stderr.isatty() else None
     try:
-        done = compact_results(results, endpoint_url, everything)
+        if bar is not None:
+            with bar:
+                task = bar.add_task("reading the commits", total=None)
+                done = compact_results(results, endpoint_url, everything, lambda what, n, of:
+                                       bar.update(task, description=what, completed=n,
+                                                  total=of))
+        else:
+            done = compact_results(results, endpoint_url, everything)
     except FileNotFoundError as exc:
         raise fail(f"{exc}; nothing to compact.", exit_codes.USAGE) from exc
     except ResultsLocked as exc:

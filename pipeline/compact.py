@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .catalog import tidy_compacted
@@ -45,8 +46,8 @@ class Compaction:
     elapsed_s: float = 0.0
 
 
-def compact(results_uri: str, endpoint_url: str | None = None,
-            everything: bool = False) -> Compaction:
+def compact(results_uri: str, endpoint_url: str | None = None, everything: bool = False,
+            progress: Callable[[str, int, int], None] | None = None) -> Compaction:
     """Rewrite, per grader id of `results_uri`, the committed batches graded since its last
     compacted batch as one batch (`everything`: all its batches, compacted ones too), where
     there are two or more. Holds the results lock (ResultsLocked when a grade runs);
@@ -55,6 +56,7 @@ def compact(results_uri: str, endpoint_url: str | None = None,
     Compacting only what came since the last compaction rewrites only new rows: a weekly
     compaction costs a week's rows, and leaves one batch per compaction (the rows of a run
     graded since supersede its rows in the earlier compacted batches, which sort before).
+    `progress(what, done, total)` is told of each table written.
     """
     import duckdb
 
@@ -74,10 +76,14 @@ def compact(results_uri: str, endpoint_url: str | None = None,
         try:
             if not store.local:
                 con.register_filesystem(store.fs)
+            todo = {}  # grader id -> the batches to merge
             for grader_id, batches in by_grader.items():
                 merged = batches if everything else _since_compacted(batches)
                 if len(merged) > 1:
-                    _compact(con, store, grader_id, merged, done, still_locked)
+                    todo[grader_id] = merged
+            steps = _Steps(progress, len(todo) * len(TABLES))
+            for grader_id, merged in todo.items():
+                _compact(con, store, grader_id, merged, done, still_locked, steps)
         finally:
             con.close()
         if done.batches:
@@ -86,14 +92,29 @@ def compact(results_uri: str, endpoint_url: str | None = None,
     return done
 
 
+class _Steps:
+    """Tells `progress` of each table written, out of `total`."""
+
+    def __init__(self, progress: Callable[[str, int, int], None] | None, total: int):
+        self.progress, self.total, self.done = progress, total, 0
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(what, self.done, self.total)
+
+
 def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: Compaction,
-             still_locked) -> None:
+             still_locked: Callable[[], None], steps: _Steps) -> None:
     """Stage, publish and commit the rows of `batches` (one grader id's) as one batch."""
     files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
     batch_id = f"{min(batches).partition(COMPACTED)[0]}{COMPACTED}{secrets.token_hex(4)}"
     attempt = new_attempt(0)
-    counts = {table: _stage(con, store, batch_id, attempt, table, parts, files["runs"])
-              for table, parts in files.items() if parts}
+    counts = {}
+    for table, parts in files.items():
+        if parts:
+            counts[table] = _stage(con, store, batch_id, attempt, table, parts, files["runs"])
+        steps.step(f"compacting {grader_id}: {table}")
     still_locked()
     store.publish(batch_id, grader_id, {
         "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),

@@ -154,8 +154,12 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
     assert con.sql("select count(*), count(distinct run_uri) from runs").fetchall() == [(12, 12)]
     before = views(out)
 
-    since = compact_module.compact(str(out))
+    told: list[tuple[str, int, int]] = []
+    since = compact_module.compact(str(out), progress=lambda *step: told.append(step))
     assert list(since.merged.values()) == [2] and since.batches[0] > first[0]
+    assert [(n, total) for _, n, total in told] == [(n, len(TABLES)) for n in
+                                                    range(1, len(TABLES) + 1)]
+    assert told[-1][0] == f"compacting prose.contract.grader/v13: {TABLES[-1]}"
     assert_same(before, views(out))
     assert {p: p.read_bytes() for p in kept} == kept  # the first compacted batch untouched
     assert [c["batch_id"] for c in ResultStore(str(out)).commits()] == [*first, *since.batches]
