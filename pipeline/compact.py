@@ -1,10 +1,11 @@
-"""Compaction: the committed batches of each grader id rewritten as one batch.
+"""Compaction: the batches each grader id committed since its last compaction (or all of
+them) rewritten as one batch.
 
 Every night adds batches, and every batch adds a Parquet part per table and shard: after
 months, thousands of small files, and every query (and the catalog, rewritten after each
 grade) binds and opens all of them. `compact` rewrites, per grader id, the rows the views
-show (each run's latest batch) as one batch, one part per table, then drops the batches it
-replaces. The views show the same rows before and after, `batch_id` aside.
+show of those batches (each run's latest) as one batch, one part per table, then drops the
+batches it replaces. The views show the same rows before and after, `batch_id` aside.
 
 Crash-safe as a grade is: the new batch is staged, moved into place and committed like any
 batch; its marker names the batches it replaces (`replaces`), which from then on count as not

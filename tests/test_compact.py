@@ -1,4 +1,5 @@
-"""`rungrade compact`: each grader id's committed batches rewritten as one batch.
+"""`rungrade compact`: the batches each grader id committed since its last compaction (or
+all of them, `--all`) rewritten as one batch.
 
 The results are graded in many small batches, under two grader ids, with a run regraded
 after it changed (its earlier rows superseded); compaction must leave every view (tables,
