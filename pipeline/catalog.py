@@ -41,14 +41,19 @@ GRADE_COLUMNS = {
 }
 
 
-def _grades_source(store: ResultStore) -> str:
-    """The grade records as a relation with GRADE_COLUMNS (none yet: no row, same columns)."""
+def _grade_records(store: ResultStore) -> str | None:
+    """The grade records as a relation with GRADE_COLUMNS; None when there is none yet."""
     records = store.path(GRADES, "*.json")
-    if store.fs.glob(records):
-        columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in GRADE_COLUMNS.items())
-        return f"read_json('{store.url(records)}', format = 'auto', columns = {{{columns}}})"
+    if not store.fs.glob(records):
+        return None
+    columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in GRADE_COLUMNS.items())
+    return f"read_json('{store.url(records)}', format = 'auto', columns = {{{columns}}})"
+
+
+def _grades_source(store: ResultStore) -> str:
+    """The grade records as a relation (none yet: no row, the same columns)."""
     nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in GRADE_COLUMNS.items())
-    return f"(select {nulls} limit 0)"
+    return _grade_records(store) or f"(select {nulls} limit 0)"
 
 
 def read_grades(results: str, endpoint_url: str | None = None, flat: bool = False):
@@ -59,7 +64,8 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     import duckdb
 
     store = ResultStore(results, endpoint_url)
-    if not store.fs.glob(store.path(GRADES, "*.json")):
+    records = _grade_records(store)
+    if records is None:
         raise FileNotFoundError(
             f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS --out "
             f"{results}` first (grades by a rungrade from before the log are not in it)")
@@ -69,7 +75,7 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     columns = ", ".join(f'to_json("{name}")::varchar as "{name}"' if flat and (
         kind.endswith("]") or kind.startswith("MAP")) else f'"{name}"'
         for name, kind in GRADE_COLUMNS.items())
-    return con.sql(f"select {columns} from {_grades_source(store)} order by grade_id").pl()
+    return con.sql(f"select {columns} from {records} order by grade_id").pl()
 
 
 def _source(store: ResultStore, table: str) -> str:

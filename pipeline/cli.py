@@ -155,7 +155,6 @@ def grade(
     from .engines import EngineError
     from .grade import default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
-    from .sources.outage import is_outage
     from .store import ResultsLocked
     from .user_grader import load_grader, load_ledger_graders
 
@@ -211,9 +210,7 @@ def grade(
     except EngineError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
     except Exception as exc:
-        duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
-        if not (isinstance(exc, OSError) or (duckdb is not None
-                and isinstance(exc, duckdb.IOException))) and not is_outage(exc):
+        if not _store_failed(exc):
             raise
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
                    "intact and nothing half-published is visible; fix the cause (space, "
@@ -250,6 +247,16 @@ def grade(
                    f"{'; …' if count > 5 else ''}. Every run found was graded or refused and "
                    "committed; fix the cause (permissions, the disk) and rerun the same "
                    "command: runs graded already are skipped.", exit_codes.STORAGE)
+
+
+def _store_failed(exc: Exception) -> bool:
+    """Whether `exc` says the runs or results store failed (a file system error, DuckDB's
+    I/O error, a store that stopped answering): exit 4, not a traceback."""
+    from .sources.outage import is_outage
+
+    duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
+    return isinstance(exc, OSError) or is_outage(exc) or (
+        duckdb is not None and isinstance(exc, duckdb.IOException))
 
 
 class _StopRequest(threading.Event):
@@ -498,7 +505,6 @@ def compact(
     Exit codes: 0 done; 2 no committed results; 3 a grade holds the lock; 4 a store failed.
     """
     from .compact import compact as compact_results
-    from .sources.outage import is_outage
     from .store import ResultsLocked
 
     bar = _progress_bar() if sys.stderr.isatty() else None
@@ -516,7 +522,7 @@ def compact(
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
     except Exception as exc:
-        if not (isinstance(exc, OSError) or is_outage(exc)):
+        if not _store_failed(exc):
             raise
         raise fail(f"a store failed while compacting: {exc}. The results are as they were "
                    "(or compacted, for the grader ids done); rerun the same command.",

@@ -906,9 +906,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         # overlap, which on S3 spares a few round trips.
         with ThreadPoolExecutor(1) as pool:
             discarded = pool.submit(store.discard_uncommitted)
-            known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)})
+            commits = store.commits()  # (and, as they commit, this grade's batches)
+            known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)},
+                                       commits)
             summary.discarded = discarded.result()
-        commits = list(store.seen_commits)  # (read by `fingerprints`), and this grade's:
         if store.replaced_left:  # what a compaction, killed, left (see pipeline/compact.py)
             tidy_compacted(store)
         index = store.listings(known) if bucket.local else None

@@ -145,7 +145,6 @@ class ResultStore:
         # batches a compacted batch replaced whose parts or markers are still here, as the
         # last `discard_uncommitted` found them (see `tidy_replaced`)
         self.replaced_left: set[str] = set()
-        self.seen_commits: list[dict] = []  # what `commits` last found
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -159,10 +158,8 @@ class ResultStore:
         `replaces`, see pipeline/compact.py) is not, even while its files are still there."""
         markers = self._markers()
         replaced = _replaced(markers)
-        self.seen_commits = sorted(
-            (c for c in markers.values() if c["batch_id"] not in replaced),
-            key=lambda c: c["batch_id"])
-        return self.seen_commits
+        return sorted((c for c in markers.values() if c["batch_id"] not in replaced),
+                      key=lambda c: c["batch_id"])
 
     def _markers(self) -> dict[str, dict]:
         """Every commit marker, by path."""
@@ -199,11 +196,8 @@ class ResultStore:
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
-        with ThreadPoolExecutor(len(TABLES)) as pool:  # on S3 the listings overlap
-            listed = list(pool.map(self._batch_dirs, TABLES))
         self.replaced_left = {m["batch_id"] for m in markers.values()} & replaced
-        for batch_dir in (d for dirs in listed for d in dirs):
-            batch = batch_dir.rsplit("batch=", 1)[-1]
+        for batch, batch_dir in self._every_batch_dir():
             if batch in replaced:
                 self.replaced_left.add(batch)
             elif batch not in commits:
@@ -217,10 +211,8 @@ class ResultStore:
         whose files are gone would lose its rows."""
         markers = self._markers()
         replaced = _replaced(markers)
-        with ThreadPoolExecutor(len(TABLES)) as pool:
-            listed = list(pool.map(self._batch_dirs, TABLES))
-        for batch_dir in (d for dirs in listed for d in dirs):
-            if batch_dir.rsplit("batch=", 1)[-1] in replaced:
+        for batch, batch_dir in self._every_batch_dir():
+            if batch in replaced:
                 self.fs.rm(batch_dir, recursive=True)
         for path, marker in markers.items():
             if marker["batch_id"] in replaced:
@@ -236,6 +228,12 @@ class ResultStore:
             return sorted(glob.glob(os.path.join(base, "grader=*", "batch=*", "*.parquet")))
         return sorted(p for p in self.fs.find(base) if p.endswith(".parquet")
                       and p[len(base) + 1:].count("/") == 2 and "/batch=" in p)
+
+    def _every_batch_dir(self) -> list[tuple[str, str]]:
+        """(batch id, folder) of every batch folder of every table, committed or not."""
+        with ThreadPoolExecutor(len(TABLES)) as pool:  # on S3 the listings overlap
+            listed = list(pool.map(self._batch_dirs, TABLES))
+        return [(folder.rsplit("batch=", 1)[-1], folder) for dirs in listed for folder in dirs]
 
     def _batch_dirs(self, table: str) -> list[str]:
         """Every batch folder of a table, committed or not, sorted (object stores keep no
@@ -365,15 +363,18 @@ class ResultStore:
                          [self.path("reports", f"grader={slug}", n) for _, n in pairs])
         self._remove(staging)
 
-    def fingerprints(self, grader_ids: set[str]) -> dict[str, str]:
-        """{run_uri: fingerprint} of every run committed under one of `grader_ids`.
+    def fingerprints(self, grader_ids: set[str], commits: list[dict] | None = None
+                     ) -> dict[str, str]:
+        """{run_uri: fingerprint} of every run committed under one of `grader_ids` (in
+        `commits`, the committed batches, when the caller has read them).
 
         A run stored in several batches keeps the fingerprint of its latest batch, the one the
         catalog shows. Reads two columns of the committed `runs` parts, nothing else: locally
         in one scan (polars reads the parts side by side and keeps their order), from S3
         fetched whole, many at a time (a part is a few tens of KB).
         """
-        batches = {c["batch_id"] for c in self.commits() if c["grader_id"] in grader_ids}
+        commits = self.commits() if commits is None else commits
+        batches = {c["batch_id"] for c in commits if c["grader_id"] in grader_ids}
         slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
         parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
         paths = [url if self.local else url.split("://", 1)[1]
@@ -528,22 +529,20 @@ class ResultStore:
         self._put(self.path(GRADES, f"{record['grade_id']}.json"),
                   json.dumps(record, indent=1).encode() + b"\n")
 
-    def close_interrupted_grade(self) -> str | None:
-        """Mark the latest grade record `interrupted` while it still says `running`; return its
-        grade id. Call with the lock held: the grade that wrote it is gone (killed, or its
-        machine lost), and grades hold the lock one at a time, so only the latest can be."""
+    def close_interrupted_grade(self) -> None:
+        """Mark the latest grade record `interrupted` while it still says `running`. Call with
+        the lock held: the grade that wrote it is gone (killed, or its machine lost), and
+        grades hold the lock one at a time, so only the latest can be."""
         try:
             names = sorted(p for p in self.fs.ls(self.path(GRADES), detail=False)
                            if p.endswith(".json"))
         except FileNotFoundError:
-            return None
+            return
         record = _json_or_none(self.fs.cat_file(names[-1])) if names else None
-        if record is None or record.get("status") != "running":
-            return None
-        record.update(grade_id=names[-1].rsplit("/", 1)[-1].removesuffix(".json"),
-                      status="interrupted")
-        self.log_grade(record)
-        return record["grade_id"]
+        if record is not None and record.get("status") == "running":
+            record.update(grade_id=names[-1].rsplit("/", 1)[-1].removesuffix(".json"),
+                          status="interrupted")
+            self.log_grade(record)
 
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
