@@ -13,6 +13,8 @@ import os
 import secrets
 from typing import TYPE_CHECKING
 
+import polars as pl
+
 from .scoring import model_sql
 from .store import GRADES, ResultStore, flush_to_disk
 from .tables import TABLES
@@ -69,13 +71,29 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
         raise FileNotFoundError(
             f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS --out "
             f"{results}` first (grades by a rungrade from before the log are not in it)")
-    con = duckdb.connect()
-    if not store.local:
-        con.register_filesystem(store.fs)
     columns = ", ".join(f'to_json("{name}")::varchar as "{name}"' if flat and (
         kind.endswith("]") or kind.startswith("MAP")) else f'"{name}"'
         for name, kind in GRADE_COLUMNS.items())
-    return con.sql(f"select {columns} from {records} order by grade_id").pl()
+
+    def query() -> pl.DataFrame:  # (a connection each: DuckDB keeps what a file held)
+        con = duckdb.connect()
+        if not store.local:
+            con.register_filesystem(store.fs)
+        return con.sql(f"select {columns} from {records} order by grade_id").pl()
+
+    log = query()
+    # A grade killed outright leaves its record `running` until the next grade closes it.
+    # Only the latest record can be (each grade closes the one before); once no process
+    # holds the results lock, that grade is gone, and it reads `interrupted`, as the next
+    # grade will write. The record is read again after the look at the lock: a grade that
+    # finished in between has said so, and the log is then read anew.
+    if log.is_empty() or log["status"][-1] != "running" or store.lock_held() is not False:
+        return log
+    latest = log["grade_id"][-1]
+    if store.grade_status(latest) != "running":
+        return query()
+    return log.with_columns(pl.when(pl.col("grade_id") == latest).then(pl.lit("interrupted"))
+                            .otherwise(pl.col("status")).alias("status"))
 
 
 def _source(store: ResultStore, table: str) -> str:

@@ -458,7 +458,8 @@ def grades(
 
     What each grade found, skipped, graded, refused and could not list (the `grades` view).
 
-    A record `running` whose grade is gone was killed: the next grade marks it `interrupted`.
+    A grade killed outright (or whose machine was lost) shows `interrupted` once no process
+    holds the results lock; its record says `running` until the next grade or compaction.
 
     Exit codes: 0 done; 2 RESULTS holds no grade log.
     """

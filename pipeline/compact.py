@@ -67,6 +67,7 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
     if not store.commits():  # (before the lock, which would make the folder)
         raise FileNotFoundError(f"{results_uri} holds no committed results")
     with store.lock("rungrade compact") as still_locked:
+        store.close_interrupted_grade()  # (a grade still `running` cannot be: this holds the lock)
         store.discard_uncommitted()
         if store.replaced_left:  # what an earlier compaction, killed, left
             tidy_compacted(store)

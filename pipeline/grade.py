@@ -205,8 +205,9 @@ class GradeLog:
     most every GRADE_LOG_EVERY_S: the record holds every batch id, so a grade of thousands
     of small batches would otherwise write it over and over), and on the way out `finished`,
     `stopped` (SIGTERM), `failed` (with the error) or `interrupted` (Ctrl-C). A grade killed
-    outright leaves its record `running`: the next grade on the same results marks it
-    `interrupted`. The record is the `--json` summary with the grade's status and times."""
+    outright leaves its record `running`: the next grade (or compaction) on the same results
+    marks it `interrupted`, and `read_grades` reads it so once no process holds the lock. The
+    record is the `--json` summary with the grade's status and times."""
 
     def __init__(self, store: ResultStore, summary: Summary, started: float):
         self.store, self.summary, self.started = store, summary, started

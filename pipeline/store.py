@@ -70,6 +70,24 @@ def _json_or_none(data: bytes) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
+def _process_alive(pid: object) -> bool:
+    """Whether process `pid` of this machine lives (a zombie, killed but not yet waited for,
+    does not: it holds no lock)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (another user's process)
+        return True
+    try:  # Linux: the state follows the command name, which may hold spaces or parentheses
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rpartition(b")")[2].split()[:1] != [b"Z"]
+    except OSError:
+        return True
+
+
 def _replaced(markers: dict[str, dict]) -> set[str]:
     """The batch ids the compacted batches among `markers` replace."""
     return {batch for marker in markers.values() for batch in marker.get("replaces", ())}
@@ -544,6 +562,14 @@ class ResultStore:
                           status="interrupted")
             self.log_grade(record)
 
+    def grade_status(self, grade_id: str) -> str | None:
+        """The status the record of `grade_id` says now (None: no such record)."""
+        try:
+            data = self.fs.cat_file(self.path(GRADES, f"{grade_id}.json"))
+        except FileNotFoundError:
+            return None
+        return (_json_or_none(data) or {}).get("status")
+
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
     def lock(self, command: str = "rungrade grade",
@@ -565,6 +591,34 @@ class ResultStore:
         else:
             with self._s3_lock(owner, stale_after) as check:
                 yield check
+
+    def lock_held(self, stale_after: float = S3_LOCK_STALE_SECONDS) -> bool | None:
+        """Whether some process holds the results lock, found without taking it (a look
+        never makes a grade starting at that moment refuse): True, False, or None when this
+        machine cannot tell (local results whose lock names a process of another machine).
+
+        Locally the lock file names its holder while the lock is held; a holder killed
+        outright leaves its name there, but the kernel has released its `flock`: the lock is
+        held while the named process lives (a process since given the same pid reads as
+        holding it, the safe side). On S3 it is held while the lock object's heartbeat is
+        younger than `stale_after`, as for a grade wanting to take it.
+        """
+        if not self.local:
+            try:
+                head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
+            except FileNotFoundError:
+                return False
+            return (datetime.now(UTC) - head["LastModified"]).total_seconds() < stale_after
+        try:
+            with open(self.path(LOCAL_LOCK_NAME), "rb") as handle:
+                holder = _json_or_none(handle.read())
+        except FileNotFoundError:
+            return False
+        if not holder:  # emptied by a holder that let go (or one writing its name just now)
+            return False
+        if holder.get("host") != socket.gethostname():
+            return None
+        return _process_alive(holder.get("pid"))
 
     def _locked_message(self, holder: dict | None, stale_after: float | None = None) -> str:
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "

@@ -8,7 +8,12 @@ test_crash_batch.py and test_faults.py, S3 in test_s3_batch.py.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -16,13 +21,15 @@ import polars as pl
 import pytest
 
 from pipeline import grade
-from pipeline.catalog import GRADE_COLUMNS, connect
+from pipeline.catalog import GRADE_COLUMNS, connect, read_grades
 from pipeline.checks import default_grader
+from pipeline.compact import compact
 from pipeline.grade import grade_runs
 from pipeline.store import ResultStore, new_batch_id
 from pipeline.synth import synthesize
 
 RUNS = 24
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +137,63 @@ def test_a_record_left_running_by_a_dead_grade_is_closed_by_the_next(corpus: Pat
         "finished", "interrupted", "finished"]
     assert rows[dead["grade_id"]]["found"] == first.found  # the rest kept as it was
     assert rows[dead["grade_id"]]["finished_at"] is None  # (when it ended is not known)
+
+
+def shown_statuses(out: Path) -> list[str]:
+    """The status column of `rungrade grades OUT`."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    shown = CliRunner().invoke(app, ["grades", str(out)])
+    assert shown.exit_code == 0, shown.output
+    return [line.split()[2] for line in shown.stdout.splitlines() if line.startswith(" 20")]
+
+
+def test_a_killed_grade_reads_interrupted_once_nobody_holds_the_lock(corpus: Path,
+                                                                      tmp_path: Path):
+    # A grade frozen (SIGSTOP) mid-run still holds the lock: `running`. Killed, nobody does:
+    # `rungrade grades` says `interrupted` at once, while its record says `running` until
+    # the next grade (or a compaction) closes it.
+    out = tmp_path / "results"
+    proc = subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out),
+                             "--batch-size", "2", "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while not (out / "_grades").is_dir() or not records(out):
+            assert proc.poll() is None and time.monotonic() < end
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGSTOP)  # (the record is written once it holds the lock)
+        store = ResultStore(str(out))
+        assert records(out)[0]["status"] == "running" and store.lock_held() is True
+        assert read_grades(str(out))["status"].to_list() == ["running"]
+        assert shown_statuses(out) == ["running"]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert records(out)[0]["status"] == "running"  # as the kill left it
+    assert store.lock_held() is False
+    assert read_grades(str(out))["status"].to_list() == ["interrupted"]
+    assert shown_statuses(out) == ["interrupted"]
+    # a grade that finished between the look at the lock and the second reading of its
+    # record reads as it ended
+    record = records(out)[0]
+    store.log_grade({**record, "status": "finished"})
+    assert read_grades(str(out))["status"].to_list() == ["finished"]
+
+
+def test_compaction_closes_a_record_left_running(corpus: Path, tmp_path: Path):
+    out = tmp_path / "results"
+    for _ in range(2):  # (two batches of one grader id: something to compact)
+        grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1,
+                   full=True)
+    store = ResultStore(str(out))
+    dead = {**records(out)[-1], "grade_id": new_batch_id(), "status": "running",
+            "finished_at": None}
+    store.log_grade(dead)
+    compact(str(out))
+    assert [r["status"] for r in records(out)] == ["finished", "finished", "interrupted"]
 
 
 def test_the_grades_command_shows_the_log(corpus: Path, tmp_path: Path):

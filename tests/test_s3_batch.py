@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.catalog import read_grades
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
 from pipeline.sources.bucket import Bucket
@@ -79,8 +80,16 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
     # a grade killed outright left its record running (written here as it would have)
     record = json.loads(s3fs_client.cat_file(
         f"{s3_bucket}/results/_grades/{summary['grade_id']}.json"))
-    ResultStore(results, s3_server).log_grade(
+    store = ResultStore(results, s3_server)
+    store.log_grade(
         {**record, "grade_id": new_batch_id(), "status": "running", "finished_at": None})
+    # no lock object: `rungrade grades` reads that grade interrupted at once (its record
+    # says running until the next grade); while a lock's heartbeat is fresh, running
+    assert store.lock_held() is False
+    assert read_grades(results, s3_server)["status"].to_list() == ["finished", "interrupted"]
+    with store.lock():
+        assert store.lock_held() is True and store.lock_held(stale_after=0) is False
+        assert read_grades(results, s3_server)["status"].to_list()[-1] == "running"
 
     # nothing changed: everything is skipped and nothing is committed
     again = json.loads(cli.invoke(app, args).output)
