@@ -65,7 +65,7 @@ def grade(
                     "1 runs everything in this process).")] = None,
     shard_runs: Annotated[int | None, typer.Option(
         "--shard-runs", min=1,
-        help="Runs a worker reads and grades at once, at most (default 400; and at most a "
+        help="Runs a worker reads and grades at once, at most (default 600; and at most a "
              "batch's share per worker): larger shards spend less CPU a run and hold more "
              "memory in each worker (see README, Performance).")] = None,
     engine: Annotated[str, typer.Option(

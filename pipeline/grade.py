@@ -376,7 +376,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
-SHARD_RUNS = 400  # at most this many runs read and graded per task (memory follows it)
+SHARD_RUNS = 600  # at most this many runs read and graded per task (memory follows it)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
 
