@@ -595,7 +595,8 @@ class ResultStore:
     def lock_held(self, stale_after: float = S3_LOCK_STALE_SECONDS) -> bool | None:
         """Whether some process holds the results lock, found without taking it (a look
         never makes a grade starting at that moment refuse): True, False, or None when this
-        machine cannot tell (local results whose lock names a process of another machine).
+        process cannot tell (local results whose lock names a process of another machine, or
+        a lock it may not read).
 
         Locally the lock file names its holder while the lock is held; a holder killed
         outright leaves its name there, but the kernel has released its `flock`: the lock is
@@ -603,17 +604,16 @@ class ResultStore:
         holding it, the safe side). On S3 it is held while the lock object's heartbeat is
         younger than `stale_after`, as for a grade wanting to take it.
         """
-        if not self.local:
-            try:
-                head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
-            except FileNotFoundError:
-                return False
-            return (datetime.now(UTC) - head["LastModified"]).total_seconds() < stale_after
         try:
+            if not self.local:
+                head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
+                return (datetime.now(UTC) - head["LastModified"]).total_seconds() < stale_after
             with open(self.path(LOCAL_LOCK_NAME), "rb") as handle:
                 holder = _json_or_none(handle.read())
         except FileNotFoundError:
             return False
+        except OSError:  # (not allowed to look, say)
+            return None
         if not holder:  # emptied by a holder that let go (or one writing its name just now)
             return False
         if holder.get("host") != socket.gethostname():

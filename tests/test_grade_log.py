@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -181,6 +182,30 @@ def test_a_killed_grade_reads_interrupted_once_nobody_holds_the_lock(corpus: Pat
     record = records(out)[0]
     store.log_grade({**record, "status": "finished"})
     assert read_grades(str(out))["status"].to_list() == ["finished"]
+
+
+def test_a_running_record_stays_running_where_the_lock_cannot_tell(corpus: Path,
+                                                                    tmp_path: Path):
+    # Results shared with another machine, whose grade holds the lock: this machine cannot
+    # see that process, so the record is shown as written; so for a lock it cannot read.
+    out = tmp_path / "results"
+    grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    store = ResultStore(str(out))
+    store.log_grade({**records(out)[0], "grade_id": new_batch_id(), "status": "running",
+                     "finished_at": None})
+    lock = out / "_lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": "another-machine"}))
+    assert store.lock_held() is None
+    assert read_grades(str(out))["status"].to_list() == ["finished", "running"]
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+    assert store.lock_held() is True  # (this process: alive)
+    lock.unlink()
+    lock.mkdir()  # (a folder where the lock file goes: it cannot be read)
+    assert store.lock_held() is None
+    assert read_grades(str(out))["status"].to_list() == ["finished", "running"]
+    lock.rmdir()
+    assert store.lock_held() is False
+    assert read_grades(str(out))["status"].to_list() == ["finished", "interrupted"]
 
 
 def test_compaction_closes_a_record_left_running(corpus: Path, tmp_path: Path):
