@@ -934,15 +934,17 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         def start(refs: list[RunRef], last: bool = False) -> None:
             batch_id = new_batch_id()
             # one shard per worker, but never so large that a worker's memory follows the
-            # batch; shards of even sizes, so that none pays a shard's fixed cost for a
-            # remainder (2,000 runs with at most 600 a shard: four of 500, not 600, 600, 600
-            # and 200)
-            size = min(-(-len(refs) // workers), shard_runs)
-            count = -(-len(refs) // size)
+            # batch; shards of even sizes (one run apart at most), so that none pays a shard's
+            # fixed cost for a remainder (2,000 runs with at most 600 a shard: four of 500,
+            # not 600, 600, 600 and 200)
+            count = -(-len(refs) // min(-(-len(refs) // workers), shard_runs))
             if last:  # nothing follows: as many shards per worker, so none idles at the end
-                count = -(-count // workers) * workers
-            size = -(-len(refs) // count)
-            shards = [refs[i:i + size] for i in range(0, len(refs), size)]
+                count = min(-(-count // workers) * workers, len(refs))
+            size, more = divmod(len(refs), count)  # the first `more` shards hold one run more
+            shards, begin = [], 0
+            for k in range(count):
+                shards.append(refs[begin:begin + size + (k < more)])
+                begin += size + (k < more)
             generation = engine.generation
             inflight.append((batch_id, [
                 (shard, generation, engine.submit_grade(_grade_task, job, batch_id, k, shard))

@@ -161,6 +161,10 @@ def test_shard_runs_caps_the_runs_a_worker_grades_at_once(corpus: Path, tmp_path
     capped, capped_verdicts = graded(tmp_path / "capped", "--shard-runs", "5")
     assert sum(capped) == RUNS and max(capped) <= 5 and len(capped) >= -(-RUNS // 5), capped
     assert capped_verdicts == whole_verdicts and whole_verdicts
+    # shards of even sizes: a 20-run batch at most 6 a shard is four of 5 (not 6, 6, 6 and 2),
+    # then the last 4 runs two of 2, one a worker
+    even, even_verdicts = graded(tmp_path / "even", "--shard-runs", "6", "--batch-size", "20")
+    assert even == [2, 2, 5, 5, 5, 5] and even_verdicts == whole_verdicts
 
     refused = cli.invoke(app, ["grade", str(runs), "--out", str(tmp_path / "none"),
                                "--shard-runs", "0"])
