@@ -6,7 +6,7 @@ that warms the process as a worker's first shard does (imports, regex compiles, 
 readings), and reports the CPU milliseconds each stage takes per shard and per run, its share
 of the task, and the CPU of one process simply reading every file of the same runs.
 
-Two shard sizes are timed, taking turns (by default 400 runs, as a grade cuts a large batch,
+Two shard sizes are timed, taking turns (by default 500 runs, as a grade cuts a 2,000-run batch,
 and 1 run): what a 1-run shard costs is the part of each stage that does not depend on the
 shard's size, paid once per shard. The stages are found by wrapping the functions a worker
 calls (`measure` runs inside `run_checks`; "checks" is the rest of `run_checks`).
@@ -117,7 +117,7 @@ def plain_read_cpu(refs: list) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="400,1",
+    parser.add_argument("--sizes", default="500,1",
                         help="shard sizes to time, comma-separated (runs per shard)")
     parser.add_argument("--shards", type=int, default=5, help="shards timed of each size")
     parser.add_argument("--seed", type=int, default=7)
