@@ -478,6 +478,10 @@ def grades(
                                           f"on {results}")
     for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):
         err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
+    for row in log.tail(last).filter(pl.col("status") == "interrupted").iter_rows(named=True):
+        err.print(f"{row['grade_id']} was interrupted (Ctrl-C, or killed): the batches it "
+                  "committed stand; the next grade of the same runs grades the rest",
+                  soft_wrap=True, markup=False)
     for row in log.tail(last).filter(pl.col("unlisted").list.len() > 0).iter_rows(named=True):
         err.print(f"{row['grade_id']} could not list: " + "; ".join(
             f"{u['path']} ({u['error']})" for u in row["unlisted"]), soft_wrap=True, markup=False)

@@ -141,14 +141,17 @@ def test_a_record_left_running_by_a_dead_grade_is_closed_by_the_next(corpus: Pat
 
 
 def shown_statuses(out: Path) -> list[str]:
-    """The status column of `rungrade grades OUT`."""
+    """The status column of `rungrade grades OUT` (each interrupted grade told of on stderr)."""
     from typer.testing import CliRunner
 
     from pipeline.cli import app
 
     shown = CliRunner().invoke(app, ["grades", str(out)])
     assert shown.exit_code == 0, shown.output
-    return [line.split()[2] for line in shown.stdout.splitlines() if line.startswith(" 20")]
+    statuses = [line.split()[2] for line in shown.stdout.splitlines() if line.startswith(" 20")]
+    told = [line.split()[0] for line in shown.stderr.splitlines() if "was interrupted" in line]
+    assert len(told) == statuses.count("interrupted"), shown.stderr
+    return statuses
 
 
 def test_a_killed_grade_reads_interrupted_once_nobody_holds_the_lock(corpus: Path,
