@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -80,6 +81,24 @@ def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
     assert [c[1:4] + c[5:7] for c in cells] == [
         ["finished", f"{r['elapsed_s']:.1f}", str(r["found"]), str(r["graded"]),
          str(r["refused"])] for r in reversed(log)]
+
+
+def test_report_shows_a_killed_grade_interrupted(results, tmp_path):
+    # as `rungrade grades` does: a record left `running` while nobody holds the lock
+    from pipeline.store import ResultStore, new_batch_id
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    log = [json.loads(p.read_text()) for p in sorted((copy / "_grades").glob("*.json"))]
+    ResultStore(str(copy)).log_grade({**log[-1], "grade_id": new_batch_id(),
+                                      "status": "running", "finished_at": None})
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", str(copy), "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", parse(out)[0], re.S).group(1)
+    statuses = [re.findall(r"<td[^>]*>([^<]*)</td>", row)[1]
+                for row in re.findall(r"<tr>(.*?)</tr>", grades.split("<tbody>")[1])]
+    assert statuses == ["interrupted"] + ["finished"] * len(log)  # (newest first)
 
 
 def test_report_flip_matrix_follows_base_and_head(results, tmp_path):
