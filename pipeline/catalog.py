@@ -90,7 +90,7 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     if log.is_empty() or log["status"][-1] != "running" or store.lock_held() is not False:
         return log
     latest = log["grade_id"][-1]
-    if store.grade_status(latest) != "running":
+    if (store.grade_record(latest) or {}).get("status") != "running":
         return query()
     return log.with_columns(pl.when(pl.col("grade_id") == latest).then(pl.lit("interrupted"))
                             .otherwise(pl.col("status")).alias("status"))

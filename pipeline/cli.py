@@ -676,16 +676,11 @@ def report(
     Exit codes: 0 done; 2 no results or an unknown grader id.
     """
     from .analysis import ResultsQueryError
-    from .catalog import read_grades
     from .html_report import build_report
 
     con = _open_results(results, endpoint_url)
     try:
-        log = read_grades(results, endpoint_url)  # (as `rungrade grades` shows it)
-    except FileNotFoundError:  # results from before the grade log: the view is empty
-        log = None
-    try:
-        page = build_report(con, results, base, head, grades=log)
+        page = build_report(con, results, base, head, endpoint_url)
     except ResultsQueryError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
     html_out.parent.mkdir(parents=True, exist_ok=True)

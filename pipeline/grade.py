@@ -941,10 +941,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if last:  # nothing follows: as many shards per worker, so none idles at the end
                 count = min(-(-count // workers) * workers, len(refs))
             size, more = divmod(len(refs), count)  # the first `more` shards hold one run more
-            shards, begin = [], 0
-            for k in range(count):
-                shards.append(refs[begin:begin + size + (k < more)])
-                begin += size + (k < more)
+            shards = [refs[k * size + min(k, more):(k + 1) * size + min(k + 1, more)]
+                      for k in range(count)]
             generation = engine.generation
             inflight.append((batch_id, [
                 (shard, generation, engine.submit_grade(_grade_task, job, batch_id, k, shard))

@@ -112,10 +112,8 @@ def flip_chart(matrix: pl.DataFrame, base: str, head: str):
 
 
 def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None = None,
-                 head: str | None = None, grades: pl.DataFrame | None = None) -> str:
-    """The report page as one HTML string. Refuses unknown grader ids (ResultsQueryError).
-    `grades`: the grade log as `catalog.read_grades` reads it (a grade killed outright shown
-    `interrupted` once nobody holds the lock); the `grades` view when not given."""
+                 head: str | None = None, endpoint_url: str | None = None) -> str:
+    """The report page as one HTML string. Refuses unknown grader ids (ResultsQueryError)."""
     ids = analysis.grader_ids(con)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -126,7 +124,7 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
         f"{html.escape(', '.join(ids))}</p>",
         "<h2>Runs per grader id</h2>", _table(analysis.grader_totals(con)),
         "<h2>Recent grades</h2>", _table(analysis.recent_grades(
-            con.sql("select * from grades").pl() if grades is None else grades).reverse()),
+            _grade_log(con, results, endpoint_url)).reverse()),
     ]
     dist = analysis.score_distribution(con)
     parts.append("<h2>Score distribution</h2>")
@@ -162,11 +160,24 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
     return "\n".join(parts)
 
 
+def _grade_log(con: duckdb.DuckDBPyConnection, results: str,
+               endpoint_url: str | None) -> pl.DataFrame:
+    """The grade log as `rungrade grades` shows it (`catalog.read_grades`: a grade killed
+    outright reads `interrupted` once nobody holds the lock); results from before the log
+    have none, and the `grades` view is then empty."""
+    from .catalog import read_grades
+
+    try:
+        return read_grades(results, endpoint_url)
+    except FileNotFoundError:
+        return con.sql("select * from grades").pl()
+
+
 def write_report(results: str, out: Path | str, base: str | None = None,
                  head: str | None = None, endpoint_url: str | None = None) -> Path:
     """Write the report of `results` to `out`; return its path."""
     con = analysis.open_results(results, endpoint_url)
-    page = build_report(con, results, base, head)
+    page = build_report(con, results, base, head, endpoint_url)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

@@ -556,19 +556,18 @@ class ResultStore:
                            if p.endswith(".json"))
         except FileNotFoundError:
             return
-        record = _json_or_none(self.fs.cat_file(names[-1])) if names else None
+        latest = names[-1].rsplit("/", 1)[-1].removesuffix(".json") if names else None
+        record = self.grade_record(latest) if latest else None
         if record is not None and record.get("status") == "running":
-            record.update(grade_id=names[-1].rsplit("/", 1)[-1].removesuffix(".json"),
-                          status="interrupted")
+            record.update(grade_id=latest, status="interrupted")
             self.log_grade(record)
 
-    def grade_status(self, grade_id: str) -> str | None:
-        """The status the record of `grade_id` says now (None: no such record)."""
+    def grade_record(self, grade_id: str) -> dict | None:
+        """The record of `grade_id` as it is now (None: no such record, or not one)."""
         try:
-            data = self.fs.cat_file(self.path(GRADES, f"{grade_id}.json"))
+            return _json_or_none(self.fs.cat_file(self.path(GRADES, f"{grade_id}.json")))
         except FileNotFoundError:
             return None
-        return (_json_or_none(data) or {}).get("status")
 
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
