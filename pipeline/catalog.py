@@ -96,9 +96,18 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
                             .otherwise(pl.col("status")).alias("status"))
 
 
-def _source(store: ResultStore, table: str) -> str:
-    glob = store.url(store.path(table, "grader=*", "batch=*", "*.parquet"))
-    return f"read_parquet('{glob}', hive_partitioning = true, union_by_name = true)"
+def _source(store: ResultStore, table: str, parts: list[str] | None = None) -> str:
+    """The Parquet parts of `table`: `parts` (URLs) when given, else every part its folder
+    holds (the views keep the committed batches' rows)."""
+    if parts:
+        files = "[" + ", ".join(_quoted(url) for url in parts) + "]"
+    else:
+        files = _quoted(store.url(store.path(table, "grader=*", "batch=*", "*.parquet")))
+    return f"read_parquet({files}, hive_partitioning = true, union_by_name = true)"
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
@@ -109,15 +118,19 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         raise FileNotFoundError(
             f"{store.uri} holds no committed results; run `rungrade grade RUNS --out "
             f"{store.uri}` first")
+    parts: dict[str, list[str]] = {}
     if not store.local:
-        con.register_filesystem(store.fs)
+        # the committed parts named one by one, rather than a glob each query would list
+        # again; DuckDB reads them through a filesystem that knows their sizes
+        parts = store.tables_files({c["batch_id"] for c in commits})
+        con.register_filesystem(store.query_filesystem())
     batches = ", ".join(f"('{c['batch_id']}', '{c['grader_id']}')" for c in commits)
     con.execute(f"create or replace table _commits (batch_id varchar, grader_id varchar); "
                 f"insert into _commits values {batches}")
     con.execute(f"""
         create or replace view _current as
         select grader_id, run_uri, max(batch) as batch
-        from {_source(store, 'runs')}
+        from {_source(store, 'runs', parts.get('runs'))}
         where batch in (select batch_id from _commits)
         group by grader_id, run_uri
     """)
@@ -126,7 +139,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         con.execute(f"""
             create or replace view {table} as
             select t.* exclude (grader, batch), t.batch as batch_id
-            from {_source(store, table)} as t
+            from {_source(store, table, parts.get(table))} as t
             semi join _current as c
                 on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
         """)

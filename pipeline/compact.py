@@ -77,7 +77,7 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
         con = duckdb.connect()
         try:
             if not store.local:
-                con.register_filesystem(store.fs)
+                con.register_filesystem(store.query_filesystem())
             todo = {}  # grader id -> the batches to merge
             for grader_id, batches in by_grader.items():
                 merged = batches if everything else _since_compacted(batches)
@@ -109,7 +109,9 @@ class _Steps:
 def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: Compaction,
              still_locked: Callable[[], None], steps: _Steps) -> None:
     """Stage, publish and commit the rows of `batches` (one grader id's) as one batch."""
-    files = {table: _files(store, table, grader_id, set(batches)) for table in TABLES}
+    slug = f"/grader={grader_slug(grader_id)}/"
+    files = {table: [url for url in urls if slug in url]
+             for table, urls in store.tables_files(set(batches)).items()}
     batch_id = f"{min(batches).partition(COMPACTED)[0]}{COMPACTED}{secrets.token_hex(4)}"
     attempt = new_attempt(0)
     counts = {}
@@ -145,11 +147,6 @@ def _since_compacted(batches: list[str]) -> list[str]:
     whose compacted batch, named after its first, sorts after every batch before it."""
     last = max((i for i, batch in enumerate(batches) if COMPACTED in batch), default=-1)
     return batches[last + 1:]
-
-
-def _files(store: ResultStore, table: str, grader_id: str, batches: set[str]) -> list[str]:
-    slug = f"grader={grader_slug(grader_id)}"
-    return [url for url in store.table_files(table, batches) if f"/{slug}/" in url]
 
 
 def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,

@@ -276,3 +276,32 @@ def test_compact_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, s3
     assert not s3fs_client.exists(f"{s3_bucket}/compacted/_staging")
     again = json.loads(cli.invoke(app, args).output)
     assert (again["skipped"], again["batches"]) == (RUNS, [])
+
+
+def test_queries_on_s3_views_only_read_the_committed_parts(runs_bucket: str, s3_bucket: str,
+                                                          s3_server: str):
+    """The views name each committed part, and DuckDB takes the parts' sizes from the listing
+    the catalog made: a query lists nothing and asks no object's metadata, it only reads."""
+    import duckdb
+
+    from pipeline.catalog import create_views
+
+    results = f"s3://{s3_bucket}/queried"
+    first = json.loads(CliRunner().invoke(app, [
+        "grade", runs_bucket, "--out", results, "--endpoint-url", s3_server,
+        "--batch-size", "3", "--workers", "1", "--json"]).output)
+    assert len(first["batches"]) == 3
+    store = ResultStore(results, s3_server)
+    con = duckdb.connect()
+    create_views(con, store)
+    asked: list[str] = []
+
+    def count(model, **_) -> None:
+        asked.append(model.name)
+
+    # DuckDB reaches S3 only through the filesystem the views were made with
+    store.query_filesystem().s3.meta.events.register("before-call.s3", count)
+    scores = con.sql("select count(*) from run_scores").fetchall()
+    con.sql("select * from version_summary").pl()  # a mart: several tables in one query
+    assert scores == [(first["graded"],)]
+    assert asked and set(asked) == {"GetObject"}, sorted(set(asked))
