@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -305,3 +306,19 @@ def test_queries_on_s3_views_only_read_the_committed_parts(runs_bucket: str, s3_
     con.sql("select * from version_summary").pl()  # a mart: several tables in one query
     assert scores == [(first["graded"],)]
     assert asked and set(asked) == {"GetObject"}, sorted(set(asked))
+
+
+def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, tmp_path):
+    results = f"s3://{s3_bucket}/reported"
+    cli = CliRunner()
+    first = json.loads(cli.invoke(app, ["grade", runs_bucket, "--out", results,
+                                        "--endpoint-url", s3_server, "--json"]).output)
+    page = tmp_path / "report.html"
+    done = cli.invoke(app, ["report", results, "--endpoint-url", s3_server, "--html", str(page)])
+    assert done.exit_code == 0, done.output
+    html = page.read_text(encoding="utf-8")
+    assert html.count("data:image/png;base64,") == 2  # one grader id: no flip matrix
+    grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", html, re.S).group(1)
+    row = re.findall(r"<td[^>]*>([^<]*)</td>", grades.split("<tbody>")[1])
+    assert row[1:4] + row[5:7] == ["finished", f"{first['elapsed_s']:.1f}", str(RUNS),
+                                   str(first["graded"]), str(first["refused"])]
