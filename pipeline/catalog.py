@@ -118,6 +118,9 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         raise FileNotFoundError(
             f"{store.uri} holds no committed results; run `rungrade grade RUNS --out "
             f"{store.uri}` first")
+    # Each view reads the footer of every part of its tables when it is bound, and so does
+    # every view built on it, each time: kept once read, a part is never rewritten.
+    con.execute("set parquet_metadata_cache = true")
     parts: dict[str, list[str]] = {}
     if not store.local:
         # the committed parts named one by one, rather than a glob each query would list
