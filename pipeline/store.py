@@ -808,7 +808,9 @@ class ResultStore:
 
     def tables_files(self, batches: set[str]) -> dict[str, list[str]]:
         """`table_files` of every table, for `batches`; on S3 the tables listed side by side."""
-        with ThreadPoolExecutor(len(TABLES) if not self.local else 1) as pool:
+        if self.local:
+            return {table: self.table_files(table, batches) for table in TABLES}
+        with ThreadPoolExecutor(len(TABLES)) as pool:
             found = pool.map(lambda table: self.table_files(table, batches), TABLES)
             return dict(zip(TABLES, found, strict=True))
 
