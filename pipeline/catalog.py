@@ -9,8 +9,11 @@ committed batches. `RESULTS/catalog.duckdb` holds the same views for the duckdb 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -48,14 +51,45 @@ def _grade_records(store: ResultStore) -> str | None:
     records = store.path(GRADES, "*.json")
     if not store.fs.glob(records):
         return None
+    return _records_json(store.url(records))
+
+
+def _records_json(files: str) -> str:
+    """The grade records in the JSON files `files` (a glob) as a relation with GRADE_COLUMNS."""
     columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in GRADE_COLUMNS.items())
-    return f"read_json('{store.url(records)}', format = 'auto', columns = {{{columns}}})"
+    return f"read_json({_quoted(files)}, format = 'auto', columns = {{{columns}}})"
+
+
+@contextlib.contextmanager
+def _fetched_records(store: ResultStore) -> Iterator[str | None]:
+    """`_grade_records`, read from a local copy of the records of remote results: DuckDB
+    asks S3 for each record's size before it reads it (three HEAD requests a record, then
+    the GET: 100 records took 4 s against the loopback server, a year of nightly grades
+    would take several times that), where one listing and every record's GET side by side
+    take one round trip or two. Each record is copied whole, as S3 served it."""
+    if store.local:
+        yield _grade_records(store)
+        return
+    paths = store.fs.glob(store.path(GRADES, "*.json"))
+    if not paths:
+        yield None
+        return
+    blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile is left out
+    with tempfile.TemporaryDirectory(prefix="rungrade-grades-") as copy:
+        for path, blob in blobs.items():
+            with open(os.path.join(copy, path.rsplit("/", 1)[-1]), "wb") as out:
+                out.write(blob)
+        yield _records_json(os.path.join(copy, "*.json")) if blobs else None
 
 
 def _grades_source(store: ResultStore) -> str:
     """The grade records as a relation (none yet: no row, the same columns)."""
+    return _grade_records(store) or _no_records()
+
+
+def _no_records() -> str:
     nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in GRADE_COLUMNS.items())
-    return _grade_records(store) or f"(select {nulls} limit 0)"
+    return f"(select {nulls} limit 0)"
 
 
 def read_grades(results: str, endpoint_url: str | None = None, flat: bool = False):
@@ -66,20 +100,18 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     import duckdb
 
     store = ResultStore(results, endpoint_url)
-    records = _grade_records(store)
-    if records is None:
-        raise FileNotFoundError(
-            f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS --out "
-            f"{results}` first (grades by a rungrade from before the log are not in it)")
     columns = ", ".join(f'to_json("{name}")::varchar as "{name}"' if flat and (
         kind.endswith("]") or kind.startswith("MAP")) else f'"{name}"'
         for name, kind in GRADE_COLUMNS.items())
 
     def query() -> pl.DataFrame:  # (a connection each: DuckDB keeps what a file held)
-        con = duckdb.connect()
-        if not store.local:
-            con.register_filesystem(store.fs)
-        return con.sql(f"select {columns} from {records} order by grade_id").pl()
+        with _fetched_records(store) as records:
+            if records is None:
+                raise FileNotFoundError(
+                    f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS "
+                    f"--out {results}` first (grades by a rungrade from before the log are "
+                    "not in it)")
+            return duckdb.connect().sql(f"select {columns} from {records} order by grade_id").pl()
 
     log = query()
     # A grade killed outright leaves its record `running` until the next grade closes it.
@@ -147,8 +179,13 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                 on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
         """)
         made.append(table)
-    con.execute(f"create or replace view grades as select * from {_grades_source(store)} "
-                "order by grade_id")
+    if store.local:  # read anew by each query: later grades' records show too
+        con.execute(f"create or replace view grades as select * from {_grades_source(store)} "
+                    "order by grade_id")
+    else:  # the log as the connection opened, as its other views are (see _fetched_records)
+        with _fetched_records(store) as records:
+            con.execute(f"create or replace table grades as select * from "
+                        f"{records or _no_records()} order by grade_id")
     made.append("grades")
     judged = store.path("judgments", "judge=*", "*.parquet")
     if store.fs.glob(judged):  # the judge cache: one row per answer, each key once

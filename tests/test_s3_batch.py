@@ -306,6 +306,10 @@ def test_queries_on_s3_views_only_read_the_committed_parts(runs_bucket: str, s3_
     con.sql("select * from version_summary").pl()  # a mart: several tables in one query
     assert scores == [(first["graded"],)]
     assert asked and set(asked) == {"GetObject"}, sorted(set(asked))
+    # the grade log as the connection opened: read then, asked nothing of S3 since
+    asked.clear()
+    log = con.sql("select grade_id, status, graded from grades").fetchall()
+    assert log == [(first["grade_id"], "finished", first["graded"])] and not asked
 
 
 def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, tmp_path):
