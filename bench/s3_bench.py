@@ -15,6 +15,8 @@ corpus of --runs runs:
     the same keys, from the root and from the runs folder of one program (its run folders are
     listed in ranges)
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
+  - what an analyst does next: open the views of the S3 results, count a table, read a mart,
+    read the grade log (each timed, and the requests the server answered for them by method)
 The server runs in this process, the plain read and the grade in processes of their own. The
 figures are printed, not asserted.
 """
@@ -31,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 RUNGRADE = str(Path(sys.executable).parent / "rungrade")
@@ -57,12 +60,27 @@ started = time.perf_counter()
 runs = sum(1 for _ in Bucket("s3://" + sys.argv[2], sys.argv[1]).discover())
 print(flat, time.perf_counter() - started, keys, runs)
 """
+# What an analyst does the next morning, timed inside the process (imports excluded): open
+# the views, count a table, read a mart (several tables in one query), read the grade log.
+QUERIES = """
+import sys, time
+from pipeline.catalog import connect, read_grades
+started = time.perf_counter()
+con = connect(sys.argv[2], sys.argv[1])
+opened = time.perf_counter()
+con.sql("select count(*) from run_scores").fetchall()
+table = time.perf_counter()
+con.sql("select * from version_summary").fetchall()
+mart = time.perf_counter()
+read_grades(sys.argv[2], sys.argv[1])
+print(opened - started, table - opened, mart - table, time.perf_counter() - mart)
+"""
 
 
 def slow_s3_server(latency: float):
     """A moto S3 server on a free loopback port that answers each request after `latency`
     seconds; `server.reads` counts the object reads it served, `server.peak` the most
-    requests it had in hand at once."""
+    requests it had in hand at once, `server.methods` the requests by HTTP method."""
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -88,6 +106,7 @@ def slow_s3_server(latency: float):
                         and "/runs/" in environ.get("PATH_INFO", ""))
                 with self.lock:
                     self.reads += read
+                    self.methods[environ["REQUEST_METHOD"]] += 1
                     self.in_flight += 1
                     self.peak = max(self.peak, self.in_flight)
                 try:
@@ -103,6 +122,7 @@ def slow_s3_server(latency: float):
             self._server.serve_forever()
 
     server = SlowS3Server("127.0.0.1", port, verbose=False)
+    server.methods = Counter()
     server.start()
     server.endpoint = f"http://127.0.0.1:{port}"
     return server
@@ -176,6 +196,12 @@ def main(argv: list[str] | None = None) -> dict:
                                           text=True).stdout)
         rerun_s = time.perf_counter() - started
         assert again["skipped"] == summary["found"], again
+        server.methods.clear()
+        queried = subprocess.run([sys.executable, "-c", QUERIES, server.endpoint,
+                                  f"s3://{BUCKET}/results"], check=True, capture_output=True,
+                                 text=True)
+        open_s, table_s, mart_s, log_s = map(float, queried.stdout.split()[:4])
+        asked = dict(server.methods)
         flat_s, discover_s, _ = listings(server.endpoint, f"{BUCKET}/runs")
         # a root at one program's runs folder (the biggest): its run folders, listed in ranges
         program = max((p for p in local.iterdir() if (p / ".prose" / "runs").is_dir()),
@@ -197,6 +223,9 @@ def main(argv: list[str] | None = None) -> dict:
         "discover_over_listing": round(discover_s / flat_s, 2),
         "program_runs": one_runs, "program_discover_s": round(one_discover_s, 2),
         "program_discover_over_listing": round(one_discover_s / one_flat_s, 2),
+        "views_open_s": round(open_s, 2), "table_query_s": round(table_s, 2),
+        "mart_query_s": round(mart_s, 2), "grade_log_s": round(log_s, 2),
+        "analyst_requests": asked, "batches": len(summary["batches"]),
         "graded": summary["graded"], "refused": summary["refused"],
     }
     if args.json:
@@ -218,6 +247,12 @@ def main(argv: list[str] | None = None) -> dict:
                                                    f"flat listing ({one_flat_s:.1f} s)"),
             ("the same corpus from local disk", f"{local_s:.1f} s; S3 takes "
                                                 f"{grade_s / local_s:.1f}× this"),
+            ("analysts' queries on the S3 results", f"views opened {open_s:.2f} s, a table "
+                                                    f"{table_s:.2f} s, a mart {mart_s:.2f} s, "
+                                                    f"the grade log {log_s:.2f} s ("
+                                                    f"{figures['batches']} batches; requests: "
+                                                    + ", ".join(f"{n} {m}" for m, n in
+                                                                sorted(asked.items())) + ")"),
         ]
         width = max(len(name) for name, _ in rows)
         for name, value in rows:
