@@ -158,7 +158,9 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         # the committed parts named one by one, rather than a glob each query would list
         # again; DuckDB reads them through a filesystem that knows their sizes
         parts = store.tables_files({c["batch_id"] for c in commits})
-        con.register_filesystem(store.query_filesystem())
+        fs = store.query_filesystem()
+        fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all
+        con.register_filesystem(fs)
     batches = ", ".join(f"('{c['batch_id']}', '{c['grader_id']}')" for c in commits)
     con.execute(f"create or replace table _commits (batch_id varchar, grader_id varchar); "
                 f"insert into _commits values {batches}")
