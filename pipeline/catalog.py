@@ -156,7 +156,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     parts: dict[str, list[str]] = {}
     if not store.local:
         # the committed parts named one by one, rather than a glob each query would list
-        # again; DuckDB reads them through a filesystem that knows their sizes
+        # again; DuckDB reads them through a filesystem that knows their sizes and keeps them
         parts = store.tables_files({c["batch_id"] for c in commits})
         fs = store.query_filesystem()
         fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all

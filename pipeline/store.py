@@ -332,11 +332,12 @@ class ResultStore:
         """The filesystem DuckDB reads these results through (None: locally, its own).
 
         On S3, the store's, except that it takes what this store's listings said of each part
-        file for the file's size and existence: a part is never rewritten once written, and
-        DuckDB asks for the size of every file a query reads, each time it reads it, which
-        cost a HEAD request per part per query (a view of a mart reads several tables, and
-        the views were bound one after another: 9 s to open the views of three small batches
-        against a loopback server, 0.7 s a table query). Anything else is asked as before.
+        file for the file's size and existence, and keeps the parts it reads (see
+        `_listed_parts_fs`): a part is never rewritten once written, and DuckDB asks for the
+        size of every file a query reads, each time it reads it, which cost a HEAD request per
+        part per query (a view of a mart reads several tables, and the views were bound one
+        after another: 9 s to open the views of three small batches against a loopback
+        server, 0.7 s a table query). Anything else is asked as before.
         """
         if self.local:
             return None
