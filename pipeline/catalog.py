@@ -82,12 +82,8 @@ def _fetched_records(store: ResultStore) -> Iterator[str | None]:
         yield _records_json(os.path.join(copy, "*.json")) if blobs else None
 
 
-def _grades_source(store: ResultStore) -> str:
-    """The grade records as a relation (none yet: no row, the same columns)."""
-    return _grade_records(store) or _no_records()
-
-
 def _no_records() -> str:
+    """No grade record: no row, GRADE_COLUMNS."""
     nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in GRADE_COLUMNS.items())
     return f"(select {nulls} limit 0)"
 
@@ -181,13 +177,11 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                 on t.grader_id = c.grader_id and t.run_uri = c.run_uri and t.batch = c.batch
         """)
         made.append(table)
-    if store.local:  # read anew by each query: later grades' records show too
-        con.execute(f"create or replace view grades as select * from {_grades_source(store)} "
-                    "order by grade_id")
-    else:  # the log as the connection opened, as its other views are (see _fetched_records)
-        with _fetched_records(store) as records:
-            con.execute(f"create or replace table grades as select * from "
-                        f"{records or _no_records()} order by grade_id")
+    # locally a view, read anew by each query (later grades' records show too); on S3 the
+    # log as the connection opened, as its other views are (see _fetched_records)
+    with _fetched_records(store) as records:
+        con.execute(f"create or replace {'view' if store.local else 'table'} grades as "
+                    f"select * from {records or _no_records()} order by grade_id")
     made.append("grades")
     judged = store.path("judgments", "judge=*", "*.parquet")
     if store.fs.glob(judged):  # the judge cache: one row per answer, each key once

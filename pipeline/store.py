@@ -333,11 +333,8 @@ class ResultStore:
 
         On S3, the store's, except that it takes what this store's listings said of each part
         file for the file's size and existence, and keeps the parts it reads (see
-        `_listed_parts_fs`): a part is never rewritten once written, and DuckDB asks for the
-        size of every file a query reads, each time it reads it, which cost a HEAD request per
-        part per query (a view of a mart reads several tables, and the views were bound one
-        after another: 9 s to open the views of three small batches against a loopback
-        server, 0.7 s a table query). Anything else is asked as before.
+        `_listed_parts_fs`): DuckDB asked for the size of every part a query read, each time
+        it read it (a HEAD request per part per query). Anything else is asked as before.
         """
         if self.local:
             return None
@@ -345,10 +342,17 @@ class ResultStore:
             self._query_fs = _listed_parts_fs(self.fs, self._listed_parts)
         return self._query_fs
 
+    def _per_table(self, listing: Callable[[str], list[str]]) -> dict[str, list[str]]:
+        """`listing(table)` of every table; on S3 the tables side by side (the listings
+        overlap), locally one after another."""
+        if self.local:
+            return {table: listing(table) for table in TABLES}
+        with ThreadPoolExecutor(len(TABLES)) as pool:
+            return dict(zip(TABLES, pool.map(listing, TABLES), strict=True))
+
     def _every_batch_dir(self) -> list[tuple[str, str]]:
         """(batch id, folder) of every batch folder of every table, committed or not."""
-        with ThreadPoolExecutor(len(TABLES)) as pool:  # on S3 the listings overlap
-            listed = list(pool.map(self._batch_dirs, TABLES))
+        listed = self._per_table(self._batch_dirs).values()
         return [(folder.rsplit("batch=", 1)[-1], folder) for dirs in listed for folder in dirs]
 
     def _batch_dirs(self, table: str) -> list[str]:
@@ -863,12 +867,8 @@ class ResultStore:
                 if p.split("batch=", 1)[-1].split("/", 1)[0] in batches]
 
     def tables_files(self, batches: set[str]) -> dict[str, list[str]]:
-        """`table_files` of every table, for `batches`; on S3 the tables listed side by side."""
-        if self.local:
-            return {table: self.table_files(table, batches) for table in TABLES}
-        with ThreadPoolExecutor(len(TABLES)) as pool:
-            found = pool.map(lambda table: self.table_files(table, batches), TABLES)
-            return dict(zip(TABLES, found, strict=True))
+        """`table_files` of every table, for `batches` (see `_per_table`)."""
+        return self._per_table(lambda table: self.table_files(table, batches))
 
 
 class ListingIndex:
