@@ -33,7 +33,9 @@ VIEW_MODELS = (
 )
 
 # The columns of the `grades` view, one row per `grade` (its record in `_grades/`), as DuckDB
-# types; a record's other keys (ledger verdicts, judge statistics) stay in its file.
+# types: a record's (a record's other keys, ledger verdicts and judge statistics, stay in its
+# file), and `batches_now`, the committed batches that hold the rows of its `batches` now (see
+# BATCHES_NOW).
 GRADE_COLUMNS = {
     "grade_id": "VARCHAR", "status": "VARCHAR", "started_at": "TIMESTAMPTZ",
     "finished_at": "TIMESTAMPTZ", "elapsed_s": "DOUBLE", "runs_uri": "VARCHAR",
@@ -41,13 +43,23 @@ GRADE_COLUMNS = {
     "new": "BIGINT", "changed": "BIGINT", "unchanged": "BIGINT", "skipped": "BIGINT",
     "graded": "BIGINT", "refused": "BIGINT", "refusals": "MAP(VARCHAR, BIGINT)",
     "verdicts": "MAP(VARCHAR, BIGINT)", "mean_overall_score": "DOUBLE", "batches": "VARCHAR[]",
-    "discarded": "VARCHAR[]", "unlisted": "STRUCT(path VARCHAR, error VARCHAR)[]",
-    "error": "VARCHAR",
+    "batches_now": "VARCHAR[]", "discarded": "VARCHAR[]",
+    "unlisted": "STRUCT(path VARCHAR, error VARCHAR)[]", "error": "VARCHAR",
 }
+RECORD_COLUMNS = {name: kind for name, kind in GRADE_COLUMNS.items() if name != "batches_now"}
+
+# A grade's `batches` as they are now: each batch a compaction merged (listed in the compacted
+# batch's `replaces`, see pipeline/compact.py) named by the compacted batch, each once, sorted
+# (by time). Reads `_commits` (see `_commits_table`) and the record `g`.
+BATCHES_NOW = """case when g.batches is not null then coalesce((
+    select list(distinct coalesce(c.batch_id, b) order by coalesce(c.batch_id, b))
+    from unnest(g.batches) as u(b)
+    left join (select unnest(replaces) as replaced, batch_id from _commits) as c
+        on c.replaced = u.b), []) end"""
 
 
 def _grade_records(store: ResultStore) -> str | None:
-    """The grade records as a relation with GRADE_COLUMNS; None when there is none yet."""
+    """The grade records as a relation with RECORD_COLUMNS; None when there is none yet."""
     records = store.path(GRADES, "*.json")
     if not store.fs.glob(records):
         return None
@@ -55,8 +67,8 @@ def _grade_records(store: ResultStore) -> str | None:
 
 
 def _records_json(files: str) -> str:
-    """The grade records in the JSON files `files` (a glob) as a relation with GRADE_COLUMNS."""
-    columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in GRADE_COLUMNS.items())
+    """The grade records in the JSON files `files` (a glob) as a relation with RECORD_COLUMNS."""
+    columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in RECORD_COLUMNS.items())
     return f"read_json({_quoted(files)}, format = 'auto', columns = {{{columns}}})"
 
 
@@ -82,9 +94,29 @@ def _fetched_records(store: ResultStore) -> Iterator[str | None]:
         yield _records_json(os.path.join(copy, "*.json")) if blobs else None
 
 
+def _grades_query(records: str | None) -> str:
+    """The `grades` view's query: the records of `records` (`_records_json`; None, no record),
+    GRADE_COLUMNS, oldest first. Reads `_commits` (see `_commits_table`)."""
+    columns = ", ".join(BATCHES_NOW + " as batches_now" if name == "batches_now"
+                        else f'g."{name}"' for name in GRADE_COLUMNS)
+    return f"select {columns} from {records or _no_records()} as g order by g.grade_id"
+
+
+def _commits_table(con: duckdb.DuckDBPyConnection, commits: list[dict]) -> None:
+    """`_commits` on `con`: the committed batches (`ResultStore.commits`), each with its
+    grader id and, for a compacted batch, the batches it replaces."""
+    con.execute("create or replace table _commits "
+                "(batch_id varchar, grader_id varchar, replaces varchar[])")
+    if commits:
+        rows = ", ".join("({}, {}, [{}])".format(
+            _quoted(c["batch_id"]), _quoted(c["grader_id"]),
+            ", ".join(_quoted(b) for b in c.get("replaces", ()))) for c in commits)
+        con.execute(f"insert into _commits values {rows}")
+
+
 def _no_records() -> str:
-    """No grade record: no row, GRADE_COLUMNS."""
-    nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in GRADE_COLUMNS.items())
+    """No grade record: no row, RECORD_COLUMNS."""
+    nulls = ", ".join(f"null::{kind} as \"{name}\"" for name, kind in RECORD_COLUMNS.items())
     return f"(select {nulls} limit 0)"
 
 
@@ -107,7 +139,9 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
                     f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS "
                     f"--out {results}` first (grades by a rungrade from before the log are "
                     "not in it)")
-            return duckdb.connect().sql(f"select {columns} from {records} order by grade_id").pl()
+            con = duckdb.connect()
+            _commits_table(con, store.commits())
+            return con.sql(f"select {columns} from ({_grades_query(records)})").pl()
 
     log = query()
     # A grade killed outright leaves its record `running` until the next grade closes it.
@@ -157,9 +191,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         fs = store.query_filesystem()
         fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all
         con.register_filesystem(fs)
-    batches = ", ".join(f"('{c['batch_id']}', '{c['grader_id']}')" for c in commits)
-    con.execute(f"create or replace table _commits (batch_id varchar, grader_id varchar); "
-                f"insert into _commits values {batches}")
+    _commits_table(con, commits)
     con.execute(f"""
         create or replace view _current as
         select grader_id, run_uri, max(batch) as batch
@@ -181,7 +213,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     # log as the connection opened, as its other views are (see _fetched_records)
     with _fetched_records(store) as records:
         con.execute(f"create or replace {'view' if store.local else 'table'} grades as "
-                    f"select * from {records or _no_records()} order by grade_id")
+                    f"{_grades_query(records)}")
     made.append("grades")
     judged = store.path("judgments", "judge=*", "*.parquet")
     if store.fs.glob(judged):  # the judge cache: one row per answer, each key once

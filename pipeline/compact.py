@@ -72,8 +72,10 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
         if store.replaced_left:  # what an earlier compaction, killed, left
             tidy_compacted(store)
         by_grader: dict[str, list[str]] = {}
+        earlier: dict[str, list[str]] = {}  # a compacted batch -> the batches it replaces
         for commit in store.commits():
             by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
+            earlier[commit["batch_id"]] = commit.get("replaces", [])
         con = duckdb.connect()
         try:
             if not store.local:
@@ -85,7 +87,7 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
                     todo[grader_id] = merged
             steps = _Steps(progress, len(todo) * len(TABLES))
             for grader_id, merged in todo.items():
-                _compact(con, store, grader_id, merged, done, still_locked, steps)
+                _compact(con, store, grader_id, merged, earlier, done, still_locked, steps)
         finally:
             con.close()
         if done.batches:
@@ -106,9 +108,13 @@ class _Steps:
             self.progress(what, self.done, self.total)
 
 
-def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: Compaction,
-             still_locked: Callable[[], None], steps: _Steps) -> None:
-    """Stage, publish and commit the rows of `batches` (one grader id's) as one batch."""
+def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
+             earlier: dict[str, list[str]], done: Compaction, still_locked: Callable[[], None],
+             steps: _Steps) -> None:
+    """Stage, publish and commit the rows of `batches` (one grader id's) as one batch. Its
+    marker's `replaces` names `batches` and the batches those among them that are compacted
+    replace (`earlier`): every batch whose rows it holds, so that a grade log's batches are
+    found in it (the `grades` view's `batches_now`) however often they were compacted."""
     slug = f"/grader={grader_slug(grader_id)}/"
     files = {table: [url for url in urls if slug in url]
              for table, urls in store.tables_files(set(batches)).items()}
@@ -122,7 +128,8 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str], done: 
     still_locked()
     store.publish(batch_id, grader_id, {
         "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
-        "replaces": sorted(batches)}, {attempt})
+        "replaces": sorted({*batches, *(b for batch in batches for b in earlier.get(batch, ()))})
+    }, {attempt})
     done.merged[grader_id] = len(batches)
     done.batches.append(batch_id)
     done.files_before += sum(len(parts) for parts in files.values())

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 from analyst_runs import HEAD_ID, write_strict_grader
 from typer.testing import CliRunner
@@ -26,7 +27,7 @@ from typer.testing import CliRunner
 from pipeline import compact as compact_module
 from pipeline import exit_codes
 from pipeline.analysis import grader_ids
-from pipeline.catalog import VIEW_MODELS, connect
+from pipeline.catalog import VIEW_MODELS, connect, read_grades
 from pipeline.cli import app
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
@@ -137,7 +138,7 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
     # batches graded since (the first compacted batch untouched), --all merges everything.
     runs, out = tmp_path / "runs", tmp_path / "results"
     synthesize(str(runs), 12, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "4")
+    graded_in = [grade(runs, out, "--batch-size", "4")["batches"]]  # each grade's batches
     first = compact_module.compact(str(out)).batches
     kept = {p: p.read_bytes() for p in out.glob(f"*/grader=*/batch={first[0]}/*.parquet")}
     outputs = [p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts]
@@ -148,6 +149,7 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
         regraded = grade(runs, out)
         assert (regraded["changed"], regraded["skipped"]) == (1, 11)
         changed.append((str(output.parents[2]), regraded["batches"][0]))
+        graded_in.append(regraded["batches"])
     con = connect(str(out))
     for uri, batch in changed:  # the new rows, once
         assert con.sql(f"select count(*), max(batch_id) from runs where run_uri = '{uri}'"
@@ -166,10 +168,31 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
     assert [c["batch_id"] for c in ResultStore(str(out)).commits()] == [*first, *since.batches]
     assert not compact_module.compact(str(out)).batches  # nothing new since
 
+    # the grade log names the batches each grade committed, and where their rows are now
+    assert [len(batches) for batches in graded_in] == [3, 1, 1]
+    assert batches_now(out) == [(graded_in[0], first), (graded_in[1], since.batches),
+                                (graded_in[2], since.batches)]
+
     whole = CliRunner().invoke(app, ["compact", str(out), "--all"])
     assert whole.exit_code == 0 and "2 batches → 1" in whole.stdout, whole.output
     assert_same(before, views(out))
     assert len(ResultStore(str(out)).commits()) == 1 and set(parts(out).values()) == {1}
+    # the first grade's batches were compacted twice: found in the last compacted batch
+    (last,) = (c["batch_id"] for c in ResultStore(str(out)).commits())
+    assert batches_now(out) == [(batches, [last]) for batches in graded_in]
+
+
+def batches_now(out: Path) -> list[tuple[list[str], list[str]]]:
+    """(batches, batches_now) of each grade in the `grades` view, oldest first, checked to be
+    the same in the grade log as `rungrade grades` reads it and in RESULTS/catalog.duckdb."""
+    query = "select batches, batches_now from grades order by grade_id"
+    found = connect(str(out)).sql(query).fetchall()
+    logged = read_grades(str(out))
+    assert list(zip(logged["batches"].to_list(), logged["batches_now"].to_list(),
+                    strict=True)) == found
+    with contextlib.closing(duckdb.connect(str(out / "catalog.duckdb"), read_only=True)) as con:
+        assert con.sql(query).fetchall() == found
+    return found
 
 
 def assert_catalog_reads(out: Path) -> None:
