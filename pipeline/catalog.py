@@ -196,7 +196,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         create or replace view _current as
         select grader_id, run_uri, max(batch) as batch
         from {_source(store, 'runs', parts.get('runs'))}
-        where batch in (select batch_id from _commits)
+        where batch in (select batch_id from _commits {_still_there(store)})
         group by grader_id, run_uri
     """)
     made = []
@@ -233,6 +233,31 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
             con.execute(f"create or replace view {name} as {model_sql(model)}")
             made.append(name)
     return made
+
+
+def _still_there(store: ResultStore) -> str:
+    """A filter on `_commits` that stops a query whose connection outlived a compaction.
+
+    Locally, the views find the parts by globs, keeping the batches committed when they were
+    made (`_commits`); once a compaction removes the batches it merged, a connection opened
+    before (a notebook's, the duckdb CLI's on the catalog it replaced) would show none of
+    their rows, and say nothing. So every query first looks at the commit markers' names (a
+    listing of `_commits/`, no file read) and fails, saying to connect again, when a batch it
+    knows has lost its marker (removed right after its parts). On S3 the views name their
+    parts, and a part removed fails the query that reads it (the kept parts spare even that).
+    """
+    if not store.local:
+        return ""
+    markers = _quoted(store.url(store.path("_commits", "*.json")))
+    gone = _quoted(
+        f"the results in {store.uri} were compacted since this connection was opened, and "
+        "batches its views show are gone: connect again (`rungrade sql` and "
+        "`catalog.connect` make a new connection; in the duckdb CLI, open catalog.duckdb "
+        "again)")
+    return f"""where case when (
+            select count(*) from glob({markers}) as m
+            where parse_filename(m.file, true) in (select batch_id from _commits))
+        = (select count(*) from _commits) then true else error({gone}) end"""
 
 
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:

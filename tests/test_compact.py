@@ -195,6 +195,37 @@ def batches_now(out: Path) -> list[tuple[list[str], list[str]]]:
     return found
 
 
+def test_a_connection_opened_before_a_compaction_asks_to_connect_again(tmp_path):
+    # Its views keep the batches committed as it opened; the compaction removes them. Its
+    # queries must not show an empty or partial table: they fail, saying what to do.
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 9, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "3")
+    old = connect(str(out))
+    count = "select count(*) from run_scores"
+    graded_runs = old.sql(count).fetchall()
+    assert graded_runs[0][0] > 0
+    # a grade adds batches (and markers): the connection keeps showing what it showed
+    binding = next(p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts)
+    with open(binding, "a") as handle:
+        handle.write("\nAnother late correction.\n")
+    assert grade(runs, out)["changed"] == 1
+    assert old.sql(count).fetchall() == graded_runs
+    before = views(out)
+    cli = duckdb.connect(str(out / "catalog.duckdb"), read_only=True)  # as the duckdb CLI
+    assert cli.sql(count).fetchall() == graded_runs
+
+    assert compact_module.compact(str(out)).batches
+    for stale in (old, cli):
+        for query in (count, "select * from version_summary", "select count(*) from clauses"):
+            with pytest.raises(duckdb.InvalidInputException, match=r"compacted since this "
+                               r"connection was opened.*connect again"):
+                stale.sql(query).fetchall()
+    cli.close()
+    assert_same(before, views(out))
+    assert connect(str(out)).sql(count).fetchall() == graded_runs
+
+
 def assert_catalog_reads(out: Path) -> None:
     """RESULTS/catalog.duckdb (what the duckdb CLI opens) names only batches whose parts are
     there: views over a batch whose files were removed would lose its rows. (Its rows are
