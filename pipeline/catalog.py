@@ -32,10 +32,9 @@ VIEW_MODELS = (
     "marts/service_score_deltas", "marts/version_summary",
 )
 
-# The columns of the `grades` view, one row per `grade` (its record in `_grades/`), as DuckDB
-# types: a record's (a record's other keys, ledger verdicts and judge statistics, stay in its
-# file), and `batches_now`, the committed batches that hold the rows of its `batches` now (see
-# BATCHES_NOW).
+# The columns of the `grades` view, one row per `grade`, as DuckDB types: those of its record
+# in `_grades/` (RECORD_COLUMNS; the record's other keys, ledger verdicts and judge statistics,
+# stay in its file), and `batches_now` (see BATCHES_NOW).
 GRADE_COLUMNS = {
     "grade_id": "VARCHAR", "status": "VARCHAR", "started_at": "TIMESTAMPTZ",
     "finished_at": "TIMESTAMPTZ", "elapsed_s": "DOUBLE", "runs_uri": "VARCHAR",
