@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.catalog import read_grades
+from pipeline.catalog import connect, read_grades
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
 from pipeline.sources.bucket import Bucket
@@ -275,6 +275,12 @@ def test_compact_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, s3
     assert len(parts) == len({p.rsplit("/batch=", 1)[0] for p in parts})  # one per table
     assert len(s3fs_client.ls(f"{s3_bucket}/compacted/_commits")) == 1
     assert not s3fs_client.exists(f"{s3_bucket}/compacted/_staging")
+    # the grade log names the three batches and, now, the compacted batch that holds them
+    (compacted,) = (c["batch_id"] for c in ResultStore(results, s3_server).commits())
+    logged = read_grades(results, s3_server)
+    assert logged.select("batches", "batches_now").rows() == [(first["batches"], [compacted])]
+    assert connect(results, s3_server).sql("select batches_now from grades").fetchall() == [
+        ([compacted],)]
     again = json.loads(cli.invoke(app, args).output)
     assert (again["skipped"], again["batches"]) == (RUNS, [])
 
