@@ -162,6 +162,12 @@ PART_KEPT_BYTES = 16 << 20
 PARTS_KEPT_BYTES = 256 << 20
 
 
+# What a query reads when a part its connection listed is gone (see `_listed_parts_fs`).
+PART_GONE = ("a part of these results was removed since this connection was opened (a "
+             "compaction merged its batch): connect again (`rungrade sql` and "
+             "`catalog.connect` make a new connection)")
+
+
 def _listed_parts_fs(fs, listed: dict[str, dict]):
     """A new filesystem like `fs` that answers `info` and `exists` for the paths in `listed`
     (a mapping kept up to date by its owner) from it, without a request, and keeps the bytes
@@ -222,7 +228,10 @@ def _listed_parts_fs(fs, listed: dict[str, dict]):
                 if data is not None:
                     kept.move_to_end(name)
             if data is None:
-                data = self.cat_file(name)
+                try:
+                    data = self.cat_file(name)
+                except FileNotFoundError as exc:  # a part is removed by a compaction only
+                    raise FileNotFoundError(errno.ENOENT, PART_GONE, path) from exc
                 remember(name, data)
             return MemoryFile(None, name, data)
 

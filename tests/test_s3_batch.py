@@ -367,3 +367,30 @@ def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, 
     row = re.findall(r"<td[^>]*>([^<]*)</td>", grades.split("<tbody>")[1])
     assert row[1:4] + row[5:7] == ["finished", f"{first['elapsed_s']:.1f}", str(RUNS),
                                    str(first["graded"]), str(first["refused"])]
+
+
+
+def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,
+                                                       s3_server: str, monkeypatch):
+    # Its views name the parts it listed as it opened. Those it keeps still answer once the
+    # compaction has removed them; one it must read again says to connect again.
+    import duckdb
+
+    from pipeline import store as store_module
+    from pipeline.compact import compact
+
+    results = f"s3://{s3_bucket}/outlived"
+    CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
+                             s3_server, "--batch-size", "3", "--workers", "1"])
+    count = "select count(*) from runs"
+    kept = connect(results, s3_server)
+    monkeypatch.setattr(store_module, "PARTS_KEPT_BYTES", 0)  # one part kept at most
+    unkept = connect(results, s3_server)
+    runs = kept.sql(count).fetchall()
+    assert runs == unkept.sql(count).fetchall() == [(RUNS,)]
+    assert compact(results, s3_server).batches
+    assert kept.sql(count).fetchall() == runs
+    with pytest.raises(duckdb.Error, match=r"removed since this connection was opened \(a "
+                                           r"compaction merged its batch\): connect again"):
+        unkept.sql(count).fetchall()
+    assert connect(results, s3_server).sql(count).fetchall() == runs
