@@ -162,7 +162,8 @@ PART_KEPT_BYTES = 16 << 20
 PARTS_KEPT_BYTES = 256 << 20
 
 
-# What a query reads when a part its connection listed is gone (see `_listed_parts_fs`).
+# The error of a query that needs a part its connection listed, gone since (see
+# `_listed_parts_fs`).
 PART_GONE = ("a part of these results was removed since this connection was opened (a "
              "compaction merged its batch): connect again (`rungrade sql` and "
              "`catalog.connect` make a new connection)")

@@ -369,7 +369,6 @@ def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, 
                                    str(first["graded"]), str(first["refused"])]
 
 
-
 def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,
                                                        s3_server: str, monkeypatch):
     # Its views name the parts it listed as it opened. Those it keeps still answer once the
