@@ -57,14 +57,6 @@ BATCHES_NOW = """case when g.batches is not null then coalesce((
         on c.replaced = u.b), []) end"""
 
 
-def _grade_records(store: ResultStore) -> str | None:
-    """The grade records as a relation with RECORD_COLUMNS; None when there is none yet."""
-    records = store.path(GRADES, "*.json")
-    if not store.fs.glob(records):
-        return None
-    return _records_json(store.url(records))
-
-
 def _records_json(files: str) -> str:
     """The grade records in the JSON files `files` (a glob) as a relation with RECORD_COLUMNS."""
     columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in RECORD_COLUMNS.items())
@@ -73,17 +65,16 @@ def _records_json(files: str) -> str:
 
 @contextlib.contextmanager
 def _fetched_records(store: ResultStore) -> Iterator[str | None]:
-    """`_grade_records`, read from a local copy of the records of remote results: DuckDB
-    asks S3 for each record's size before it reads it (three HEAD requests a record, then
-    the GET: 100 records took 4 s against the loopback server, a year of nightly grades
-    would take several times that), where one listing and every record's GET side by side
-    take one round trip or two. Each record is copied whole, as S3 served it."""
-    if store.local:
-        yield _grade_records(store)
-        return
-    paths = store.fs.glob(store.path(GRADES, "*.json"))
-    if not paths:
-        yield None
+    """The grade records as a relation with RECORD_COLUMNS (None when there is none yet);
+    those of remote results read from a local copy: DuckDB asks S3 for each record's size
+    before it reads it (three HEAD requests a record, then the GET: 100 records took 4 s
+    against the loopback server, a year of nightly grades would take several times that),
+    where one listing and every record's GET side by side take one round trip or two. Each
+    record is copied whole, as S3 served it."""
+    records = store.path(GRADES, "*.json")
+    paths = store.fs.glob(records)
+    if not paths or store.local:
+        yield _records_json(store.url(records)) if paths else None
         return
     blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile is left out
     with tempfile.TemporaryDirectory(prefix="rungrade-grades-") as copy:
