@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import exit_codes
@@ -37,7 +38,8 @@ EndpointOpt = Annotated[str | None, typer.Option(
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    # (escaped: a path or quoted text with brackets is not markup)
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -442,7 +444,7 @@ def _write_frame(df, path: Path | None) -> None:
         df.write_csv(path)
     else:
         df.write_parquet(path)
-    err.print(f"wrote {df.height} rows to {path}")
+    err.print(f"wrote {df.height} rows to {escape(str(path))}")
 
 
 @app.command()
@@ -685,7 +687,7 @@ def report(
         raise fail(str(exc), exit_codes.USAGE) from exc
     html_out.parent.mkdir(parents=True, exist_ok=True)
     html_out.write_text(page, encoding="utf-8")
-    out.print(f"wrote {html_out} ({len(page) // 1024} KiB)")
+    out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -239,10 +239,23 @@ def _listed_parts_fs(fs, listed: dict[str, dict]):
     return ListedParts(**fs.storage_options, skip_instance_cache=True)
 
 
+# Characters the file system layer (fsspec) and DuckDB read as a pattern wherever a path is
+# handed to them (listing, reading, the views' globs, a database file's name): results under a
+# folder named with one would be looked for as a pattern, and found nowhere or elsewhere.
+PATTERN_CHARACTERS = "[]*?"
+
+
 class ResultStore:
     def __init__(self, uri: str, endpoint_url: str | None = None):
         self.uri = uri
         self.protocol, self.root = split_uri(uri)
+        if held := sorted(set(PATTERN_CHARACTERS) & set(self.root)):
+            # FileNotFoundError: every command reports it as a path to check (exit code 2)
+            raise FileNotFoundError(
+                f"results location {uri} holds {' '.join(held)}: a results path cannot hold "
+                f"any of {' '.join(PATTERN_CHARACTERS)}, which DuckDB and the file system "
+                "layer read as patterns (the results could not be found again); give a "
+                "folder whose path has none of them")
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
         # batches a compacted batch replaced whose parts or markers are still here, as the

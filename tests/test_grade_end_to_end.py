@@ -208,6 +208,23 @@ def test_missing_runs_root_says_what_to_do(tmp_path):
         result.output.split())
 
 
+@pytest.mark.parametrize("name", ["results [old]", "results*", "why?"])
+def test_a_results_path_read_as_a_pattern_is_refused(tmp_path, name):
+    # fsspec and DuckDB read [ ] * ? in a path as a pattern: results under such a folder were
+    # committed and then not found ("[1]"), or found with another folder's ("*"), and DuckDB
+    # opened "a?b/catalog.duckdb" as "a" with options. Every command refuses the path at once.
+    out = tmp_path / name / "r"
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", str(out),
+                                      "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"results location {out} holds" in said and "any of [ ] * ?" in said
+    assert not (tmp_path / name).exists()  # nothing written
+    for command in (["grades", str(out)], ["sql", "select 1", "--results", str(out)]):
+        refused = CliRunner().invoke(app, command)
+        assert refused.exit_code == 2 and "any of [ ] * ?" in " ".join(refused.output.split())
+
+
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
 def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
     # Runs are found in the folders under RUNS, never RUNS itself: given one run folder, the
