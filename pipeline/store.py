@@ -222,8 +222,10 @@ def _listed_parts_fs(fs, listed: dict[str, dict]):
 
         def _open(self, path, mode="rb", *args, **kwargs):
             name = self._strip_protocol(path)
-            if mode != "rb" or not keepable(name):
+            if mode != "rb" or name not in listed:
                 return super()._open(path, mode, *args, **kwargs)
+            if not keepable(name):  # read in ranges, each of which may find the part gone
+                return _PartInRanges(super()._open(path, mode, *args, **kwargs), path)
             with lock:
                 data = kept.get(name)
                 if data is not None:
@@ -237,6 +239,29 @@ def _listed_parts_fs(fs, listed: dict[str, dict]):
             return MemoryFile(None, name, data)
 
     return ListedParts(**fs.storage_options, skip_instance_cache=True)
+
+
+class _PartInRanges:
+    """A listed part too large to keep, read in ranges (DuckDB seeks and reads): a read that
+    finds it gone says why, as a kept part's first read does (PART_GONE)."""
+
+    def __init__(self, file, path: str):
+        self._file, self._path = file, path
+
+    def read(self, *args):
+        try:
+            return self._file.read(*args)
+        except FileNotFoundError as exc:  # a part is removed by a compaction only
+            raise FileNotFoundError(errno.ENOENT, PART_GONE, self._path) from exc
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._file.close()
 
 
 # Characters the file system layer (fsspec) and DuckDB read as a pattern wherever a path is

@@ -393,3 +393,27 @@ def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_buck
                                            r"compaction merged its batch\): connect again"):
         unkept.sql(count).fetchall()
     assert connect(results, s3_server).sql(count).fetchall() == runs
+
+
+def test_a_part_read_in_ranges_gone_after_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,
+                                                             s3_server: str, monkeypatch):
+    # A part too large to keep (over PART_KEPT_BYTES, here every part) is read in ranges each
+    # time a query needs it; once a compaction has removed it, the query says to connect again.
+    import duckdb
+
+    from pipeline import store as store_module
+    from pipeline.compact import compact
+
+    results = f"s3://{s3_bucket}/outlived-large"
+    CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
+                             s3_server, "--batch-size", "3", "--workers", "1"])
+    monkeypatch.setattr(store_module, "PART_KEPT_BYTES", 0)
+    con = connect(results, s3_server)
+    count = "select count(*) from checks"
+    checks = con.sql(count).fetchall()  # read in ranges, and read again
+    assert con.sql(count).fetchall() == checks and checks[0][0] > 0
+    assert compact(results, s3_server).batches
+    with pytest.raises(duckdb.Error, match=r"removed since this connection was opened \(a "
+                                           r"compaction merged its batch\): connect again"):
+        con.sql(count).fetchall()
+    assert connect(results, s3_server).sql(count).fetchall() == checks
