@@ -372,7 +372,8 @@ def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, 
 def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,
                                                        s3_server: str, monkeypatch):
     # Its views name the parts it listed as it opened. Those it keeps still answer once the
-    # compaction has removed them; one it must read again says to connect again.
+    # compaction has removed them; one it must read again, whole or (over PART_KEPT_BYTES)
+    # in ranges, says to connect again.
     import duckdb
 
     from pipeline import store as store_module
@@ -387,33 +388,17 @@ def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_buck
     unkept = connect(results, s3_server)
     runs = kept.sql(count).fetchall()
     assert runs == unkept.sql(count).fetchall() == [(RUNS,)]
+    kept_at_most = store_module.PART_KEPT_BYTES
+    monkeypatch.setattr(store_module, "PART_KEPT_BYTES", 0)  # every part read in ranges
+    ranged = connect(results, s3_server)
+    assert ranged.sql(count).fetchall() == ranged.sql(count).fetchall() == runs
     assert compact(results, s3_server).batches
+    gone = (r"removed since this connection was opened \(a compaction merged its batch\): "
+            r"connect again")
+    with pytest.raises(duckdb.Error, match=gone):
+        ranged.sql(count).fetchall()
+    monkeypatch.setattr(store_module, "PART_KEPT_BYTES", kept_at_most)
     assert kept.sql(count).fetchall() == runs
-    with pytest.raises(duckdb.Error, match=r"removed since this connection was opened \(a "
-                                           r"compaction merged its batch\): connect again"):
+    with pytest.raises(duckdb.Error, match=gone):
         unkept.sql(count).fetchall()
     assert connect(results, s3_server).sql(count).fetchall() == runs
-
-
-def test_a_part_read_in_ranges_gone_after_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,
-                                                             s3_server: str, monkeypatch):
-    # A part too large to keep (over PART_KEPT_BYTES, here every part) is read in ranges each
-    # time a query needs it; once a compaction has removed it, the query says to connect again.
-    import duckdb
-
-    from pipeline import store as store_module
-    from pipeline.compact import compact
-
-    results = f"s3://{s3_bucket}/outlived-large"
-    CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
-                             s3_server, "--batch-size", "3", "--workers", "1"])
-    monkeypatch.setattr(store_module, "PART_KEPT_BYTES", 0)
-    con = connect(results, s3_server)
-    count = "select count(*) from checks"
-    checks = con.sql(count).fetchall()  # read in ranges, and read again
-    assert con.sql(count).fetchall() == checks and checks[0][0] > 0
-    assert compact(results, s3_server).batches
-    with pytest.raises(duckdb.Error, match=r"removed since this connection was opened \(a "
-                                           r"compaction merged its batch\): connect again"):
-        con.sql(count).fetchall()
-    assert connect(results, s3_server).sql(count).fetchall() == checks
