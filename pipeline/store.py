@@ -231,14 +231,21 @@ def _listed_parts_fs(fs, listed: dict[str, dict]):
                 if data is not None:
                     kept.move_to_end(name)
             if data is None:
-                try:
+                with _gone_since_listed(path):
                     data = self.cat_file(name)
-                except FileNotFoundError as exc:  # a part is removed by a compaction only
-                    raise FileNotFoundError(errno.ENOENT, PART_GONE, path) from exc
                 remember(name, data)
             return MemoryFile(None, name, data)
 
     return ListedParts(**fs.storage_options, skip_instance_cache=True)
+
+
+@contextmanager
+def _gone_since_listed(path: str) -> Iterator[None]:
+    """A listed part found gone (removed by a compaction only) fails with PART_GONE."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(errno.ENOENT, PART_GONE, path) from exc
 
 
 class _PartInRanges:
@@ -249,10 +256,8 @@ class _PartInRanges:
         self._file, self._path = file, path
 
     def read(self, *args):
-        try:
+        with _gone_since_listed(self._path):
             return self._file.read(*args)
-        except FileNotFoundError as exc:  # a part is removed by a compaction only
-            raise FileNotFoundError(errno.ENOENT, PART_GONE, self._path) from exc
 
     def __getattr__(self, name: str):
         return getattr(self._file, name)

@@ -255,14 +255,19 @@ def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket:
     assert sorted(ref.run_id for ref in bucket.discover()) == runs
 
 
+def graded_in_three_batches(runs_bucket: str, results: str, s3_server: str) -> dict:
+    """Grade the runs bucket into `results` in batches of three runs; its JSON summary."""
+    return json.loads(CliRunner().invoke(app, [
+        "grade", runs_bucket, "--out", results, "--endpoint-url", s3_server,
+        "--batch-size", "3", "--workers", "1", "--json"]).output)
+
+
 def test_compact_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
     from test_compact import assert_same, views
 
     results = f"s3://{s3_bucket}/compacted"
     cli = CliRunner()
-    args = ["grade", runs_bucket, "--out", results, "--endpoint-url", s3_server,
-            "--batch-size", "3", "--workers", "1", "--json"]
-    first = json.loads(cli.invoke(app, args).output)
+    first = graded_in_three_batches(runs_bucket, results, s3_server)
     assert len(first["batches"]) == 3
     before = views(results, s3_server)
 
@@ -281,7 +286,7 @@ def test_compact_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, s3
     assert logged.select("batches", "batches_now").rows() == [(first["batches"], [compacted])]
     assert connect(results, s3_server).sql("select batches_now from grades").fetchall() == [
         ([compacted],)]
-    again = json.loads(cli.invoke(app, args).output)
+    again = graded_in_three_batches(runs_bucket, results, s3_server)
     assert (again["skipped"], again["batches"]) == (RUNS, [])
 
 
@@ -294,9 +299,7 @@ def test_queries_on_s3_views_only_read_the_committed_parts(runs_bucket: str, s3_
     from pipeline.catalog import create_views
 
     results = f"s3://{s3_bucket}/queried"
-    first = json.loads(CliRunner().invoke(app, [
-        "grade", runs_bucket, "--out", results, "--endpoint-url", s3_server,
-        "--batch-size", "3", "--workers", "1", "--json"]).output)
+    first = graded_in_three_batches(runs_bucket, results, s3_server)
     assert len(first["batches"]) == 3
     store = ResultStore(results, s3_server)
     con = duckdb.connect()
@@ -322,8 +325,7 @@ def test_query_filesystem_keeps_the_parts_it_read_within_its_budget(
     from pipeline import store as store_module
 
     results = f"s3://{s3_bucket}/kept"
-    CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
-                             s3_server, "--batch-size", "3", "--workers", "1"])
+    graded_in_three_batches(runs_bucket, results, s3_server)
     store = ResultStore(results, s3_server)
     parts = store.table_files("checks", store.committed_batches())
     sizes = [store.fs.size(part) for part in parts]
@@ -380,8 +382,7 @@ def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_buck
     from pipeline.compact import compact
 
     results = f"s3://{s3_bucket}/outlived"
-    CliRunner().invoke(app, ["grade", runs_bucket, "--out", results, "--endpoint-url",
-                             s3_server, "--batch-size", "3", "--workers", "1"])
+    graded_in_three_batches(runs_bucket, results, s3_server)
     count = "select count(*) from runs"
     kept = connect(results, s3_server)
     monkeypatch.setattr(store_module, "PARTS_KEPT_BYTES", 0)  # one part kept at most
