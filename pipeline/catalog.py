@@ -84,12 +84,13 @@ def _fetched_records(store: ResultStore) -> Iterator[str | None]:
         yield _records_json(os.path.join(copy, "*.json")) if blobs else None
 
 
-def _grades_query(records: str | None) -> str:
+def _grades_query(records: str | None, where: str = "") -> str:
     """The `grades` view's query: the records of `records` (`_records_json`; None, no record),
-    GRADE_COLUMNS, oldest first. Reads `_commits` (see `_commits_table`)."""
+    GRADE_COLUMNS, oldest first, `where` (a clause) they pass. Reads `_commits` (see
+    `_commits_table`)."""
     columns = ", ".join(BATCHES_NOW + " as batches_now" if name == "batches_now"
                         else f'g."{name}"' for name in GRADE_COLUMNS)
-    return f"select {columns} from {records or _no_records()} as g order by g.grade_id"
+    return f"select {columns} from {records or _no_records()} as g {where} order by g.grade_id"
 
 
 def _commits_table(con: duckdb.DuckDBPyConnection, commits: list[dict]) -> None:
@@ -163,8 +164,10 @@ def _quoted(text: str) -> str:
 
 
 def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
-                 marts: bool = True) -> list[str]:
-    """Create the committed-results views on `con`; return the names of the views made."""
+                 marts: bool = True, catalog_file: str | None = None) -> list[str]:
+    """Create the committed-results views on `con`; return the names of the views made.
+    `catalog_file`: the real path of the database file the views are written to, which they
+    check they are read from (see `_read_where_written`)."""
     commits = store.commits()
     if not commits:
         raise FileNotFoundError(
@@ -182,11 +185,12 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all
         con.register_filesystem(fs)
     _commits_table(con, commits)
+    here = _read_where_written(catalog_file)
     con.execute(f"""
         create or replace view _current as
         select grader_id, run_uri, max(batch) as batch
         from {_source(store, 'runs', parts.get('runs'))}
-        where batch in (select batch_id from _commits {_still_there(store)})
+        where batch in (select batch_id from _commits {_where(_still_there(store), here)})
         group by grader_id, run_uri
     """)
     made = []
@@ -203,7 +207,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     # log as the connection opened, as its other views are (see _fetched_records)
     with _fetched_records(store) as records:
         con.execute(f"create or replace {'view' if store.local else 'table'} grades as "
-                    f"{_grades_query(records)}")
+                    f"{_grades_query(records, _where(here))}")
     made.append("grades")
     judged = store.path("judgments", "judge=*", "*.parquet")
     if store.fs.glob(judged):  # the judge cache: one row per answer, each key once
@@ -212,6 +216,7 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
             select * exclude (judge)
             from read_parquet('{store.url(judged)}', hive_partitioning = true,
                               union_by_name = true)
+            {_where(here)}
             qualify row_number() over (
                 partition by judge_id, template_version, clause_sha256, output_sha256
                 order by answered_at) = 1
@@ -225,8 +230,13 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     return made
 
 
+def _where(*conditions: str) -> str:
+    kept = [c for c in conditions if c]
+    return f"where {' and '.join(kept)}" if kept else ""
+
+
 def _still_there(store: ResultStore) -> str:
-    """A filter on `_commits` that stops a query whose connection outlived a compaction.
+    """A condition on `_commits` that stops a query whose connection outlived a compaction.
 
     Locally, the views find the parts by globs, keeping the batches committed when they were
     made (`_commits`); once a compaction removes the batches it merged, a connection opened
@@ -244,10 +254,31 @@ def _still_there(store: ResultStore) -> str:
         "batches its views show are gone: connect again (`rungrade sql` and "
         "`catalog.connect` make a new connection; in the duckdb CLI, open catalog.duckdb "
         "again)")
-    return f"""where case when (
+    return f"""case when (
             select count(*) from glob({markers}) as m
             where parse_filename(m.file, true) in (select batch_id from _commits))
         = (select count(*) from _commits) then true else error({gone}) end"""
+
+
+def _read_where_written(catalog_file: str | None) -> str:
+    """A condition (on the rows of any query) that stops a query on a catalog file read from
+    another place than where it was written (the results folder copied, or moved).
+
+    Its views name the parts by the absolute path of the folder it was written in: a copy's
+    catalog would show the first folder's rows (and those it gains later), and say nothing.
+    DuckDB knows each attached database file by its real path (symlinks resolved), so a
+    query on these views goes on only while the file written here is attached. (A folder
+    moved fails before, DuckDB finding no part where the views look.)"""
+    if catalog_file is None:
+        return ""
+    folder = os.path.dirname(catalog_file)
+    elsewhere = _quoted(
+        f"this catalog.duckdb was written for the results in {folder} and is read from "
+        f"another place (the folder copied or moved): its views read the parts in {folder}, "
+        "not the ones beside it. Write it again for the folder that holds it: "
+        "`rungrade catalog FOLDER`")
+    return (f"case when exists (select 1 from duckdb_databases() "
+            f"where path = {_quoted(catalog_file)}) then true else error({elsewhere}) end")
 
 
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -276,9 +307,26 @@ def write_catalog(store: ResultStore) -> str | None:
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
     con = duckdb.connect(tmp)
     try:
-        create_views(con, store)
+        create_views(con, store, catalog_file=os.path.realpath(path))
     finally:
         con.close()
     os.replace(tmp, path)
     flush_to_disk(store.root)  # after a power cut, this catalog and not the one before
     return path
+
+
+def rewrite_catalog(results: str) -> str:
+    """Write RESULTS/catalog.duckdb again for the folder `results` (as a grade does after each
+    commit): after the folder was copied or moved, its catalog names the parts of the folder
+    it was written in. Holds the results lock (ResultsLocked when a grade or a compaction
+    writes to them); FileNotFoundError when nothing is committed there; ValueError for S3
+    results, which have no catalog file. Returns the catalog's path."""
+    store = ResultStore(results)
+    if not store.local:
+        raise ValueError(
+            f"{results} is on S3, where results have no catalog file: `rungrade sql -r "
+            f"{results}` and `catalog.connect` make the views on each connection")
+    if not store.commits():  # (before the lock, which would make the folder)
+        raise FileNotFoundError(f"{results} holds no committed results")
+    with store.lock("rungrade catalog"):
+        return write_catalog(store)

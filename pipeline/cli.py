@@ -545,6 +545,37 @@ def compact(
 
 
 @app.command()
+def catalog(results: ResultsArg = "results") -> None:
+    """Write RESULTS/catalog.duckdb again, for the folder where it is now.
+
+    Its views read the Parquet parts by the folder's absolute path; every grade writes it.
+
+    After a copy of the results folder, its catalog's queries stop: "read from another place".
+
+    After a move, they find no files where the folder was. This writes it for the folder given.
+
+    Exit codes: 0 written; 2 no committed results there, or S3 results (no catalog file);
+    3 a grade or a compaction holds the lock; 4 a store failed.
+    """
+    from .catalog import rewrite_catalog
+    from .store import ResultsLocked
+
+    try:
+        path = rewrite_catalog(results)
+    except (FileNotFoundError, ValueError) as exc:
+        raise fail(f"{exc}; no catalog written.", exit_codes.USAGE) from exc
+    except ResultsLocked as exc:
+        raise fail(str(exc), exit_codes.LOCKED) from exc
+    except Exception as exc:
+        if not _store_failed(exc):
+            raise
+        raise fail(f"a store failed while writing the catalog: {exc}. The catalog before is "
+                   "in place; rerun the same command.", exit_codes.STORAGE) from exc
+    out.print(f"wrote {escape(path)}: its views read the results in {escape(results)}",
+              soft_wrap=True)
+
+
+@app.command()
 def trend(
     results: ResultsArg = "results",
     program: Annotated[str | None, typer.Option(help="Only this program.")] = None,

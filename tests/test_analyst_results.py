@@ -8,6 +8,7 @@ computed here from the stored Parquet with polars and plain Python, never by the
 from __future__ import annotations
 
 import hashlib
+import shutil
 import statistics
 from pathlib import Path
 
@@ -28,8 +29,8 @@ from typer.testing import CliRunner
 
 from pipeline import analysis
 from pipeline.cli import app
-from pipeline.exit_codes import USAGE
-from pipeline.store import grader_slug
+from pipeline.exit_codes import LOCKED, USAGE
+from pipeline.store import ResultStore, grader_slug
 from pipeline.tables import COLUMNS, TABLES
 
 KEY = ["run_uri", "service", "clause_id"]
@@ -84,6 +85,60 @@ def test_catalog_file_exposes_every_table_and_mart(graded):
     for table in TABLES:
         cols = {c[0] for c in con.sql(f"describe {table}").fetchall()}
         assert cols == {*COLUMNS[table], "grader_id", "batch_id"}, table
+
+
+def _catalog_counts(results: Path, attach: bool = False) -> dict[str, int]:
+    """Rows of a few views (a table's, a mart's, the grade log's) through RESULTS/catalog.duckdb,
+    opened as the duckdb CLI opens it, or attached under another name."""
+    con = duckdb.connect(*(() if attach else (str(results / "catalog.duckdb"),)),
+                         read_only=not attach)
+    try:
+        if attach:
+            con.execute(f"attach '{results / 'catalog.duckdb'}' as r (read_only)")
+            con.execute("use r")
+        return {view: con.sql(f"select count(*) from {view}").fetchall()[0][0]
+                for view in ("run_scores", "trends", "grades")}
+    finally:
+        con.close()
+
+
+def test_a_copied_or_moved_catalog_stops_until_written_for_its_folder(graded, tmp_path):
+    # The catalog names the parts by the absolute path of the folder it was written in: a
+    # copy's would show the first folder's rows (and their later changes) without a word.
+    first = tmp_path / "first"
+    shutil.copytree(graded["results"], first)
+    assert cli("catalog", str(first)).exit_code == 0  # (the copy's: written for it now)
+    expected = _catalog_counts(first)
+    assert expected["run_scores"] == stored(first, "run_scores").height > 0
+    (tmp_path / "link").symlink_to(first)  # the same folder by another path reads as itself
+    assert _catalog_counts(tmp_path / "link") == _catalog_counts(first, attach=True) == expected
+
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)
+    for attach in (False, True):
+        with pytest.raises(duckdb.InvalidInputException) as refused:
+            _catalog_counts(copied, attach)
+        assert f"written for the results in {first.resolve()}" in str(refused.value)
+        assert "`rungrade catalog FOLDER`" in str(refused.value)
+    wrote = cli("catalog", str(copied))
+    assert wrote.exit_code == 0 and "catalog.duckdb" in wrote.output
+    shutil.rmtree(first)  # the copy's catalog reads its own parts now
+    assert _catalog_counts(copied) == expected
+
+    moved = tmp_path / "moved"
+    copied.rename(moved)
+    with pytest.raises(duckdb.Error, match="No files found"):  # (DuckDB's own words)
+        _catalog_counts(moved)
+    assert cli("catalog", str(moved)).exit_code == 0
+    assert _catalog_counts(moved) == expected
+
+    with ResultStore(str(moved)).lock():  # a grade writing to them
+        locked = cli("catalog", str(moved))
+    assert locked.exit_code == LOCKED and "being written by another" in locked.output
+    for nothing in (str(tmp_path / "none"), "s3://bucket/results"):
+        refused = cli("catalog", nothing)
+        assert refused.exit_code == USAGE and "no catalog written" in refused.output, nothing
+    assert not (tmp_path / "none").exists()
 
 
 # -- 3. a second grader id lives beside the first ----------------------------------------------
