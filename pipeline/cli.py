@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import signal
@@ -261,6 +262,27 @@ def _store_failed(exc: Exception) -> bool:
         duckdb is not None and isinstance(exc, duckdb.IOException))
 
 
+@contextlib.contextmanager
+def _writing_results(nothing: str, doing: str, left: str,
+                     usage: tuple[type[Exception], ...] = (FileNotFoundError,)):
+    """The exit codes of a command that writes to the results under their lock: 2 for
+    `usage` errors (the message, then `nothing`), 3 when a grade or a compaction holds the
+    lock, 4 when a store failed while `doing` (`left` says what is left of the results)."""
+    from .store import ResultsLocked
+
+    try:
+        yield
+    except usage as exc:
+        raise fail(f"{exc}; {nothing}", exit_codes.USAGE) from exc
+    except ResultsLocked as exc:
+        raise fail(str(exc), exit_codes.LOCKED) from exc
+    except Exception as exc:
+        if not _store_failed(exc):
+            raise
+        raise fail(f"a store failed while {doing}: {exc}. {left}; rerun the same command.",
+                   exit_codes.STORAGE) from exc
+
+
 class _StopRequest(threading.Event):
     """Set by SIGTERM; `restore()` puts the previous handler back."""
 
@@ -512,10 +534,10 @@ def compact(
     Exit codes: 0 done; 2 no committed results; 3 a grade holds the lock; 4 a store failed.
     """
     from .compact import compact as compact_results
-    from .store import ResultsLocked
 
     bar = _progress_bar() if sys.stderr.isatty() else None
-    try:
+    with _writing_results("nothing to compact.", "compacting", "The results are as they were "
+                          "(or compacted, for the grader ids done)"):
         if bar is not None:
             with bar:
                 task = bar.add_task("reading the commits", total=None)
@@ -524,16 +546,6 @@ def compact(
                                                   total=of))
         else:
             done = compact_results(results, endpoint_url, everything)
-    except FileNotFoundError as exc:
-        raise fail(f"{exc}; nothing to compact.", exit_codes.USAGE) from exc
-    except ResultsLocked as exc:
-        raise fail(str(exc), exit_codes.LOCKED) from exc
-    except Exception as exc:
-        if not _store_failed(exc):
-            raise
-        raise fail(f"a store failed while compacting: {exc}. The results are as they were "
-                   "(or compacted, for the grader ids done); rerun the same command.",
-                   exit_codes.STORAGE) from exc
     if not done.batches:
         out.print(f"nothing to compact: no grader id of {results} has two batches "
                   f"{'' if everything else 'since its last compaction '}to merge")
@@ -558,19 +570,10 @@ def catalog(results: ResultsArg = "results") -> None:
     3 a grade or a compaction holds the lock; 4 a store failed.
     """
     from .catalog import rewrite_catalog
-    from .store import ResultsLocked
 
-    try:
+    with _writing_results("no catalog written.", "writing the catalog",
+                          "The results are as they were", usage=(FileNotFoundError, ValueError)):
         path = rewrite_catalog(results)
-    except (FileNotFoundError, ValueError) as exc:
-        raise fail(f"{exc}; no catalog written.", exit_codes.USAGE) from exc
-    except ResultsLocked as exc:
-        raise fail(str(exc), exit_codes.LOCKED) from exc
-    except Exception as exc:
-        if not _store_failed(exc):
-            raise
-        raise fail(f"a store failed while writing the catalog: {exc}. The catalog before is "
-                   "in place; rerun the same command.", exit_codes.STORAGE) from exc
     out.print(f"wrote {escape(path)}: its views read the results in {escape(results)}",
               soft_wrap=True)
 

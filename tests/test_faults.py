@@ -173,6 +173,31 @@ def test_catalog_refresh_failure_is_reported(tmp_path):
     assert_no_duplicates(out, 2)
 
 
+@pytest.mark.parametrize("command", ["catalog", "compact"])
+def test_a_store_failing_under_catalog_or_compact_exits_4(tmp_path, command):
+    # Two batches (so that compact has something to merge); then the folder refuses the
+    # new catalog file, or the disk reports an error when the results are flushed to it.
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    for day in ("12", "13"):
+        write_run(runs, f"202611{day}-010000-r{day}")
+        assert grade(runs, out).exit_code == 0
+    before, rows = snapshot(out), current_rows(out)
+    for fault in (lambda: refusing_writes(out), failing_flush):
+        with fault():
+            failed = CliRunner().invoke(app, [command, str(out)])
+        assert failed.exit_code == exit_codes.STORAGE, failed.output
+        said = " ".join(failed.output.split())
+        assert f"a store failed while {'compacting' if command == 'compact' else 'writing'}" \
+               in said and "rerun the same command" in said and "Traceback" not in said
+        assert current_rows(out) == rows
+        assert not list(out.glob("catalog.duckdb.tmp-*"))
+    if command == "catalog":  # (the catalog, the one before or its equal, rewritten)
+        assert_intact(before, out, derived=("catalog.duckdb",))
+    done = CliRunner().invoke(app, [command, str(out)])
+    assert done.exit_code == 0, done.output
+    assert current_rows(out) == rows
+
+
 def test_results_under_a_file_fail_clearly(tmp_path):
     runs = tmp_path / "runs"
     write_run(runs)
