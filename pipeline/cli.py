@@ -150,6 +150,10 @@ def grade(
     More exit codes: 4 a store failed (read-only, full, unreachable), or a folder under RUNS
     could not be listed (every run found is graded first); 143 stopped by SIGTERM.
     """
+    if out_dir.startswith("-"):  # `--out --json`: the option's value is the next option
+        raise fail(f"--out {out_dir}: a results path starting with '-' reads as an option given "
+                   f"where the path was expected; for a folder of that name, give ./{out_dir}",
+                   exit_codes.USAGE)
     if engine == "local" and not (judge_cmd or judge_url):
         from .processes import start_early
         # the workers' imports then run while this process does its own

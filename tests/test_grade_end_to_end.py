@@ -225,6 +225,22 @@ def test_a_results_path_read_as_a_pattern_is_refused(tmp_path, name):
         assert refused.exit_code == 2 and "any of [ ] * ?" in " ".join(refused.output.split())
 
 
+def test_an_option_taken_as_the_results_path_is_refused(tmp_path, monkeypatch):
+    # `--out --json` (a script's empty variable before it): click gives `--out` the next
+    # option as its value, and the grade wrote its results into a folder named "--json".
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", "--json",
+                                      "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    assert "give ./--json" in " ".join(result.output.split())
+    assert not list(tmp_path.iterdir())  # nothing written
+    # the folder of that name, said plainly, is graded
+    named = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", "./--json",
+                                     "--workers", "1", "--json"])
+    assert named.exit_code == 0, named.output
+    assert (tmp_path / "--json" / "_commits").is_dir()
+
+
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
 def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
     # Runs are found in the folders under RUNS, never RUNS itself: given one run folder, the
