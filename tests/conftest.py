@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# `rungrade` subprocesses that fail print Python's plain traceback, not typer's framed one:
+# a few lines a frame rather than a dozen, so the tail a failed test shows holds the frames
+# that matter (the framed one of an import failing in a subprocess was cut before its cause)
+os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
 
 from run_folders import write_run
 from s3_server import s3_bucket, s3_server, s3fs_client  # noqa: F401  (fixtures)
