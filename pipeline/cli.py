@@ -535,7 +535,8 @@ def compact(
 
     It holds the results lock, as a grade does; a kill leaves every view as it was.
 
-    Exit codes: 0 done; 2 no committed results; 3 a grade holds the lock; 4 a store failed.
+    Exit codes: 0 done; 2 no committed results; 3 a grade (or catalog) holds the lock;
+    4 a store failed.
     """
     from .compact import compact as compact_results
 
