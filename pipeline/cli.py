@@ -535,8 +535,7 @@ def compact(
 
     It holds the results lock, as a grade does; a kill leaves every view as it was.
 
-    Exit codes: 0 done; 2 no committed results; 3 a grade (or catalog) holds the lock;
-    4 a store failed.
+    Exit codes: 0 done; 2 no committed results; 3 the results locked; 4 a store failed.
     """
     from .compact import compact as compact_results
 
@@ -571,8 +570,7 @@ def catalog(results: ResultsArg = "results") -> None:
 
     After a move, they find no files where the folder was. This writes it for the folder given.
 
-    Exit codes: 0 written; 2 no committed results there, or S3 results (no catalog file);
-    3 a grade or a compaction holds the lock; 4 a store failed.
+    Exit codes: 0 written; 2 nothing committed there, or S3; 3 results locked; 4 a store failed.
     """
     from .catalog import rewrite_catalog
 
