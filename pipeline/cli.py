@@ -403,7 +403,13 @@ def sql(
     csv: Annotated[Path | None, typer.Option(help="Also write the result as CSV.")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """Run SQL against the committed results (every table is a view; see README)."""
+    """Run SQL against the committed results (every table is a view; see README).
+
+    Exit codes: 0 done; 2 no committed results, or the query failed (DuckDB's error is shown);
+    4 a store failed.
+    """
+    import duckdb
+
     from .catalog import connect
 
     text = Path(query).read_text() if query.endswith(".sql") and Path(query).exists() else query
@@ -411,7 +417,13 @@ def sql(
         con = connect(results, endpoint_url)
     except FileNotFoundError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
-    df = con.sql(text).pl()
+    try:
+        df = con.sql(text).pl()
+    except duckdb.Error as exc:
+        if _store_failed(exc):
+            raise fail(f"a store failed while running the query: {exc}. Rerun it.",
+                       exit_codes.STORAGE) from exc
+        raise fail(f"the query failed: {exc}", exit_codes.USAGE) from exc
     if csv:
         df.write_csv(csv)
     _print_frame(df)

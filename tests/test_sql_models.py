@@ -81,3 +81,28 @@ def test_score_models_reproduce_the_stored_scores(results):
         assert again.height == stored.height > 0
         assert again.sort(again.columns, nulls_last=True).equals(
             stored.sort(again.columns, nulls_last=True))
+
+
+def test_rungrade_sql_runs_a_file_and_says_why_a_query_failed(results, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+    from pipeline.exit_codes import USAGE
+
+    def sql(query: str):
+        return CliRunner().invoke(app, ["sql", query, "--results", str(results), "--csv",
+                                        str(tmp_path / "out.csv")])
+
+    trends = SQL_DIR / "marts" / "trends.sql"
+    assert sql(str(trends)).exit_code == 0
+    expected = duckdb.connect(str(results / "catalog.duckdb"), read_only=True).sql(
+        trends.read_text()).pl()
+    assert pl.read_csv(tmp_path / "out.csv").height == expected.height > 0
+    # a query DuckDB rejects: its own words, exit code 2, no traceback
+    for query, words in (("select nope from run_scores", "Binder Error"),
+                         ("selec 1", "Parser Error"), ("select * from no_such_view",
+                                                       "Catalog Error")):
+        failed = sql(query)
+        assert failed.exit_code == USAGE, failed.output
+        said = " ".join(failed.output.split())
+        assert f"the query failed: {words}" in said and "Traceback" not in said, said
