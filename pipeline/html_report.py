@@ -137,11 +137,16 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
     parts.append(_table(analysis.trends(con)))
 
     parts.append("<h2>Grader version diff</h2>")
-    if base is None and head is None and len(ids) < 2:
-        parts.append('<p class="note">these results hold one grader id; grade the same runs '
-                     "under a second grader id to see what changes between versions</p>")
+    # Left to choose, the pair is the newest two ids that graded a run in common: there may be
+    # none (one id, or only ledger graders' ids beside it, each grading runs of its own)
+    pair = (base, head) if base is not None or head is not None else _pair(con)
+    if pair is None:
+        held = ("one grader id" if len(ids) < 2 else
+                f"{len(ids)} grader ids, no two of which graded the same run")
+        parts.append(f'<p class="note">these results hold {held}; grade the same runs under a '
+                     "second grader id to see what changes between versions</p>")
     else:
-        diff = analysis.version_diff(con, base, head)
+        diff = analysis.version_diff(con, *pair)
         parts.append(f"<p>base <b>{html.escape(diff.base)}</b> → head "
                      f"<b>{html.escape(diff.head)}</b></p>")
         parts.append(_table(pl.DataFrame([diff.summary])))
@@ -158,6 +163,13 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
                      else '<p class="note">no clause changed its verdict</p>')
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str] | None:
+    try:
+        return analysis.latest_pair(con)
+    except analysis.ResultsQueryError:  # (no two ids graded a run in common)
+        return None
 
 
 def _grade_log(con: duckdb.DuckDBPyConnection, results: str,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from analyst_runs import BASE_ID, HEAD_ID, grade, grade_two_versions, write_sample_runs
+from conftest import SAMPLE_RUNS
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -116,12 +117,17 @@ def test_report_flip_matrix_follows_base_and_head(results, tmp_path):
     assert bad.exit_code == USAGE and "nope.grader/v1" in bad.output
 
 
-def test_report_of_one_grader_id_says_how_to_compare(tmp_path):
-    runs = write_sample_runs(tmp_path / "runs")
-    grade(runs, tmp_path / "results", "--grader-id", BASE_ID)
+@pytest.mark.parametrize("runs", ["one grader id", "ledgers beside"])
+def test_report_of_no_pair_of_grader_ids_says_how_to_compare(tmp_path, runs):
+    # "ledgers beside": the repository's sample runs (`make run`), whose ledgers each carry
+    # their ledger grader's id: four ids, no two of which graded the same run
+    folder = write_sample_runs(tmp_path / "runs") if runs == "one grader id" else SAMPLE_RUNS
+    grade(folder, tmp_path / "results", "--grader-id", BASE_ID)
     out = tmp_path / "r.html"
     result = CliRunner().invoke(app, ["report", str(tmp_path / "results"), "--html", str(out)])
     assert result.exit_code == 0, result.output
     html, page = parse(out)
     assert len([t for t, _ in page.tags if t == "img"]) == 2  # no flip matrix without a pair
     assert "second grader id" in html and "https://" not in html
+    assert ("hold one grader id" if runs == "one grader id" else
+            "hold 4 grader ids, no two of which graded the same run") in html
