@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from analyst_runs import BASE_ID, HEAD_ID, grade_two_versions
+from analyst_runs import BASE_ID, HEAD_ID, grade, grade_two_versions
+from conftest import SAMPLE_RUNS
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "compare_grader_versions.ipynb"
@@ -26,24 +27,37 @@ def _text(outputs) -> str:
     return "\n".join(parts)
 
 
-def test_notebook_executes_against_fresh_results(tmp_path, monkeypatch):
-    results = grade_two_versions(tmp_path)["results"]
+def _executed(results: Path, folder: Path, monkeypatch) -> tuple[str, int]:
+    """Run the notebook on `results` in a real kernel: (its outputs' text, its PNG charts)."""
     monkeypatch.setenv("RUNGRADE_RESULTS", str(results))
     monkeypatch.delenv("RUNGRADE_BASE", raising=False)
     monkeypatch.delenv("RUNGRADE_HEAD", raising=False)
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=180,
-                            resources={"metadata": {"path": str(tmp_path)}})
+                            resources={"metadata": {"path": str(folder)}})
     client.execute()  # raises CellExecutionError on the first failing cell
 
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     text = _text(outputs)
+    assert "https://" not in text and "http://" not in text  # nothing loads from the network
+    return text, len([o for o in outputs if "image/png" in o.get("data", {})])
+
+
+def test_notebook_executes_against_fresh_results(tmp_path, monkeypatch):
+    text, charts = _executed(grade_two_versions(tmp_path)["results"], tmp_path, monkeypatch)
     assert f"base {BASE_ID} → head {HEAD_ID}" in text
     assert "satisfied→violated" in text  # the flipped clauses are on show
-    charts = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(charts) == 3, "trend, distribution and flip charts, rendered locally"
-    assert "https://" not in text and "http://" not in text  # nothing loads from the network
+    assert charts == 3, "trend, distribution and flip charts, rendered locally"
+
+
+def test_notebook_executes_against_the_sample_results(tmp_path, monkeypatch):
+    # `make run`'s results: the contract grader's id and three ledger graders' ids, no two
+    # of which graded the same run; the notebook says there is nothing to diff
+    grade(SAMPLE_RUNS, tmp_path / "results")
+    text, charts = _executed(tmp_path / "results", tmp_path, monkeypatch)
+    assert "no diff: a diff needs results of two grader ids that graded the same runs" in text
+    assert charts == 2, "trend and distribution charts; no flip chart without a pair"
 
 
 def test_notebook_reads_its_folder_from_the_environment():
