@@ -6,6 +6,7 @@ analyst writes by hand over `read_parquet(…, hive_partitioning = true)` with n
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -13,9 +14,10 @@ import polars as pl
 import pytest
 from analyst_runs import BASE_ID, HEAD_ID, grade_two_versions
 
-from pipeline.catalog import VIEW_MODELS
+from pipeline.catalog import GRADE_COLUMNS, VIEW_MODELS
+from pipeline.judging.cache import COLUMNS as JUDGMENT_COLUMNS
 from pipeline.scoring import SCORE_MODELS, SQL_DIR
-from pipeline.tables import TABLES
+from pipeline.tables import COLUMNS, TABLES
 
 SQL_FILES = sorted(SQL_DIR.rglob("*.sql"))
 
@@ -106,3 +108,39 @@ def test_rungrade_sql_runs_a_file_and_says_why_a_query_failed(results, tmp_path)
         assert failed.exit_code == USAGE, failed.output
         said = " ".join(failed.output.split())
         assert f"the query failed: {words}" in said and "Traceback" not in said, said
+
+
+README = SQL_DIR.parent / "README.md"
+
+
+def _documented(block: str) -> set[str]:
+    """Column names a README block states: `in backticks`, or in a table row's first cell
+    (several names, comma-separated)."""
+    names = set(re.findall(r"`([a-z_][a-z0-9_]*)`", block))
+    for cell in re.findall(r"^\| *([a-z_][a-z0-9_, ]*?) *\|", block, re.M):
+        names |= {name.strip() for name in cell.split(",")}
+    return names
+
+
+def test_the_readme_documents_every_table_and_column(results):
+    # "Tables and columns" and the models' table: every column of every view an analyst meets
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### Tables and columns"):text.index("### `rungrade trend`")]
+    assert {"grader_id", "run_uri", "run_id"} <= _documented(section.split("**runs**")[0])
+    catalog = duckdb.connect(str(results / "catalog.duckdb"), read_only=True)
+    every = {**{t: set(COLUMNS[t]) for t in TABLES}, "grades": set(GRADE_COLUMNS),
+             "judgments": set(JUDGMENT_COLUMNS)}
+    for table, columns in every.items():
+        block = re.split(r"\n\*\*[a-z_]+\*\*|\n### ", section.split(f"\n**{table}**", 1)[1])[0]
+        missing = columns - {"grader_id"} - _documented(block)
+        assert not missing, f"README: {table} lacks {sorted(missing)}"
+        if table in TABLES:  # the views add the grader id and the batch each row came from
+            viewed = {c for c, *_ in catalog.sql(f"describe {table}").fetchall()}
+            assert viewed == columns | {"grader_id", "batch_id"}
+    assert "`batch_id`" in text[text.index("### Views"):text.index("### Tables and columns")]
+    for model in VIEW_MODELS:
+        view = Path(model).name
+        (row,) = re.findall(rf"^\| {view} \|[^|]*\|(.*)\|$", section, re.M)
+        columns = {c for c, *_ in catalog.sql(f"describe {view}").fetchall()}
+        missing = columns - _documented(row)
+        assert not missing, f"README: the {view} model lacks {sorted(missing)}"
