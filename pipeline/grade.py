@@ -376,6 +376,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 # -- the nightly job: discover, skip what is graded, grade the rest in committed batches -------
 LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
+PROGRESS_EVERY = 500  # runs found between two updates of the progress bar while finding them
 SHARD_RUNS = 600  # at most this many runs read and graded per task (memory follows it)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
@@ -983,8 +984,17 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
                 store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
             log.committed()
+            shown()
+
+        discovered = False  # every run found (the bar then has its total and a time left)
+
+        def shown() -> None:
             if progress:
-                progress("grade", summary.graded + summary.refused, None)
+                done = summary.graded + summary.refused
+                if discovered:
+                    progress("grading", done, summary.found - summary.skipped)
+                else:
+                    progress(f"finding and grading runs ({summary.found:,} found)", done, None)
 
         def abandon(batch_id: str, shards: list[Shard | None]) -> None:
             for grader_id in {g for shard in shards if shard for g in shard.stats} | {main_id}:
@@ -1002,6 +1012,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 if status == "empty":
                     continue
                 summary.see(status)
+                if summary.found % PROGRESS_EVERY == 0:
+                    shown()
                 if status == "unchanged" and not full:
                     continue
                 pending.append(ref)
@@ -1017,6 +1029,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     finish()
                 if summary.stopped:
                     break
+            discovered = True
+            shown()
             if pending and not summary.stopped and not should_stop():
                 start(pending, last=True)
             elif pending:
@@ -1046,9 +1060,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if summary.graded + summary.refused:
                 with contextlib.suppress(Exception):  # a cache: tidied on a later grade
                     store.tidy_readings(readings_version())
-            if progress:
-                progress("grade", summary.graded + summary.refused,
-                         summary.found - summary.skipped)
+            shown()
             if summary.batches:
                 write_catalog(store)
         finally:

@@ -221,6 +221,34 @@ def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
     assert max(alive) <= bound < 600, (max(alive), bound)
 
 
+def test_the_progress_bar_counts_runs_found_then_has_its_total(tmp_path: Path, monkeypatch):
+    # While runs are being found the bar has no total and says how many were found; once all
+    # are, it has one (graded + refused to come), so it can show the time left.
+    from pipeline import grade as grade_module
+
+    monkeypatch.setattr(grade_module, "PROGRESS_EVERY", 20)
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 90, seed=4, workers=1)
+    for full in (False, True):  # a first grade, then all of them again
+        seen: list[tuple[str, int, int | None]] = []
+        summary = grade_runs(str(runs), str(tmp_path / "out"), default_grader(), batch_size=30,
+                             workers=1, full=full, progress=lambda *told, seen=seen: seen.append(
+                                 told))
+        assert summary.found == summary.graded + summary.refused == 90
+        finding = [re.fullmatch(r"finding and grading runs \((\d+) found\)", what)
+                   for what, _, total in seen if total is None]
+        counts = [int(found[1]) for found in finding]  # (also told after each commit)
+        assert counts == sorted(counts) and {20, 40, 60, 80} <= set(counts)
+        first_total = next(i for i, (_, _, total) in enumerate(seen) if total is not None)
+        assert all(total == 90 for _, _, total in seen[first_total:])  # never taken back
+        assert [done for _, done, _ in seen] == sorted(done for _, done, _ in seen)
+        assert seen[-1] == ("grading", 90, 90)
+    rerun: list[tuple[str, int, int | None]] = []
+    grade_runs(str(runs), str(tmp_path / "out"), default_grader(), workers=1,
+               progress=lambda what, done, total: rerun.append((what, done, total)))
+    assert rerun[-1] == ("grading", 0, 0)  # nothing to grade: the bar ends full
+
+
 def _folders_listed_during(fn) -> tuple[object, list[str]]:
     """(fn(), every folder os.scandir listed in this process while fn ran): audit events."""
     import sys
