@@ -135,16 +135,27 @@ def recent_grades(log: pl.DataFrame, last: int = 14) -> pl.DataFrame:
         "refused", pl.col("unlisted").list.len().alias("unlisted"))
 
 
-def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+def newest_pair(con: duckdb.DuckDBPyConnection,
+                known: list[str] | None = None) -> tuple[str, str] | None:
     """(base, head): the latest grader id and the latest other id that graded a run in common
-    with it; refuses results with no such pair."""
-    known = grader_ids(con)
+    with it, among `known` (default: every grader id of the results); None where no two
+    graded a run in common."""
+    known = grader_ids(con) if known is None else known
     # one grading stamps several ids (each ledger carries its ledger grader's), so the two
     # newest ids need not share a run: pair the newest id with the newest that does
     for head in reversed(known):
         base = _latest_sharing(con, head, known)
         if base is not None:
             return base, head
+    return None
+
+
+def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    """`newest_pair`, refusing results with no such pair (ResultsQueryError)."""
+    known = grader_ids(con)
+    pair = newest_pair(con, known)
+    if pair is not None:
+        return pair
     raise ResultsQueryError(
         "a diff needs results of two grader ids that graded the same runs, and these results "
         f"hold {len(known)} ({', '.join(known) or 'none'}); grade the same runs again with "

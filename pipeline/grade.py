@@ -932,6 +932,16 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
+        discovered = False  # every run found (the bar then has its total and a time left)
+
+        def shown() -> None:
+            if progress:
+                done = summary.graded + summary.refused
+                if discovered:
+                    progress("grading", done, summary.found - summary.skipped)
+                else:
+                    progress(f"finding and grading runs ({summary.found:,} found)", done, None)
+
         def start(refs: list[RunRef], last: bool = False) -> None:
             batch_id = new_batch_id()
             # one shard per worker, but never so large that a worker's memory follows the
@@ -985,16 +995,6 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
             log.committed()
             shown()
-
-        discovered = False  # every run found (the bar then has its total and a time left)
-
-        def shown() -> None:
-            if progress:
-                done = summary.graded + summary.refused
-                if discovered:
-                    progress("grading", done, summary.found - summary.skipped)
-                else:
-                    progress(f"finding and grading runs ({summary.found:,} found)", done, None)
 
         def abandon(batch_id: str, shards: list[Shard | None]) -> None:
             for grader_id in {g for shard in shards if shard for g in shard.stats} | {main_id}:

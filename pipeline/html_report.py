@@ -139,7 +139,8 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
     parts.append("<h2>Grader version diff</h2>")
     # Left to choose, the pair is the newest two ids that graded a run in common: there may be
     # none (one id, or only ledger graders' ids beside it, each grading runs of its own)
-    pair = (base, head) if base is not None or head is not None else _pair(con)
+    pair = (base, head) if base is not None or head is not None else analysis.newest_pair(
+        con, ids)
     if pair is None:
         held = ("one grader id" if len(ids) < 2 else
                 f"{len(ids)} grader ids, no two of which graded the same run")
@@ -163,13 +164,6 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
                      else '<p class="note">no clause changed its verdict</p>')
     parts.append("</body></html>")
     return "\n".join(parts)
-
-
-def _pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str] | None:
-    try:
-        return analysis.latest_pair(con)
-    except analysis.ResultsQueryError:  # (no two ids graded a run in common)
-        return None
 
 
 def _grade_log(con: duckdb.DuckDBPyConnection, results: str,
