@@ -10,6 +10,7 @@ committed batches. `RESULTS/catalog.duckdb` holds the same views for the duckdb 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import tempfile
@@ -297,22 +298,50 @@ def tidy_compacted(store: ResultStore) -> None:
     store.tidy_replaced()
 
 
+# Beside catalog.duckdb: the real path of the folder it was written for, readable without
+# DuckDB (see `catalog_elsewhere`).
+CATALOG_FOLDER = "_catalog.json"
+
+
 def write_catalog(store: ResultStore) -> str | None:
-    """Write RESULTS/catalog.duckdb (local results only); return its path."""
+    """Write RESULTS/catalog.duckdb (local results only), and CATALOG_FOLDER beside it; return
+    the catalog's path."""
     import duckdb  # imported here: a grade that commits nothing never needs it
 
     if not store.local:
         return None
     path = store.path("catalog.duckdb")
+    folder = os.path.realpath(store.root)
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
     con = duckdb.connect(tmp)
     try:
-        create_views(con, store, catalog_file=os.path.realpath(path))
+        create_views(con, store, catalog_file=os.path.join(folder, "catalog.duckdb"))
     finally:
         con.close()
     os.replace(tmp, path)
+    where = store.path(CATALOG_FOLDER)
+    with open(f"{where}.tmp-{secrets.token_hex(4)}", "w", encoding="utf-8") as handle:
+        json.dump({"folder": folder}, handle)
+    os.replace(handle.name, where)
     flush_to_disk(store.root)  # after a power cut, this catalog and not the one before
     return path
+
+
+def catalog_elsewhere(store: ResultStore) -> bool:
+    """Whether local results holding commits have no catalog written for the folder they are
+    in now: none, or one written before the folder was copied or moved (CATALOG_FOLDER names
+    another folder, or is missing). A grade that commits nothing writes the catalog then, so
+    that a nightly grade into a copied folder mends its catalog (its views would name the
+    first folder's parts). Costs a file read, not a DuckDB import."""
+    if not store.local:
+        return False
+    try:
+        with open(store.path(CATALOG_FOLDER), "rb") as handle:
+            written = json.loads(handle.read()).get("folder")
+    except (OSError, ValueError, AttributeError):
+        written = None
+    return written != os.path.realpath(store.root) or not os.path.isfile(
+        store.path("catalog.duckdb"))
 
 
 def rewrite_catalog(results: str) -> str:

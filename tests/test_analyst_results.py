@@ -141,6 +141,33 @@ def test_a_copied_or_moved_catalog_stops_until_written_for_its_folder(graded, tm
     assert not (tmp_path / "none").exists()
 
 
+def test_a_grade_that_commits_nothing_mends_a_copied_folders_catalog(graded, tmp_path):
+    # A nightly grade into a copy of the results finds nothing new: it still writes the
+    # copy's catalog, which named the first folder's parts.
+    first = tmp_path / "first"
+    shutil.copytree(graded["results"], first)
+    assert cli("catalog", str(first)).exit_code == 0
+    expected = _catalog_counts(first)
+    copied = tmp_path / "copied"
+    shutil.copytree(first, copied)
+    with pytest.raises(duckdb.InvalidInputException, match="written for the results in"):
+        _catalog_counts(copied)
+    catalog = copied / "catalog.duckdb"
+
+    nothing = cli("grade", str(graded["runs"]), "--out", str(copied), "--workers", "1",
+                  "--grader", str(graded["grader"]), "--json")
+    assert nothing.exit_code == 0, nothing.output
+    assert '"graded": 0' in nothing.output and '"batches": []' in nothing.output
+    shutil.rmtree(first)  # the copy's catalog reads its own parts now
+    assert _catalog_counts(copied)["run_scores"] == expected["run_scores"]
+    assert _catalog_counts(copied)["grades"] == expected["grades"] + 1  # (this grade's record)
+
+    written = catalog.stat().st_mtime_ns  # where it was written for its folder, left alone
+    again = cli("grade", str(graded["runs"]), "--out", str(copied), "--workers", "1",
+                "--grader", str(graded["grader"]), "--json")
+    assert again.exit_code == 0 and catalog.stat().st_mtime_ns == written
+
+
 # -- 3. a second grader id lives beside the first ----------------------------------------------
 
 def _snapshot(root: Path) -> dict[str, str]:
