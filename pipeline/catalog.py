@@ -10,6 +10,7 @@ committed batches. `RESULTS/catalog.duckdb` holds the same views for the duckdb 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -165,11 +166,13 @@ def _quoted(text: str) -> str:
 
 
 def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
-                 marts: bool = True, catalog_file: str | None = None) -> list[str]:
+                 marts: bool = True, catalog_file: str | None = None,
+                 commits: list[dict] | None = None) -> list[str]:
     """Create the committed-results views on `con`; return the names of the views made.
     `catalog_file`: the real path of the database file the views are written to, which they
-    check they are read from (see `_read_where_written`)."""
-    commits = store.commits()
+    check they are read from (see `_read_where_written`). `commits`: the store's, if read
+    already."""
+    commits = store.commits() if commits is None else commits
     if not commits:
         raise FileNotFoundError(
             f"{store.uri} holds no committed results; run `rungrade grade RUNS --out "
@@ -298,49 +301,59 @@ def tidy_compacted(store: ResultStore) -> None:
     store.tidy_replaced()
 
 
-# Beside catalog.duckdb: the real path of the folder it was written for, readable without
-# DuckDB (see `catalog_elsewhere`).
-CATALOG_FOLDER = "_catalog.json"
+# Beside catalog.duckdb: what it was written for (`_stamp`), readable without DuckDB (see
+# `catalog_stale`).
+CATALOG_STAMP = "_catalog.json"
+
+
+def _stamp(folder: str, commits: list[dict]) -> dict:
+    """The folder a catalog was written for (its real path) and a digest of the batches its
+    views read."""
+    batches = "\n".join(sorted({c["batch_id"] for c in commits}))
+    return {"folder": folder, "commits": hashlib.sha256(batches.encode()).hexdigest()}
 
 
 def write_catalog(store: ResultStore) -> str | None:
-    """Write RESULTS/catalog.duckdb (local results only), and CATALOG_FOLDER beside it; return
+    """Write RESULTS/catalog.duckdb (local results only), then CATALOG_STAMP beside it; return
     the catalog's path."""
-    import duckdb  # imported here: a grade that commits nothing never needs it
+    import duckdb  # imported here: a grade that commits nothing rarely needs it
 
     if not store.local:
         return None
     path = store.path("catalog.duckdb")
     folder = os.path.realpath(store.root)
+    commits = store.commits()
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
     con = duckdb.connect(tmp)
     try:
-        create_views(con, store, catalog_file=os.path.join(folder, "catalog.duckdb"))
+        create_views(con, store, catalog_file=os.path.join(folder, "catalog.duckdb"),
+                     commits=commits)
     finally:
         con.close()
     os.replace(tmp, path)
-    where = store.path(CATALOG_FOLDER)
-    with open(f"{where}.tmp-{secrets.token_hex(4)}", "w", encoding="utf-8") as handle:
-        json.dump({"folder": folder}, handle)
-    os.replace(handle.name, where)
+    stamp = store.path(CATALOG_STAMP)
+    with open(f"{stamp}.tmp-{secrets.token_hex(4)}", "w", encoding="utf-8") as handle:
+        json.dump(_stamp(folder, commits), handle)
+    os.replace(handle.name, stamp)
     flush_to_disk(store.root)  # after a power cut, this catalog and not the one before
     return path
 
 
-def catalog_elsewhere(store: ResultStore) -> bool:
-    """Whether local results holding commits have no catalog written for the folder they are
-    in now: none, or one written before the folder was copied or moved (CATALOG_FOLDER names
-    another folder, or is missing). A grade that commits nothing writes the catalog then, so
-    that a nightly grade into a copied folder mends its catalog (its views would name the
-    first folder's parts). Costs a file read, not a DuckDB import."""
-    if not store.local:
+def catalog_stale(store: ResultStore, commits: list[dict]) -> bool:
+    """Whether the catalog of local results holding `commits` is missing or was written for
+    other batches or another folder: a write that failed after a commit, or the folder copied
+    or moved since (CATALOG_STAMP says otherwise, or is missing). A grade that commits nothing
+    writes the catalog then, so that the next grade mends it whether or not a run is new (a
+    copy's views would name the first folder's parts). Costs a file read, not a DuckDB
+    import."""
+    if not store.local or not commits:
         return False
     try:
-        with open(store.path(CATALOG_FOLDER), "rb") as handle:
-            written = json.loads(handle.read()).get("folder")
-    except (OSError, ValueError, AttributeError):
+        with open(store.path(CATALOG_STAMP), "rb") as handle:
+            written = json.loads(handle.read())
+    except (OSError, ValueError):
         written = None
-    return written != os.path.realpath(store.root) or not os.path.isfile(
+    return written != _stamp(os.path.realpath(store.root), commits) or not os.path.isfile(
         store.path("catalog.duckdb"))
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from . import scratch
-from .catalog import catalog_elsewhere, tidy_compacted, write_catalog
+from .catalog import catalog_stale, tidy_compacted, write_catalog
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
 from .checks.grader import Grader, run_checks
@@ -1061,8 +1061,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 with contextlib.suppress(Exception):  # a cache: tidied on a later grade
                     store.tidy_readings(readings_version())
             shown()
-            # (a grade that commits nothing mends a catalog written for another folder)
-            if summary.batches or (commits and catalog_elsewhere(store)):
+            # (a grade that commits nothing mends a catalog written for other batches or
+            # another folder)
+            if summary.batches or catalog_stale(store, commits):
                 write_catalog(store)
         finally:
             closing.join()

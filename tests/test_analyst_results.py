@@ -172,9 +172,11 @@ def test_a_grade_that_commits_nothing_mends_a_copied_folders_catalog(graded, tmp
 
 def _snapshot(root: Path) -> dict[str, str]:
     # reports/{run_id}.json is the latest copy; _listings/ a cache of run listings that any
-    # grade may add to or merge (it holds no results)
+    # grade may add to or merge (it holds no results); the catalog, and what it was written
+    # for, are rewritten by every grade that commits
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file() and p.name != "catalog.duckdb"
+            for p in root.rglob("*") if p.is_file()
+            and p.name not in ("catalog.duckdb", "_catalog.json")
             and p.parent not in (root / "reports", root / "_listings")}
 
 

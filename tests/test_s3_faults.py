@@ -23,7 +23,7 @@ from s3_faults_server import (
     is_object_read,
     lists_prefix,
 )
-from test_faults import assert_intact, assert_no_duplicates, snapshot
+from test_faults import CATALOG, assert_intact, assert_no_duplicates, snapshot
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
@@ -124,7 +124,7 @@ def test_server_stopped_mid_grade_publishes_nothing(s3, tmp_path, monkeypatch, a
     rerun = grade(uri, out, s3.endpoint)
     assert rerun.exit_code == 0, rerun.output
     assert json.loads(rerun.output)["found"] == 10
-    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_intact(before, out, derived=CATALOG)
     assert_no_duplicates(out, 10)
 
 
@@ -157,7 +157,7 @@ def test_reads_fail_mid_batch_after_earlier_batches_committed(s3, tmp_path, monk
     s3.start()
     rerun = grade(uri, out, s3.endpoint, "--batch-size", "5")
     assert rerun.exit_code == 0, rerun.output
-    assert_intact(before, out, derived=("catalog.duckdb",))
+    assert_intact(before, out, derived=CATALOG)
     assert_no_duplicates(out, 20)
 
 
