@@ -331,10 +331,7 @@ def write_catalog(store: ResultStore) -> str | None:
     finally:
         con.close()
     os.replace(tmp, path)
-    stamp = store.path(CATALOG_STAMP)
-    with open(f"{stamp}.tmp-{secrets.token_hex(4)}", "w", encoding="utf-8") as handle:
-        json.dump(_stamp(folder, commits), handle)
-    os.replace(handle.name, stamp)
+    store._put(store.path(CATALOG_STAMP), json.dumps(_stamp(folder, commits)).encode())
     flush_to_disk(store.root)  # after a power cut, this catalog and not the one before
     return path
 

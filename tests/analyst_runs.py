@@ -356,8 +356,9 @@ BASE_ID = "analyst.contract.grader/v1"
 HEAD_ID = "analyst.contract.grader/v2"
 
 
-def grade(runs: Path, results: Path, *args: str) -> None:
-    """`rungrade grade RUNS --out RESULTS ARGS…` through the real command line, in process."""
+def grade(runs: Path, results: Path, *args: str):
+    """`rungrade grade RUNS --out RESULTS ARGS…` through the real command line, in process;
+    the CLI result (its output: the `--json` summary)."""
     from typer.testing import CliRunner
 
     from pipeline.cli import app
@@ -365,6 +366,7 @@ def grade(runs: Path, results: Path, *args: str) -> None:
     result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(results),
                                       "--workers", "1", "--json", *args])
     assert result.exit_code == 0, result.output
+    return result
 
 
 def grade_two_versions(tmp: Path) -> dict[str, Path]:

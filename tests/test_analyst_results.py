@@ -25,6 +25,7 @@ from analyst_runs import (
     write_strict_grader,
 )
 from conftest import SAMPLE_RUNS
+from test_faults import CATALOG
 from typer.testing import CliRunner
 
 from pipeline import analysis
@@ -154,18 +155,15 @@ def test_a_grade_that_commits_nothing_mends_a_copied_folders_catalog(graded, tmp
         _catalog_counts(copied)
     catalog = copied / "catalog.duckdb"
 
-    nothing = cli("grade", str(graded["runs"]), "--out", str(copied), "--workers", "1",
-                  "--grader", str(graded["grader"]), "--json")
-    assert nothing.exit_code == 0, nothing.output
+    nothing = grade(graded["runs"], copied, "--grader", str(graded["grader"]))
     assert '"graded": 0' in nothing.output and '"batches": []' in nothing.output
     shutil.rmtree(first)  # the copy's catalog reads its own parts now
     assert _catalog_counts(copied)["run_scores"] == expected["run_scores"]
     assert _catalog_counts(copied)["grades"] == expected["grades"] + 1  # (this grade's record)
 
     written = catalog.stat().st_mtime_ns  # where it was written for its folder, left alone
-    again = cli("grade", str(graded["runs"]), "--out", str(copied), "--workers", "1",
-                "--grader", str(graded["grader"]), "--json")
-    assert again.exit_code == 0 and catalog.stat().st_mtime_ns == written
+    grade(graded["runs"], copied, "--grader", str(graded["grader"]))
+    assert catalog.stat().st_mtime_ns == written
 
 
 # -- 3. a second grader id lives beside the first ----------------------------------------------
@@ -176,7 +174,7 @@ def _snapshot(root: Path) -> dict[str, str]:
     # for, are rewritten by every grade that commits
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in root.rglob("*") if p.is_file()
-            and p.name not in ("catalog.duckdb", "_catalog.json")
+            and p.name not in CATALOG
             and p.parent not in (root / "reports", root / "_listings")}
 
 
