@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,12 +51,18 @@ from pathlib import Path
 import psutil
 
 RUNGRADE = str(Path(sys.executable).parent / "rungrade")
+CORPUS = re.compile(r"corpus-\d+-seed\d+")  # a corpus folder's name (see `corpus`)
 
 
 def corpus(folder: Path, runs: int, seed: int, workers: int | None) -> Path:
-    """The corpus of `runs` runs for `seed` in `folder`, written only if not there yet."""
+    """The corpus of `runs` runs for `seed` in `folder`, written only if not there yet.
+    Exits with a message when `folder` is itself such a corpus: one written inside it would
+    add its runs to every later bench of that corpus."""
     from pipeline.synth import synthesize
 
+    if CORPUS.fullmatch(folder.name) and folder.with_name(f"{folder.name}.complete").exists():
+        raise SystemExit(f"--dir {folder} is a corpus; give the folder that holds it "
+                         f"({folder.parent}), where each corpus is kept by its size and seed")
     root = folder / f"corpus-{runs}-seed{seed}"
     stamp = folder / f"corpus-{runs}-seed{seed}.complete"
     if not stamp.exists():
@@ -238,7 +245,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="worker processes of the Dask engine's LocalCluster")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
     parser.add_argument("--dir", type=Path, default=None,
-                        help="folder for corpora and results (default: a temporary one)")
+                        help="folder that holds the corpora, each in corpus-RUNS-seedSEED/, "
+                             "and the results (default: a temporary one)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the corpora and the latest results of each kind")
     parser.add_argument("--repeat", type=int, default=3,

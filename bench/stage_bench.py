@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--shards", type=int, default=5, help="shards timed of each size")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None,
-                        help="folder for the corpus (default: a temporary one, deleted)")
+                        help="folder that holds the corpus, in corpus-RUNS-seedSEED/ (default: a "
+                             "temporary one, deleted)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time each measure family and each check (larger size)")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pipeline.checks import default_grader
 from pipeline.checks.output_analysis import FAMILY
 
@@ -82,15 +84,21 @@ def test_s3_bench_script_runs_end_to_end():
         assert figure in done.stdout
 
 
+def _grade_bench():
+    """bench/grade_bench.py as a module (it is a script, not a package's)."""
+    spec = importlib.util.spec_from_file_location("grade_bench", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
 BUSY = "import time\nwhile time.process_time() < 0.6: pass\n"
 
 
 def test_cpu_time_counts_every_process_of_the_tree():
     # a parent busy for 0.6 CPU-seconds that runs a child busy for as long: the sampler sees
     # both (each loses at most its last 0.2 s between samples)
-    spec = importlib.util.spec_from_file_location("grade_bench", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _grade_bench()
     code = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {BUSY!r}])\n{BUSY}"
     proc = subprocess.Popen([sys.executable, "-c", code])
     cpu = bench.CPUTime(proc.pid, every=0.05)
@@ -98,3 +106,17 @@ def test_cpu_time_counts_every_process_of_the_tree():
     cpu.stop()
     seconds = cpu.seconds
     assert 1.0 <= seconds <= 2.0, seconds
+
+
+def test_a_corpus_given_as_the_folder_for_corpora_is_refused(tmp_path: Path):
+    # `--dir` names the folder that holds corpora; given a corpus itself, the bench would
+    # write a second corpus inside it, whose runs every later bench of the first would grade
+    bench = _grade_bench()
+    made = tmp_path / "corpus-30-seed7"
+    (made / "acme").mkdir(parents=True)
+    (tmp_path / "corpus-30-seed7.complete").write_text("{}")
+    with pytest.raises(SystemExit, match=r"is a corpus; give the folder that holds it"):
+        bench.corpus(made, 30, 7, None)
+    assert sorted(p.name for p in made.iterdir()) == ["acme"]
+    # the folder that holds it is used as before: the corpus is there already
+    assert bench.corpus(tmp_path, 30, 7, None) == made
