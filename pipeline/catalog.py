@@ -301,8 +301,9 @@ def tidy_compacted(store: ResultStore) -> None:
     store.tidy_replaced()
 
 
-# Beside catalog.duckdb: what it was written for (`_stamp`), readable without DuckDB (see
-# `catalog_stale`).
+# The catalog's file in the results folder, and beside it what it was written for (`_stamp`),
+# readable without DuckDB (see `catalog_stale`).
+CATALOG_FILE = "catalog.duckdb"
 CATALOG_STAMP = "_catalog.json"
 
 
@@ -320,13 +321,13 @@ def write_catalog(store: ResultStore) -> str | None:
 
     if not store.local:
         return None
-    path = store.path("catalog.duckdb")
+    path = store.path(CATALOG_FILE)
     folder = os.path.realpath(store.root)
     commits = store.commits()
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
     con = duckdb.connect(tmp)
     try:
-        create_views(con, store, catalog_file=os.path.join(folder, "catalog.duckdb"),
+        create_views(con, store, catalog_file=os.path.join(folder, CATALOG_FILE),
                      commits=commits)
     finally:
         con.close()
@@ -351,7 +352,7 @@ def catalog_stale(store: ResultStore, commits: list[dict]) -> bool:
     except (OSError, ValueError):
         written = None
     return written != _stamp(os.path.realpath(store.root), commits) or not os.path.isfile(
-        store.path("catalog.duckdb"))
+        store.path(CATALOG_FILE))
 
 
 def rewrite_catalog(results: str) -> str:

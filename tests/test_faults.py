@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from pipeline import exit_codes
 from pipeline import store as store_module
-from pipeline.catalog import connect
+from pipeline.catalog import CATALOG_FILE, CATALOG_STAMP, connect
 from pipeline.cli import app
 from pipeline.store import ResultStore
 
@@ -37,9 +37,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-# Rewritten by any grade that commits (and by `rungrade catalog`): what it was written for
-# (see catalog.CATALOG_STAMP) and the catalog itself.
-CATALOG = ("catalog.duckdb", "_catalog.json")
+# Rewritten by any grade that commits (and by `rungrade catalog`): the catalog and what it
+# was written for.
+CATALOG = (CATALOG_FILE, CATALOG_STAMP)
 
 
 def assert_intact(before: dict[str, bytes], root: Path, *, derived: tuple[str, ...] = ()):
