@@ -46,6 +46,7 @@ from .checks.ledger import (
 from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
 from .compact import uncompacted
+from .names import shown
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
@@ -488,11 +489,15 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],
 def _listing_row(ref: RunRef, fingerprint: str | None) -> tuple[str, str, str, bytes] | None:
     """(uri, fingerprint, shape, stats) of a listed local run, as ResultStore.save_listings
     keeps them (`fingerprint` is the run's, already computed); None for a run it cannot
-    describe (not listed locally, not listed whole, or holding links)."""
+    describe (not listed locally, not listed whole, holding links, or a name that is not
+    UTF-8)."""
     if fingerprint is None or ref.folders is None or not ref.files or ref.unlisted or any(
             info.link_target is not None for info in ref.files.values()):
         return None
-    return (ref.uri, fingerprint, *pack_listing(ref.files, ref.folders))
+    shape, stats = pack_listing(ref.files, ref.folders)
+    if shown(shape) != shape:  # a name that is not UTF-8: the run is listed on each rerun
+        return None
+    return ref.uri, fingerprint, shape, stats
 
 
 def _status(ref: RunRef, known: str | None) -> str:

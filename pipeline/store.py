@@ -46,6 +46,7 @@ from datetime import UTC, datetime
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
+from .names import shown
 from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -286,6 +287,11 @@ class ResultStore:
                 f"any of {' '.join(PATTERN_CHARACTERS)}, which DuckDB and the file system "
                 "layer read as patterns (the results could not be found again); give a "
                 "folder whose path has none of them")
+        if shown(uri) != uri:
+            raise FileNotFoundError(
+                f"results location {shown(uri)} is not valid UTF-8 (shown with \\x escapes): "
+                "DuckDB, which the catalog and every query use, takes UTF-8 paths only; give a "
+                "folder whose path is UTF-8")
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
         # batches a compacted batch replaced whose parts or markers are still here, as the

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from .names import shown
+
 REFUSAL_REASONS = {
     "missing-program": "the run folder has no program.md (era B: root.prose.md)",
     "missing-manifest": "the run folder has no manifest.md (era B: manifest.run.md or "
@@ -116,8 +118,21 @@ def frame(table: str, rows: list[dict]) -> pl.DataFrame:
     if not rows:
         return empty(table)
     schema = COLUMNS[table]  # built column by column: faster than from row dicts
-    return pl.DataFrame({c: [row.get(c) for row in rows] for c in schema}, schema=schema,
-                        strict=False)
+    columns = {c: [row.get(c) for row in rows] for c in schema}
+    try:
+        return pl.DataFrame(columns, schema=schema, strict=False)
+    except UnicodeEncodeError:  # a file name that is not UTF-8, in a path, a name or a detail
+        return pl.DataFrame({c: [_shown(v) for v in values] for c, values in columns.items()},
+                            schema=schema, strict=False)
+
+
+def _shown(value):
+    """A cell with every string in it as `shown` writes it (lists too)."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:

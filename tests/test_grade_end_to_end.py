@@ -225,6 +225,20 @@ def test_a_results_path_read_as_a_pattern_is_refused(tmp_path, name):
         assert refused.exit_code == 2 and "any of [ ] * ?" in " ".join(refused.output.split())
 
 
+def test_a_results_path_that_is_not_utf8_is_refused(tmp_path):
+    # DuckDB takes UTF-8 paths only: such a grade committed its batches, then failed writing
+    # the catalog with "std::bad_cast" (exit 1), night after night
+    out = tmp_path / os.fsdecode(b"r\xe9sultats") / "r"
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out", str(out),
+                                      "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"results location {tmp_path}/r\\xe9sultats/r is not valid UTF-8" in said
+    assert not list(tmp_path.iterdir())  # nothing written
+    refused = CliRunner().invoke(app, ["sql", "select 1", "--results", str(out)])
+    assert refused.exit_code == 2 and "is not valid UTF-8" in refused.output
+
+
 def test_an_option_taken_as_the_results_path_is_refused(tmp_path, monkeypatch):
     # `--out --json` (a script's empty variable before it): click gives `--out` the next
     # option as its value, and the grade wrote its results into a folder named "--json".

@@ -20,10 +20,11 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from run_folders import RESEARCHER, WRITER, write_run
+from run_folders import RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.names import shown
 from pipeline.sources.bucket import Bucket, group_runs
 from pipeline.sources.prose import DEFAULT_BINDING_CAP, read_run
 from pipeline.tables import TABLES
@@ -166,6 +167,17 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     # A file named like a run folder: a run, refused, and the detail says why.
     (root / "20261112-000024-a-file").write_text("not a run folder\n")
     expected["20261112-000024-a-file"] = ("refused", "missing-program")
+
+    # Names that are not UTF-8 (a file system allows any bytes but "/"): the run folder's,
+    # a folder's above a run, an output's and a workspace file's. Read by their paths, graded,
+    # and shown with \xNN escapes in the results.
+    for rel in (b"20261112-000025-\xff\xfe", b"team-\xfa/20261112-000026-below"):
+        name = os.fsdecode(rel)
+        path = run(name, files={"state.md": STATE.format(run_id=shown(name.split("/")[-1]))})
+        expected[shown(name)] = expected.pop(name)
+    (path / "bindings/writer" / os.fsdecode(b"caf\xe9.md")).write_text("an extra output\n")
+    (path / "workspace").mkdir()
+    (path / "workspace" / os.fsdecode(b"notes-\xff.md")).write_text("scratch\n")
 
     # A manifest listing a service twice, and a program named like one of its services.
     run("20261112-000022-repeated-service", files={"manifest.md": DUPLICATE_BLOCKS})
@@ -567,6 +579,28 @@ def test_odd_names_are_kept_verbatim(corpus):
     assert ("wri ter", "ré sumé.") in names.rows()
     assert ("writer", "..hidden") in names.rows()
     assert (out / "reports" / "20261112-000015-a..b c ü.json").exists()
+
+
+def test_names_that_are_not_utf8_are_shown_escaped_and_found_again(corpus):
+    base, out, _, summary, *_ = corpus
+    assert shown(os.fsdecode(b"caf\xe9")) == "caf\\xe9" and shown("café") == "café"
+    runs = by_folder(base, load(out, "runs"))
+    assert runs["20261112-000025-\\xff\\xfe"]["run_id"] == "20261112-000025-\\xff\\xfe"
+    below = runs["team-\\xfa/20261112-000026-below"]
+    assert below["status"] == "graded"
+    real = base / "runs" / os.fsdecode(b"team-\xfa") / "20261112-000026-below"
+    # every file counted, the workspace file among them
+    assert below["file_count"] == sum(len(files) for _, _, files in os.walk(real)) == 12
+    names = load(out, "bindings").filter(pl.col("run_uri") == below["run_uri"])
+    assert ("writer", "caf\\xe9") in names.select("service", "name").rows()
+    assert (out / "reports" / "20261112-000025-\\xff\\xfe.json").exists()
+    # a rerun finds every run as committed: none is new again (a name's escapes are its
+    # uri in the results and in the rerun alike)
+    again = CliRunner().invoke(app, ["grade", str(base / "runs"), "--out", str(out), "--json",
+                                     "--workers", "2"])
+    assert again.exit_code == 0, again.output
+    rerun = json.loads(again.output)
+    assert rerun["found"] == summary["found"] == rerun["skipped"]
 
 
 def test_same_run_id_under_two_prefixes_is_kept_twice(corpus):

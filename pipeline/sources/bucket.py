@@ -34,6 +34,8 @@ from typing import NamedTuple
 
 import fsspec
 
+from ..names import shown
+
 RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
@@ -82,7 +84,8 @@ class RunRef:
     """One run folder found under the root, with every file below it (relative paths).
 
     `source` says which reader reads it: `prose` (an OpenProse run directory, any era) or
-    `ledger` (a moltzap ledger folder).
+    `ledger` (a moltzap ledger folder). `run_id` and `uri` name the run in the results (a
+    name that is not UTF-8 as `shown` writes it); `path` is where it is read.
     """
 
     run_id: str
@@ -115,7 +118,8 @@ class RunRef:
         if self.unlisted:  # (only then: the fingerprints of runs listed whole are unchanged)
             text += "".join(f"{rel}/\0unlisted\0{reason}\n" for rel, reason in sorted(
                 self.unlisted.items()))
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        # (the bytes of a name that is not UTF-8 as they are: the same digest for any other)
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def split_uri(uri: str) -> tuple[str, str]:
@@ -312,7 +316,7 @@ class Bucket:
     def not_listed(self, path: str, exc: OSError) -> None:
         """Note a folder `discover` could not list (see `unlisted`)."""
         if exc.errno not in _VANISHED:
-            self.unlisted.append((path, why(exc)))
+            self.unlisted.append((shown(path), why(exc)))
 
     def inside(self, target: str) -> bool:
         root = os.path.realpath(self.root)
@@ -958,7 +962,8 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
         entries = [e for e in entries if not _of_results(e.name)]
     if not top and any(e.name in LEDGER_MARKERS and not _is_dir(e) for e in entries):
         name = os.path.basename(folder)
-        yield RunRef(name, bucket.to_uri(folder), folder, source="ledger", listed=False)
+        yield RunRef(shown(name), shown(bucket.to_uri(folder)), folder, source="ledger",
+                     listed=False)
         return
     kept = None if per_folder is None else _spread(
         [e.name for e in entries if RUN_DIR.match(e.name)], per_folder)
@@ -967,7 +972,7 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
         path = above + entry.name
         if RUN_DIR.match(entry.name):
             if kept is None or entry.name in kept:
-                yield RunRef(entry.name, bucket.to_uri(path), path, listed=False)
+                yield RunRef(shown(entry.name), shown(bucket.to_uri(path)), path, listed=False)
         elif _is_dir(entry):
             try:
                 inner = _open_beneath(fd, entry.name, folder=True)

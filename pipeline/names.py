@@ -1,0 +1,17 @@
+"""File names as the results hold them: UTF-8 text, whatever bytes the file system has."""
+
+from __future__ import annotations
+
+
+def shown(name: str) -> str:
+    """`name` as results hold it: a file name that is not UTF-8 (Python holds its undecodable
+    bytes as lone surrogates) with those bytes written `\\xNN`, and any other name as it is.
+    Parquet, JSON reports and terminals take UTF-8 only; the run is still read by its path."""
+    try:
+        name.encode()
+        return name
+    except UnicodeEncodeError:
+        try:
+            return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no file name decodes to
+            return name.encode("utf-8", "backslashreplace").decode()
