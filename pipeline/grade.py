@@ -947,8 +947,11 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 else:
                     progress(f"finding and grading runs ({summary.found:,} found)", done, None)
 
+        latest = commits[-1]["batch_id"] if commits else None  # committed, or started here
+
         def start(refs: list[RunRef], last: bool = False) -> None:
-            batch_id = new_batch_id()
+            nonlocal latest
+            batch_id = latest = new_batch_id(after=latest)
             # one shard per worker, but never so large that a worker's memory follows the
             # batch; shards of even sizes (one run apart at most), so that none pays a shard's
             # fixed cost for a remainder (2,000 runs with at most 600 a shard: four of 500,

@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
@@ -146,8 +146,23 @@ def grader_slug(grader_id: str) -> str:
     return grader_id.replace("/", "-")
 
 
-def new_batch_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+BATCH_TIME = "%Y%m%dT%H%M%S%fZ"  # a batch id's first 22 characters: they order the batches
+
+
+def new_batch_id(after: str | None = None) -> str:
+    """`{UTC time to the microsecond}Z-{6 hex digits}`. With `after` (the latest batch id
+    committed), an id later than it even when this machine's clock is behind that batch's:
+    the catalog shows each run's rows of its latest batch, so a regrade stamped earlier than
+    a batch a machine whose clock ran ahead committed would stay hidden behind it, and the run
+    would be regraded every night."""
+    now = datetime.now(UTC)
+    if after is not None:
+        try:
+            last = datetime.strptime(after[:22], BATCH_TIME).replace(tzinfo=UTC)
+        except ValueError:  # (not an id of ours)
+            last = now
+        now = max(now, last + timedelta(microseconds=1))
+    return now.strftime(BATCH_TIME) + "-" + secrets.token_hex(3)
 
 
 def new_attempt(part: int) -> str:

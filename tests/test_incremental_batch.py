@@ -85,6 +85,42 @@ def test_rerun_skips_unchanged_and_regrades_changed(corpus: Path, tmp_path: Path
     assert raw == 2
 
 
+def _dated(results: Path, batch_id: str, year: int) -> str:
+    """Give the committed batch `batch_id` the id a machine whose clock said `year` would
+    have stamped it with (its marker and its folders renamed, as that machine wrote them)."""
+    moved = f"{year}{batch_id[4:]}"
+    marker = json.loads((results / "_commits" / f"{batch_id}.json").read_text())
+    (results / "_commits" / f"{moved}.json").write_text(json.dumps({**marker,
+                                                                    "batch_id": moved}))
+    (results / "_commits" / f"{batch_id}.json").unlink()
+    for folder in results.glob(f"*/grader=*/batch={batch_id}"):
+        folder.rename(folder.with_name(f"batch={moved}"))
+    return moved
+
+
+def test_a_regrade_is_shown_after_a_batch_stamped_by_a_clock_that_ran_ahead(corpus: Path,
+                                                                            tmp_path: Path):
+    # The catalog shows each run's latest batch. A batch committed by a machine whose clock
+    # ran a year ahead hid every later regrade of its runs, and the rerun saw their old
+    # fingerprint, so they were regraded every night: a grade's batches come after the
+    # latest committed one, whatever this machine's clock says.
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    first = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    ahead = _dated(out, first.batches[0], int(first.batches[0][:4]) + 1)
+    binding = _graded_binding(runs, out)
+    run_uri = str(binding.parents[2])
+    with open(binding, "a") as handle:
+        handle.write("\nA late correction appended by the service.\n")
+    second = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (second.changed, second.skipped) == (1, RUNS - 1)
+    assert second.batches[0] > ahead
+    after = _views(out)["runs"].filter(run_uri=run_uri)
+    assert after["batch_id"].to_list() == second.batches
+    third = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (third.changed, third.skipped, third.batches) == (0, RUNS, [])
+
+
 def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
     runs = _copy(corpus, tmp_path / "runs")
     out = tmp_path / "results"
