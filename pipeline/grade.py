@@ -298,10 +298,10 @@ PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
 PREFETCH_BYTES = 32 << 20  # and at most this many bytes of them (by their listed sizes)
 
 
-def _unlisted(unlisted: dict[str, str], shown: int = 3) -> str:
+def _unlisted(unlisted: dict[str, str], named: int = 3) -> str:
     parts = [f"{rel or 'the run folder'}: {why}" for rel, why in sorted(unlisted.items())]
-    more = f"; and {len(parts) - shown} more" if len(parts) > shown else ""
-    return f"could not be listed: {'; '.join(parts[:shown])}{more}"
+    more = f"; and {len(parts) - named} more" if len(parts) > named else ""
+    return f"could not be listed: {'; '.join(parts[:named])}{more}"
 
 
 def refused_run(ref: RunRef, reason: str, detail: str) -> RunRows:
@@ -903,7 +903,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     if store.local and os.path.isfile(store.root):
         raise FileNotFoundError(f"results folder {results_uri} is a file, not a folder")
     started = time.monotonic()
-    summary = Summary(runs_uri, results_uri, main_id, full=full)
+    summary = Summary(shown(runs_uri), results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
     # discovery starts now, while the results are read (at most RUNS_QUEUED runs ahead)
@@ -939,7 +939,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
 
         discovered = False  # every run found (the bar then has its total and a time left)
 
-        def shown() -> None:
+        def show_progress() -> None:
             if progress:
                 done = summary.graded + summary.refused
                 if discovered:
@@ -1002,7 +1002,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             with contextlib.suppress(OSError):  # a cache: without it runs are listed anew
                 store.save_listings(batch_id, [row for shard in shards for row in shard.listings])
             log.committed()
-            shown()
+            show_progress()
 
         def abandon(batch_id: str, shards: list[Shard | None]) -> None:
             for grader_id in {g for shard in shards if shard for g in shard.stats} | {main_id}:
@@ -1021,7 +1021,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     continue
                 summary.see(status)
                 if summary.found % PROGRESS_EVERY == 0:
-                    shown()
+                    show_progress()
                 if status == "unchanged" and not full:
                     continue
                 pending.append(ref)
@@ -1038,7 +1038,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 if summary.stopped:
                     break
             discovered = True
-            shown()
+            show_progress()
             if pending and not summary.stopped and not should_stop():
                 start(pending, last=True)
             elif pending:
@@ -1068,7 +1068,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if summary.graded + summary.refused:
                 with contextlib.suppress(Exception):  # a cache: tidied on a later grade
                     store.tidy_readings(readings_version())
-            shown()
+            show_progress()
             # (a grade that commits nothing mends a catalog written for other batches or
             # another folder)
             if summary.batches or catalog_stale(store, commits):

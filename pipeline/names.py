@@ -15,3 +15,14 @@ def shown(name: str) -> str:
             return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         except UnicodeEncodeError:  # a surrogate no file name decodes to
             return name.encode("utf-8", "backslashreplace").decode()
+
+
+def shown_in(value):
+    """`value` with every string in it (in lists, tuples and dicts too) as `shown` writes it."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, list | tuple):
+        return [shown_in(v) for v in value]
+    if isinstance(value, dict):
+        return {shown_in(k): shown_in(v) for k, v in value.items()}
+    return value

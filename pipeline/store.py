@@ -46,7 +46,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
-from .names import shown
+from .names import shown, shown_in
 from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -720,8 +720,10 @@ class ResultStore:
     # -- the grade log: one record per grade (the `grades` view) ---------------------------
     def log_grade(self, record: dict) -> None:
         """Write (or rewrite, whole) the record of one grade: `_grades/{grade_id}.json`."""
+        # (a path that is not UTF-8, in the runs root or an error, as `shown` writes it: JSON
+        # escapes its lone surrogates, which DuckDB refuses to read)
         self._put(self.path(GRADES, f"{record['grade_id']}.json"),
-                  json.dumps(record, indent=1).encode() + b"\n")
+                  json.dumps(shown_in(record), indent=1).encode() + b"\n")
 
     def close_interrupted_grade(self) -> None:
         """Mark the latest grade record `interrupted` while it still says `running`. Call with

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .names import shown
+from .names import shown_in
 
 REFUSAL_REASONS = {
     "missing-program": "the run folder has no program.md (era B: root.prose.md)",
@@ -122,17 +122,8 @@ def frame(table: str, rows: list[dict]) -> pl.DataFrame:
     try:
         return pl.DataFrame(columns, schema=schema, strict=False)
     except UnicodeEncodeError:  # a file name that is not UTF-8, in a path, a name or a detail
-        return pl.DataFrame({c: [_shown(v) for v in values] for c, values in columns.items()},
+        return pl.DataFrame({c: shown_in(values) for c, values in columns.items()},
                             schema=schema, strict=False)
-
-
-def _shown(value):
-    """A cell with every string in it as `shown` writes it (lists too)."""
-    if isinstance(value, str):
-        return shown(value)
-    if isinstance(value, list):
-        return [_shown(v) for v in value]
-    return value
 
 
 def conform(table: str, df: pl.DataFrame) -> pl.DataFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 
 import duckdb
 import polars as pl
@@ -12,6 +13,7 @@ import pytest
 from conftest import SAMPLE_RUNS
 from typer.testing import CliRunner
 
+from pipeline.catalog import connect
 from pipeline.cli import app
 from pipeline.grade import default_ledger_graders
 from pipeline.sources.contract import parse_contract
@@ -237,6 +239,26 @@ def test_a_results_path_that_is_not_utf8_is_refused(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing written
     refused = CliRunner().invoke(app, ["sql", "select 1", "--results", str(out)])
     assert refused.exit_code == 2 and "is not valid UTF-8" in refused.output
+
+
+def test_a_runs_root_that_is_not_utf8_is_graded_and_logged(tmp_path):
+    # its path went into the grade's record with JSON's escapes of lone surrogates, which
+    # DuckDB refuses: `rungrade grades` (and every query of the `grades` view) failed
+    runs = tmp_path / os.fsdecode(b"runs-\xe9")
+    shutil.copytree(SAMPLE_RUNS / "newsroom", runs)
+    out = tmp_path / "results"
+    graded = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1",
+                                      "--json"])
+    assert graded.exit_code == 0, graded.output
+    assert json.loads(graded.output)["graded"] == 2
+    shown = f"{tmp_path}/runs-\\xe9"
+    uris = duckdb.connect().sql(f"select distinct run_uri from '{out}/runs/*/*/*.parquet'")
+    assert {u for (u,) in uris.fetchall()} == {
+        f"{shown}/.prose/runs/{p.name}" for p in (runs / ".prose/runs").iterdir()}
+    log = CliRunner().invoke(app, ["grades", str(out)])
+    assert log.exit_code == 0, log.output
+    assert connect(str(out)).sql("select runs_uri, status from grades").fetchall() == [
+        (shown, "finished")]
 
 
 def test_an_option_taken_as_the_results_path_is_refused(tmp_path, monkeypatch):
