@@ -436,6 +436,7 @@ def _cell(value) -> str:
 def _print_frame(df, limit: int = 50, title: str | None = None,
                  rename: dict[str, str] | None = None) -> None:
     from rich import box
+    from rich.text import Text
 
     rows = [[_cell(v) for v in row] for row in df.head(limit).iter_rows()]
     table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False,
@@ -443,11 +444,13 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
     for i, (col, dtype) in enumerate(df.schema.items()):
         # numbers and dates never fold; text columns take what is left
         whole = dtype.is_numeric() or dtype.is_temporal()
-        table.add_column((rename or {}).get(col, col), overflow="fold",
+        # cells and names as Text: what the results hold is never read as markup ("[1]",
+        # "[x]" and "[bold]" were dropped from evidence, and a stray "[/b]" failed the query)
+        table.add_column(Text((rename or {}).get(col, col)), overflow="fold",
                          justify="right" if dtype.is_numeric() else "left",
                          min_width=max((len(r[i]) for r in rows), default=1) if whole else None)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(Text, row))
     out.print(table)
     if df.height > limit:
         out.print(f"… {df.height - limit} more rows")

@@ -52,6 +52,16 @@ def cli(*args: str):
     return CliRunner().invoke(app, list(args))
 
 
+def test_sql_prints_what_the_results_hold_never_as_markup(graded):
+    # the table printer read cells as rich markup: "[1]", "[x]" and "[bold]" vanished from
+    # evidence, and a "[/b]" with nothing open failed the command
+    text = "[red]cited[/red] [1] [x] done [/b]"
+    shown = cli("sql", f"select '{text}' as \"[i]note[/i]\", count(*) as n from runs",
+                "--results", str(graded["results"]))
+    assert shown.exit_code == 0, shown.output
+    assert text in shown.output and "[i]note[/i]" in shown.output
+
+
 # -- 1. the dataset ----------------------------------------------------------------------------
 
 def test_duckdb_and_polars_read_every_table_directly(graded):
