@@ -10,6 +10,7 @@ one listing of the keys.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from run_folders import write_run
-from test_s3_faults import s3, seed  # noqa: F401  (the `s3` fixture)
+from test_s3_faults import grade, s3, seed  # noqa: F401  (the `s3` fixture)
 
 from pipeline.sources import bucket as bucket_module
 from pipeline.sources.bucket import (
@@ -55,6 +56,30 @@ def test_a_marker_pages_after_its_folder_still_makes_the_folder_a_ledger(s3, tmp
     (eval_ref,) = [r for r in found if r.source == "ledger"]
     assert "20261112-000000-inside/program.md" in eval_ref.files
     assert len(eval_ref.files) == 1100 + 3 + len(found[0].files)
+
+
+def test_folder_markers_are_no_files_of_a_run(s3, tmp_path: Path):  # noqa: F811
+    # The S3 console, sync tools and Hadoop write a zero-byte key ending in "/" for a folder
+    # made. Read as files, the run folder's own marker made every run "a file, not a folder"
+    # (refused missing-program), and a marker with nothing under it a run of its own.
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    local = tmp_path / "local"
+    run = write_run(local, "20261112-000001-marked")
+    runs = seed(s3, local)
+    name = runs.split("/")[2]
+    for key in ("runs/", "runs/20261112-000001-marked/", "runs/20261112-000001-marked/bindings/",
+                "runs/20261112-000002-made/"):
+        s3_backends[DEFAULT_ACCOUNT_ID]["aws"].put_object(name, key, b"")
+    found = list(Bucket(runs, s3.endpoint).discover())
+    assert [(r.run_id, sorted(r.files)) for r in found] == [
+        ("20261112-000001-marked",
+         sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()))]
+    graded = grade(runs, tmp_path / "results", s3.endpoint)
+    assert graded.exit_code == 0, graded.output
+    summary = json.loads(graded.output)
+    assert (summary["found"], summary["graded"], summary["refused"]) == (1, 1, 0)
 
 
 def by_uri(refs) -> list:

@@ -206,7 +206,7 @@ class Bucket:
         found = self.fs.find(self.root, detail=True)
         out = []
         for path, info in found.items():
-            if info.get("type") == "directory":
+            if info.get("type") == "directory" or path.endswith("/"):  # (a folder marker)
                 continue
             mtime = info.get("LastModified") or info.get("mtime") or 0
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime or 0)
@@ -574,6 +574,8 @@ class Bucket:
     def _s3_files(self, page: dict) -> list[tuple[str, FileInfo]]:
         bucket, out = self.root.partition("/")[0], []
         for item in page.get("Contents", []):
+            if item["Key"].endswith("/"):  # a folder marker (the S3 console, sync tools and
+                continue                   # Hadoop write them), never a file of a run
             mtime = item.get("LastModified")
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else 0.0
             out.append((f"{bucket}/{item['Key']}", FileInfo(int(item.get("Size") or 0), mtime)))
