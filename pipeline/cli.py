@@ -412,7 +412,10 @@ def sql(
 
     from .catalog import connect
 
-    text = Path(query).read_text() if query.endswith(".sql") and Path(query).exists() else query
+    if query.endswith(".sql") and not Path(query).is_file():
+        raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
+                   exit_codes.USAGE)
+    text = Path(query).read_text() if query.endswith(".sql") else query
     try:
         con = connect(results, endpoint_url)
     except FileNotFoundError as exc:

@@ -62,6 +62,16 @@ def test_sql_prints_what_the_results_hold_never_as_markup(graded):
     assert text in shown.output and "[i]note[/i]" in shown.output
 
 
+def test_sql_names_a_query_file_it_cannot_find(graded):
+    # a mistyped file name was run as SQL: "Parser Error: syntax error at or near ..."
+    missing = cli("sql", "sql/marts/no_such_model.sql", "--results", str(graded["results"]))
+    assert missing.exit_code == 2
+    assert "sql/marts/no_such_model.sql: no such file" in " ".join(missing.output.split())
+    model = Path(__file__).resolve().parent.parent / "sql" / "marts" / "trends.sql"
+    found = cli("sql", str(model), "--results", str(graded["results"]))
+    assert found.exit_code == 0, found.output
+
+
 # -- 1. the dataset ----------------------------------------------------------------------------
 
 def test_duckdb_and_polars_read_every_table_directly(graded):
