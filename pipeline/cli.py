@@ -148,7 +148,7 @@ def grade(
     Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
 
     More exit codes: 4 a store failed (read-only, full, unreachable), or a folder under RUNS
-    could not be listed (every run found is graded first); 143 stopped by SIGTERM.
+    could not be listed (every run found is graded first); 130 Ctrl-C; 143 stopped by SIGTERM.
     """
     if out_dir.startswith("-"):  # `--out --json`: the option's value is the next option
         raise fail(f"--out {out_dir}: a results path starting with '-' reads as an option given "
@@ -216,6 +216,10 @@ def grade(
         raise fail(str(exc), exit_codes.LOCKED) from exc
     except EngineError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
+    except KeyboardInterrupt:
+        raise fail(f"interrupted (Ctrl-C): the batch in progress was abandoned; the batches "
+                   f"committed before stand in {out_dir}. Rerun the same command to finish.",
+                   exit_codes.INTERRUPTED) from None
     except Exception as exc:
         if not _store_failed(exc):
             raise

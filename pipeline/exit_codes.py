@@ -6,4 +6,5 @@ USAGE = 2  # bad arguments, a missing runs root, a malformed grader, no results 
 LOCKED = 3  # another `rungrade grade` is writing to the same results
 STORAGE = 4  # the runs or results store failed (full, read-only, unreachable); committed
 #              batches are intact and nothing of the failed batch is visible: fix and rerun
+INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): the batch in progress abandoned; rerun to finish
 STOPPED = 143  # stopped by SIGTERM (128 + 15) at a batch boundary; rerun to finish

@@ -293,6 +293,34 @@ def test_sigterm_stops_cleanly_and_the_rerun_finishes(tmp_path, target, workers)
     assert_no_duplicates(out, total)
 
 
+def test_ctrl_c_abandons_the_batch_in_hand_and_says_how_to_finish(tmp_path):
+    # Ctrl-C ended the grade with exit code 130 and not a word
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    total = 200
+    for i in range(total):
+        write_run(runs, f"20261112-{i:06d}-bulk")
+    proc = _start_grade(runs, out, 2)
+    _wait_for_commit(out, proc)
+    _wait_for_children(proc)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends: its whole foreground group
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == exit_codes.INTERRUPTED, stderr
+    said = " ".join(stderr.split())
+    assert "interrupted (Ctrl-C)" in said and "Rerun the same command to finish" in said
+    assert "Traceback" not in stderr
+    committed = ResultStore(str(out)).committed_batches()
+    assert 0 < len(committed) < total // 10
+    assert_no_duplicates(out, 10 * len(committed))  # the views show committed batches only
+    assert [r["status"] for r in grade_log(out)] == ["interrupted"]
+
+    rerun = _start_grade(runs, out, 2)
+    stdout, stderr = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, stderr
+    assert json.loads(stdout)["found"] == total
+    assert not any((out / "_staging").glob("*"))
+    assert_no_duplicates(out, total)
+
+
 def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "results"
     write_run(runs, "20261112-010000-changes")
