@@ -225,7 +225,7 @@ def grade(
             raise
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
                    "intact and nothing half-published is visible; fix the cause (space, "
-                   "permissions, endpoint) and rerun the same command.",
+                   "permissions, credentials, endpoint) and rerun the same command.",
                    exit_codes.STORAGE) from exc
     finally:
         stop.restore()
@@ -266,8 +266,17 @@ def _store_failed(exc: Exception) -> bool:
     from .sources.outage import is_outage
 
     duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
-    return isinstance(exc, OSError) or is_outage(exc) or (
+    return isinstance(exc, OSError) or is_outage(exc) or _no_credentials(exc) or (
         duckdb is not None and isinstance(exc, duckdb.IOException))
+
+
+def _no_credentials(exc: BaseException) -> bool:
+    """Whether `exc` says S3 credentials could not be found or read (none in the
+    environment, a profile half written, a role that would not answer)."""
+    botocore = sys.modules.get("botocore.exceptions")  # (raised only once it is loaded)
+    return botocore is not None and isinstance(exc, (
+        botocore.NoCredentialsError, botocore.PartialCredentialsError,
+        botocore.CredentialRetrievalError))
 
 
 @contextlib.contextmanager
@@ -288,6 +297,23 @@ def _writing_results(nothing: str, doing: str, left: str,
         if not _store_failed(exc):
             raise
         raise fail(f"a store failed while {doing}: {exc}. {left}; rerun the same command.",
+                   exit_codes.STORAGE) from exc
+
+
+@contextlib.contextmanager
+def _reading_results():
+    """The exit codes of a command that reads the results: 2 when there are none there (the
+    message says why), 4 when a store failed (permissions, credentials, an endpoint that does
+    not answer), with the cause, rather than a traceback."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    except Exception as exc:
+        if not _store_failed(exc):
+            raise
+        raise fail(f"a store failed while reading the results: {exc}. Nothing was changed; fix "
+                   "the cause (permissions, credentials, endpoint) and rerun the same command.",
                    exit_codes.STORAGE) from exc
 
 
@@ -420,10 +446,8 @@ def sql(
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
                    exit_codes.USAGE)
     text = Path(query).read_text() if query.endswith(".sql") else query
-    try:
+    with _reading_results():
         con = connect(results, endpoint_url)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
     try:
         df = con.sql(text).pl()
     except duckdb.Error as exc:
@@ -472,10 +496,8 @@ OutOpt = Annotated[Path | None, typer.Option(
 def _open_results(results: str, endpoint_url: str | None):
     from .analysis import open_results
 
-    try:
+    with _reading_results():
         return open_results(results, endpoint_url)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
 
 
 def _check_out(path: Path | None) -> None:
@@ -519,10 +541,8 @@ def grades(
     from .catalog import read_grades
 
     _check_out(out_file)
-    try:
+    with _reading_results():
         log = read_grades(results, endpoint_url)
-    except FileNotFoundError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
     shown = recent_grades(log, last)  # (narrow enough for a terminal)
     _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
                                           f"on {results}")

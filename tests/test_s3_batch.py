@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from pipeline import exit_codes
 from pipeline.catalog import connect, read_grades
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
@@ -413,3 +417,22 @@ def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_buck
     with pytest.raises(duckdb.Error, match=gone):
         unkept.sql(count).fetchall()
     assert connect(results, s3_server).sql(count).fetchall() == runs
+
+
+def test_commands_without_s3_credentials_say_so(runs_bucket: str, s3_bucket: str,
+                                                s3_server: str, tmp_path: Path):
+    # No credentials where the nightly job runs: `grade` and `compact` said so, but `sql`,
+    # `grades`, `trend` and `report` ended in botocore's traceback with exit code 1
+    results = f"s3://{s3_bucket}/results-nocreds"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(HOME=str(tmp_path), AWS_EC2_METADATA_DISABLED="true")  # no ~/.aws, no role
+    rungrade = str(Path(sys.executable).parent / "rungrade")
+    for command in (["grade", runs_bucket, "--out", results], ["sql", "select 1", "-r", results],
+                    ["grades", results], ["trend", results],
+                    ["report", results, "--html", str(tmp_path / "r.html")]):
+        done = subprocess.run([rungrade, *command, "--endpoint-url", s3_server], env=env,
+                              capture_output=True, text=True, timeout=120)
+        said = " ".join(done.stderr.split())
+        assert done.returncode == exit_codes.STORAGE, (command, done.stderr)
+        assert "Unable to locate credentials" in said and "Traceback" not in done.stderr
+        assert "fix the cause (" in said and "credentials" in said.split("fix the cause")[1]
