@@ -250,6 +250,11 @@ def grade(
             raise fail(f"{runs} is itself a run folder: runs are looked for in the folders "
                        f"under RUNS, so none was found. Give the folder that holds it: {above}",
                        exit_codes.USAGE)
+        # (not an error: a bucket may hold no run yet) but a root of runs named otherwise
+        # would pass every night unseen
+        err.print(f"note: no run found under {runs}. A run folder is named like "
+                  "20261112-031502-abc123 (date, time, suffix), at any depth; a moltzap ledger "
+                  "folder holds records.ndjson or completion.json.", markup=False, soft_wrap=True)
     if summary.unlisted:
         count = len(summary.unlisted)
         shown = "; ".join(f"{path} ({why})" for path, why in summary.unlisted[:5])

@@ -304,7 +304,11 @@ def test_a_root_named_like_a_run_that_holds_runs_is_graded(tmp_path):
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["found"] == 0
+    # ... said on stderr, with what a run folder is named like: runs named otherwise would
+    # pass every night unseen
+    assert "note: no run found under" in result.stderr and "20261112-031502" in result.stderr
     write_run(root / "team", "20261112-031502-abc123")
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["graded"] == 1
+    assert "no run found" not in result.stderr
