@@ -33,6 +33,23 @@ err = Console(stderr=True)
 # Frozen, they are skipped; the memory goes back to the system with the process all the same.
 atexit.register(gc.freeze)
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        from .checks import DEFAULT_GRADER_ID
+        out.print(f"rungrade {version('rungrade')} (default grader {DEFAULT_GRADER_ID})",
+                  markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print rungrade's version and its default grader id, then exit.")] = False) -> None:
+    """Options of rungrade itself, given before the command."""
+
+
 EndpointOpt = Annotated[str | None, typer.Option(
     "--endpoint-url", envvar="AWS_ENDPOINT_URL",
     help="S3-compatible endpoint for s3:// paths (default: the AWS variables).")]

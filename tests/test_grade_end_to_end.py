@@ -277,6 +277,17 @@ def test_an_option_taken_as_the_results_path_is_refused(tmp_path, monkeypatch):
     assert (tmp_path / "--json" / "_commits").is_dir()
 
 
+def test_version_names_the_package_and_the_default_grader():
+    from importlib.metadata import version
+
+    from pipeline.checks import DEFAULT_GRADER_ID
+
+    shown = CliRunner().invoke(app, ["--version"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.strip() == f"rungrade {version('rungrade')} (default grader " \
+                                   f"{DEFAULT_GRADER_ID})"
+
+
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
 def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
     # Runs are found in the folders under RUNS, never RUNS itself: given one run folder, the
