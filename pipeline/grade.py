@@ -53,7 +53,14 @@ from .scoring import run_models
 from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_runs
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
-from .sources.prose import DEFAULT_BINDING_CAP, RunRows, files_read, read_run, refuse
+from .sources.prose import (
+    DEFAULT_BINDING_CAP,
+    RETRIED,
+    RunRows,
+    files_read,
+    read_run,
+    refuse,
+)
 from .store import ListingIndex, ResultStore, new_attempt, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
@@ -491,9 +498,10 @@ def _listing_row(ref: RunRef, fingerprint: str | None) -> tuple[str, str, str, b
     keeps them (`fingerprint` is the run's, already computed); None for a run it cannot
     describe (not listed locally, not listed whole, holding links, or a name that is not
     UTF-8)."""
-    if fingerprint is None or ref.folders is None or not ref.files or ref.unlisted or any(
-            info.link_target is not None for info in ref.files.values()):
-        return None
+    if fingerprint is None or fingerprint.endswith(RETRIED) or ref.folders is None or (
+            not ref.files or ref.unlisted or any(info.link_target is not None
+                                                 for info in ref.files.values())):
+        return None  # (RETRIED: a run refused for a file it could not read is listed anew)
     shape, stats = pack_listing(ref.files, ref.folders)
     if shown(shape) != shape:  # a name that is not UTF-8: the run is listed on each rerun
         return None

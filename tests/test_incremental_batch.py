@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline.catalog import connect
@@ -119,6 +120,43 @@ def test_a_regrade_is_shown_after_a_batch_stamped_by_a_clock_that_ran_ahead(corp
     assert after["batch_id"].to_list() == second.batches
     third = grade_runs(str(runs), str(out), default_grader(), workers=2)
     assert (third.changed, third.skipped, third.batches) == (0, RUNS, [])
+
+
+def test_a_run_refused_for_a_file_it_could_not_read_is_tried_again_until_read(
+        tmp_path: Path, monkeypatch):
+    # A file that could not be read (a permission, a disk error, an archived object) may be
+    # read tomorrow with nothing about it changed: the run was committed refused, with the
+    # fingerprint of its unchanged files, and skipped on every grade after.
+    from run_folders import write_run
+
+    from pipeline.sources import bucket as bucket_module
+    from pipeline.sources.prose import RETRIED
+
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    write_run(runs, "20261112-000001-flaky")
+    write_run(runs, "20261112-000002-fine")
+    opened = bucket_module._open_beneath
+
+    def denying(dir_fd: int, path: str, folder: bool = False) -> int:
+        if path == "bindings/writer/summary.md" and os.readlink(
+                f"/proc/self/fd/{dir_fd}").endswith("flaky"):  # (the tests run as root)
+            raise PermissionError(13, "Permission denied", path)
+        return opened(dir_fd, path, folder)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(bucket_module, "_open_beneath", denying)
+        first = grade_runs(str(runs), str(out), default_grader(), workers=1)
+        again = grade_runs(str(runs), str(out), default_grader(), workers=1)
+    assert (first.graded, dict(first.refusals)) == (1, {"unreadable-file": 1})
+    assert (again.changed, again.skipped, again.refused) == (1, 1, 1)  # tried again
+    flaky = _views(out)["runs"].filter(pl.col("run_uri").str.ends_with("flaky"))
+    assert flaky["fingerprint"][0].endswith(RETRIED)
+
+    read = grade_runs(str(runs), str(out), default_grader(), workers=1)  # readable now
+    assert (read.changed, read.skipped, read.graded, read.refused) == (1, 1, 1, 0)
+    after = grade_runs(str(runs), str(out), default_grader(), workers=1)
+    assert (after.skipped, after.batches) == (2, [])
+    assert _views(out)["runs"]["run_uri"].n_unique() == _views(out)["runs"].height == 2
 
 
 def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,8 @@ from pipeline.catalog import connect
 from pipeline.cli import app
 from pipeline.sources.bucket import _Ledgers, filesystem
 from pipeline.store import ResultStore
+
+REPO = Path(__file__).resolve().parent.parent
 
 FILLER = 1000  # keys beside the runs (old logs): the listing takes more than one page
 
@@ -159,6 +162,30 @@ def test_reads_fail_mid_batch_after_earlier_batches_committed(s3, tmp_path, monk
     assert rerun.exit_code == 0, rerun.output
     assert_intact(before, out, derived=CATALOG)
     assert_no_duplicates(out, 20)
+
+
+def test_a_ledger_whose_read_the_server_drops_is_not_refused(s3, tmp_path, monkeypatch):
+    # A ledger read that the store did not answer was refused ledger-unreadable-artifact, as
+    # if the ledger were broken: committed so, and never read again. A run is not refused
+    # for an outage; neither is a ledger.
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    local, out = tmp_path / "local", tmp_path / "results"
+    for ledger in sorted((REPO / "data/runs/moltzap-evals/ledgers").iterdir()):
+        shutil.copytree(ledger, local / ledger.name)
+    uri = seed(s3, local)
+    s3.fail_from = is_object_read(4)  # a ledger is 3 reads: the second ledger's second
+    threading.Thread(target=_stop_when_tripped, args=(s3,), daemon=True).start()
+    result = grade(uri, out, s3.endpoint)
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    assert "a store failed" in result.output and "did not answer" in result.output
+    assert not ResultStore(str(out)).committed_batches()
+
+    s3.start()
+    rerun = grade(uri, out, s3.endpoint)
+    assert rerun.exit_code == 0, rerun.output
+    summary = json.loads(rerun.output)
+    assert (summary["found"], summary["refused"]) == (3, 0), summary
 
 
 def test_a_short_blip_is_absorbed_by_retries(s3, tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 
 from ..checks.ledger import LEDGER_CLAUSE_KIND, LEDGER_SERVICE_KIND, LedgerGrader
 from .bucket import Bucket, RunRef
+from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
 LEDGER_CAP = 256 << 20  # a ledger is read whole (digests need every byte); larger is refused
@@ -84,8 +85,13 @@ def read_ledger(bucket: Bucket, ref: RunRef, graders: tuple[LedgerGrader, ...],
         rows.runs.append(run)
         return rows
     except Refusal as refusal:
+        if is_outage(refusal):  # the store did not answer: no fault of the ledger's (as runs)
+            raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
         reason, detail = refusal.reason, refusal.detail
+        run["fingerprint"] = refusal.fingerprint(run["fingerprint"])
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the ledger
+        if is_outage(exc):
+            raise unavailable(exc, f"reading {ref.uri}") from exc
         reason = "internal-error"
         detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
     return RunRows(runs=[run], refusals=[

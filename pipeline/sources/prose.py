@@ -73,6 +73,16 @@ class Refusal(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason, self.detail = reason, detail
 
+    def fingerprint(self, fingerprint: str) -> str:
+        """The fingerprint the refused run is committed with. A file that could not be read
+        (a permission, a disk error, an object archived to Glacier) may be read tomorrow with
+        nothing about it changed, not even its mtime: marked (RETRIED), the fingerprint matches
+        no listing, so every grade tries the run again until it is read."""
+        return fingerprint + RETRIED if isinstance(self.__cause__, OSError) else fingerprint
+
+
+RETRIED = "~unread"  # ends the fingerprint of a run refused for a file it could not read
+
 
 @lru_cache(maxsize=1 << 16)  # runs of one program repeat the same clauses
 def clause_id(service: str, kind: str, position: int, text: str) -> str:
@@ -159,6 +169,7 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
     except Refusal as refusal:
         if is_outage(refusal):
             raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
+        run["fingerprint"] = refusal.fingerprint(run["fingerprint"])
         return refuse(ref, refusal.reason, refusal.detail, run=run)
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the run
         if is_outage(exc):
