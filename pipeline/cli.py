@@ -33,6 +33,7 @@ err = Console(stderr=True)
 # Frozen, they are skipped; the memory goes back to the system with the process all the same.
 atexit.register(gc.freeze)
 
+
 def _print_version(asked: bool) -> None:
     if asked:
         from importlib.metadata import version

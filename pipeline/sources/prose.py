@@ -68,6 +68,9 @@ class RunRows:
             getattr(self, name).extend(getattr(other, name))
 
 
+RETRIED = "~unread"  # ends the fingerprint of a run refused for a file it could not read
+
+
 class Refusal(Exception):
     def __init__(self, reason: str, detail: str):
         super().__init__(f"{reason}: {detail}")
@@ -79,9 +82,6 @@ class Refusal(Exception):
         nothing about it changed, not even its mtime: marked (RETRIED), the fingerprint matches
         no listing, so every grade tries the run again until it is read."""
         return fingerprint + RETRIED if isinstance(self.__cause__, OSError) else fingerprint
-
-
-RETRIED = "~unread"  # ends the fingerprint of a run refused for a file it could not read
 
 
 @lru_cache(maxsize=1 << 16)  # runs of one program repeat the same clauses
