@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
@@ -783,8 +784,7 @@ class ResultStore:
         """
         try:
             if not self.local:
-                head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
-                return (datetime.now(UTC) - head["LastModified"]).total_seconds() < stale_after
+                return self._s3_lock_age()[0] < stale_after
             with open(self.path(LOCAL_LOCK_NAME), "rb") as handle:
                 holder = _json_or_none(handle.read())
         except FileNotFoundError:
@@ -826,6 +826,16 @@ class ResultStore:
         finally:
             os.close(fd)  # closing the descriptor releases the flock
 
+    def _s3_lock_age(self) -> tuple[float, str]:
+        """(seconds since the S3 lock object was last written, its ETag). Timed by the server's
+        clock (the response's Date), never this machine's: a clock ten minutes ahead read every
+        lock as stale and took over the lock of a grade still writing."""
+        bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
+        head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
+        date = head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        now = parsedate_to_datetime(date) if date else datetime.now(UTC)
+        return (now - head["LastModified"]).total_seconds(), head["ETag"]
+
     @contextmanager
     def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[[], None]]:
         bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
@@ -837,14 +847,13 @@ class ResultStore:
         except Exception as exc:
             if not _precondition_failed(exc):
                 raise
-            head = self.fs.info(self.path(S3_LOCK_NAME), refresh=True)
+            age, etag = self._s3_lock_age()
             holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
-            age = (datetime.now(UTC) - head["LastModified"]).total_seconds()
             if age < stale_after:
                 raise ResultsLocked(self._locked_message(holder, stale_after)) from None
             try:  # stale: take it over, unless someone else just did
                 state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
-                                                Body=body, IfMatch=head["ETag"])["ETag"]
+                                                Body=body, IfMatch=etag)["ETag"]
             except Exception as exc2:
                 if not _precondition_failed(exc2):
                     raise

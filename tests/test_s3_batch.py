@@ -156,6 +156,30 @@ def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: 
         Bucket=s3_bucket, Prefix="results/_lock").get("Contents")
 
 
+def test_an_s3_lock_is_aged_by_the_servers_clock(s3_bucket: str, s3_server: str,
+                                                monkeypatch):
+    # A machine whose clock ran ten minutes ahead of S3's read every lock as stale, and took
+    # over the lock of a grade still writing
+    from datetime import datetime, timedelta
+
+    from pipeline import store as store_module
+
+    class Ahead(datetime):  # this machine's clock, an hour ahead of the server's
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.now(tz) + timedelta(hours=1)
+
+    holder = ResultStore(f"s3://{s3_bucket}/results-skew", s3_server)
+    other = ResultStore(f"s3://{s3_bucket}/results-skew", s3_server)
+    assert other.lock_held() is False
+    with holder.lock():
+        monkeypatch.setattr(store_module, "datetime", Ahead)
+        assert other.lock_held() is True
+        with pytest.raises(ResultsLocked, match="being written by another"), other.lock():
+            pass
+    assert other.lock_held() is False
+
+
 def test_s3_results_leftovers_of_an_uncommitted_batch_are_found_and_dropped(
         runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
     results = f"s3://{s3_bucket}/results"
