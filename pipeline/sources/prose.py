@@ -80,8 +80,11 @@ class Refusal(Exception):
         """The fingerprint the refused run is committed with. A file that could not be read
         (a permission, a disk error, an object archived to Glacier) may be read tomorrow with
         nothing about it changed, not even its mtime: marked (RETRIED), the fingerprint matches
-        no listing, so every grade tries the run again until it is read."""
-        return fingerprint + RETRIED if isinstance(self.__cause__, OSError) else fingerprint
+        no listing, so every grade tries the run again until it is read. A file gone since
+        the run was listed is not marked: the run's next listing differs anyway."""
+        cause = self.__cause__
+        retried = isinstance(cause, OSError) and not isinstance(cause, FileNotFoundError)
+        return fingerprint + RETRIED if retried else fingerprint
 
 
 @lru_cache(maxsize=1 << 16)  # runs of one program repeat the same clauses
