@@ -132,6 +132,10 @@ class DaskEngine:
         if spec.scheduler:
             try:
                 self.client = Client(spec.scheduler, timeout="20s")
+            except ValueError as exc:  # ("missing port number in address ...")
+                raise EngineError(
+                    f"--scheduler {spec.scheduler} is not a scheduler's address ({exc}): give "
+                    "it as `dask scheduler` prints it, e.g. tcp://10.0.0.5:8786") from exc
             except (OSError, TimeoutError) as exc:
                 raise EngineError(
                     f"could not reach the Dask scheduler at {spec.scheduler} ({exc}). Check "

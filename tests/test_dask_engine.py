@@ -261,7 +261,10 @@ def test_cli_starts_a_local_cluster_and_refuses_bad_engine_options(corpus: Path,
     for args, words in [(["--engine", "spark"], "--engine must be"),
                         (["--scheduler", "tcp://127.0.0.1:1"], "needs --engine dask"),
                         (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1",
-                          "--workers", "2"], "not both")]:
+                          "--workers", "2"], "not both"),
+                        # (distributed's ValueError was a traceback)
+                        (["--engine", "dask", "--scheduler", "scheduler-host"],
+                         "is not a scheduler's address")]:
         bad = cli.invoke(app, ["grade", runs, "--out", str(tmp_path / "x"), *args])
         assert bad.exit_code == 2 and words in bad.output, bad.output
 
