@@ -51,8 +51,26 @@ def _options(version: Annotated[bool, typer.Option(
     """Options of rungrade itself, given before the command."""
 
 
+def _endpoint(url: str | None) -> str | None:
+    """--endpoint-url (or AWS_ENDPOINT_URL) checked before anything is read: botocore's
+    ValueError on a malformed one was a traceback."""
+    if url:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (
+                parts.port is None or parts.port > 0)
+        except ValueError:  # (a port that is no number)
+            ok = False
+        if not ok:
+            raise typer.BadParameter(f"{url!r} is not an endpoint URL: give "
+                                     "http(s)://HOST[:PORT], e.g. http://127.0.0.1:9000")
+    return url
+
+
 EndpointOpt = Annotated[str | None, typer.Option(
-    "--endpoint-url", envvar="AWS_ENDPOINT_URL",
+    "--endpoint-url", envvar="AWS_ENDPOINT_URL", callback=_endpoint,
     help="S3-compatible endpoint for s3:// paths (default: the AWS variables).")]
 
 

@@ -227,6 +227,22 @@ def test_a_results_path_read_as_a_pattern_is_refused(tmp_path, name):
         assert refused.exit_code == 2 and "any of [ ] * ?" in " ".join(refused.output.split())
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["--endpoint-url", "localhost:9000"], "is not an endpoint URL: give http(s)://HOST[:PORT]"),
+    (["--endpoint-url", "http://"], "is not an endpoint URL"),
+    (["--out", "s3://"], "s3:// names no bucket: give s3://BUCKET"),
+    (["--out", "gs://bucket/results"], "local folders and s3://BUCKET/PREFIX only, not gs://"),
+])
+def test_a_location_rungrade_cannot_use_is_refused_before_anything_is_read(tmp_path, args,
+                                                                            said):
+    # each was botocore's or fsspec's traceback (exit code 1)
+    out = ["--out", str(tmp_path / "r")] if "--out" not in args else []
+    result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), *out, *args, "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.output.replace("│", " ").split())
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 def test_a_results_path_that_is_not_utf8_is_refused(tmp_path):
     # DuckDB takes UTF-8 paths only: such a grade committed its batches, then failed writing
     # the catalog with "std::bad_cast" (exit 1), night after night

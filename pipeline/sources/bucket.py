@@ -131,7 +131,15 @@ def split_uri(uri: str) -> tuple[str, str]:
 
 
 def filesystem(uri: str, endpoint_url: str | None = None) -> fsspec.AbstractFileSystem:
-    protocol, _ = split_uri(uri)
+    """The file system of `uri`: local, or S3. Refuses any other (FileNotFoundError: every
+    command reports it as a path to check, exit code 2), and an S3 URL without a bucket."""
+    protocol, path = split_uri(uri)
+    if protocol not in ("file", "s3"):
+        raise FileNotFoundError(f"{uri}: rungrade reads and writes local folders and "
+                                f"s3://BUCKET/PREFIX only, not {protocol}://")
+    if protocol == "s3" and not path.partition("/")[0]:
+        raise FileNotFoundError(f"{uri} names no bucket: give s3://BUCKET or "
+                                "s3://BUCKET/PREFIX")
     if protocol == "s3":
         # max_concurrency 1: s3fs otherwise asks for an object's size (a HEAD request, one
         # round trip more) before each whole-object read, to split large objects into
