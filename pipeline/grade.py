@@ -48,7 +48,7 @@ from .checks.verdicts import clause_verdicts
 from .compact import uncompacted
 from .names import shown
 from .processes import process_context
-from .reports import build_reports
+from .reports import build_reports, report_stem
 from .scoring import run_models
 from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_runs
 from .sources.ledger import read_ledger
@@ -587,7 +587,8 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     out: dict[str, dict] = {}
     attempt = new_attempt(part)
     for grader_id, part_tables, reports in parts:
-        uris = dict(part_tables["runs"].select("run_id", "run_uri").iter_rows())
+        uris = {report_stem(run_id): uri for run_id, uri
+                in part_tables["runs"].select("run_id", "run_uri").iter_rows()}
         staged = {f"{_uri_tag(uris.get(name[:-5], name))}.{name}": text
                   for name, text in reports.items()}
         store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,

@@ -21,17 +21,34 @@ def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# The bytes of a run id a report's file name holds: with a uri tag or two (`~{8 hex}`),
+# `.json`, and the tag a staged copy's name starts with, a name stays within the 255 bytes a
+# file name may take (a run folder named with 242 bytes or more failed every grade).
+NAME_BYTES = 200
+
+
+def report_stem(run_id: str) -> str:
+    """A report's file name before `.json`: the run id, or one longer than NAME_BYTES bytes
+    cut (at a character) and followed by `~` and 12 hex digits of the whole id's SHA-1."""
+    raw = run_id.encode()
+    if len(raw) <= NAME_BYTES:
+        return run_id
+    return f"{raw[:NAME_BYTES - 13].decode(errors='ignore')}~{hashlib.sha1(raw).hexdigest()[:12]}"
+
+
 def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
     """Return {file name: JSON text} for every graded run of the batch (refused runs have none).
 
-    A file is named `{run_id}.json`; a run id seen under two uris adds a hash of the uri.
+    A file is named `{run_id}.json` (see `report_stem` for a very long id); a run id seen under
+    two uris adds a hash of the uri.
     """
     out: dict[str, str] = {}
     for run_id, run_uri, text in sorted(_contract_reports(tables, frame) + ledger_reports(tables),
                                         key=lambda r: r[1]):
-        name = f"{run_id}.json"
+        stem = report_stem(run_id)
+        name = f"{stem}.json"
         if name in out:  # one run id under two prefixes: tell them apart by their uri
-            name = f"{run_id}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
+            name = f"{stem}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
         out[name] = text
     return out
 

@@ -179,6 +179,10 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     (path / "workspace").mkdir()
     (path / "workspace" / os.fsdecode(b"notes-\xff.md")).write_text("scratch\n")
 
+    # A run folder named with 250 bytes (255 is the most a name may take): its report's file
+    # name, with the tags a staged copy carries, took more and failed every grade.
+    run("20261112-000027-" + "long" * 58 + "xy")
+
     # A manifest listing a service twice, and a program named like one of its services.
     run("20261112-000022-repeated-service", files={"manifest.md": DUPLICATE_BLOCKS})
     run("20261112-000023-program-named-writer", files={
@@ -601,6 +605,16 @@ def test_names_that_are_not_utf8_are_shown_escaped_and_found_again(corpus):
     assert again.exit_code == 0, again.output
     rerun = json.loads(again.output)
     assert rerun["found"] == summary["found"] == rerun["skipped"]
+
+
+def test_a_run_named_as_long_as_a_file_name_may_be_has_its_report(corpus):
+    _, out, *_ = corpus
+    run_id = "20261112-000027-" + "long" * 58 + "xy"
+    assert len(run_id.encode()) == 250
+    (report,) = (out / "reports").glob("20261112-000027-*.json")
+    assert len(report.name.encode()) <= 255 and report.stem.startswith(run_id[:180])
+    assert json.loads(report.read_text())["run_id"] == run_id
+    assert (out / "reports" / "grader=prose.contract.grader-v13" / report.name).exists()
 
 
 def test_same_run_id_under_two_prefixes_is_kept_twice(corpus):
