@@ -7,6 +7,7 @@ whole columns.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import traceback
 from dataclasses import dataclass, field
@@ -81,10 +82,17 @@ class Refusal(Exception):
         (a permission, a disk error, an object archived to Glacier) may be read tomorrow with
         nothing about it changed, not even its mtime: marked (RETRIED), the fingerprint matches
         no listing, so every grade tries the run again until it is read. A file gone since
-        the run was listed is not marked: the run's next listing differs anyway."""
+        the run was listed is not marked: the run's next listing differs anyway; nor is one
+        whose path cannot be opened as it stands (too long, a symlink, a folder)."""
         cause = self.__cause__
-        retried = isinstance(cause, OSError) and not isinstance(cause, FileNotFoundError)
+        retried = isinstance(cause, OSError) and not isinstance(cause, FileNotFoundError) and (
+            cause.errno not in _NOT_RETRIED)
         return fingerprint + RETRIED if retried else fingerprint
+
+
+# errors of reading a file that trying again cannot mend while the run stays as it is
+_NOT_RETRIED = frozenset({errno.ENOENT, errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR,
+                          errno.EISDIR})
 
 
 @lru_cache(maxsize=1 << 16)  # runs of one program repeat the same clauses
