@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -135,28 +136,33 @@ def test_a_run_refused_for_a_file_it_could_not_read_is_tried_again_until_read(
     runs, out = tmp_path / "runs", tmp_path / "results"
     write_run(runs, "20261112-000001-flaky")
     write_run(runs, "20261112-000002-fine")
+    write_run(runs, "20261112-000003-looped")
     opened = bucket_module._open_beneath
 
     def denying(dir_fd: int, path: str, folder: bool = False) -> int:
-        if path == "bindings/writer/summary.md" and os.readlink(
-                f"/proc/self/fd/{dir_fd}").endswith("flaky"):  # (the tests run as root)
-            raise PermissionError(13, "Permission denied", path)
+        run = os.readlink(f"/proc/self/fd/{dir_fd}")
+        if path == "bindings/writer/summary.md" and run.endswith("flaky"):  # (run as root)
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        if path == "bindings/writer/summary.md" and run.endswith("looped"):
+            raise OSError(errno.ELOOP, "Too many levels of symbolic links", path)
         return opened(dir_fd, path, folder)
 
     with monkeypatch.context() as patched:
         patched.setattr(bucket_module, "_open_beneath", denying)
         first = grade_runs(str(runs), str(out), default_grader(), workers=1)
         again = grade_runs(str(runs), str(out), default_grader(), workers=1)
-    assert (first.graded, dict(first.refusals)) == (1, {"unreadable-file": 1})
-    assert (again.changed, again.skipped, again.refused) == (1, 1, 1)  # tried again
+    assert (first.graded, dict(first.refusals)) == (1, {"unreadable-file": 2})
+    # the file denied is tried again; the path that cannot be opened as it stands is not
+    assert (again.changed, again.skipped, again.refused) == (1, 2, 1)
     flaky = _views(out)["runs"].filter(pl.col("run_uri").str.ends_with("flaky"))
     assert flaky["fingerprint"][0].endswith(RETRIED)
 
     read = grade_runs(str(runs), str(out), default_grader(), workers=1)  # readable now
-    assert (read.changed, read.skipped, read.graded, read.refused) == (1, 1, 1, 0)
+    # (the other stays refused while unchanged: a path cannot loop until something moved)
+    assert (read.changed, read.skipped, read.graded, read.refused) == (1, 2, 1, 0)
     after = grade_runs(str(runs), str(out), default_grader(), workers=1)
-    assert (after.skipped, after.batches) == (2, [])
-    assert _views(out)["runs"]["run_uri"].n_unique() == _views(out)["runs"].height == 2
+    assert (after.skipped, after.batches) == (3, [])
+    assert _views(out)["runs"]["run_uri"].n_unique() == _views(out)["runs"].height == 3
 
 
 def test_new_runs_new_grader_id_and_full(corpus: Path, tmp_path: Path):
