@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import polars as pl
+from polars.exceptions import PanicException
 
 from . import scratch
 from .catalog import catalog_stale, tidy_compacted, write_catalog
@@ -303,6 +304,12 @@ def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrad
 
 PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
 PREFETCH_BYTES = 32 << 20  # and at most this many bytes of them (by their listed sizes)
+
+
+# What grading a run's data may raise: polars panics (a Rust panic on some input, in our
+# checks or a user's) are BaseExceptions, which no `except Exception` catches, and which do
+# not even pickle back from a worker: one run's output failed every grade of its bucket.
+RUN_ERRORS = (Exception, PanicException)
 
 
 def _unlisted(unlisted: dict[str, str], named: int = 3) -> str:
@@ -580,7 +587,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     with shared_readings(KeptReadings(store)):
         try:
             parts = graded(rows)
-        except Exception as exc:
+        except RUN_ERRORS as exc:
             if is_outage(exc):
                 raise
             parts = graded(_run_by_run(rows, graded))
@@ -620,7 +627,7 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
         with shared_readings(KeptReadings(ResultStore(job.results_uri, job.endpoint_url))):
             clause_frame(tables["clauses"], tables["services"], tables["bindings"],
                          measured=False)
-    except Exception:  # the shards read what this could not
+    except RUN_ERRORS:  # the shards read what this could not
         pass
 
 
@@ -655,7 +662,7 @@ def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
             continue  # rows without their run row belong to no run that can be reported
         try:
             graded(one)
-        except Exception as exc:
+        except RUN_ERRORS as exc:
             if is_outage(exc):
                 raise
             run = {**one.runs[0], "status": "refused"}

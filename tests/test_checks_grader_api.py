@@ -208,3 +208,46 @@ def test_checks_with_nothing_to_judge_add_no_rows(tmp_path):
     # a frame with no clause at all gives an empty checks table of the stored shape
     none = run_checks(default_grader(), clauses.clear())
     assert none.is_empty() and none.columns == checks.columns
+
+
+PANICKY = """
+import polars as pl
+
+from pipeline.checks import NAMED, PASSED, Check, Grader, builtin_checks, check, label
+
+
+@check("sized")
+def sized() -> Check:
+    # a range as long as 2**62 where the output says PANIC: polars panics (capacity overflow)
+    size = pl.when(pl.col("output_text").str.contains("PANIC")).then(2**62).otherwise(1)
+    return Check(applies=NAMED, outcome=pl.when(pl.int_ranges(0, size).list.len() >= 0)
+                 .then(PASSED), detail=pl.format("{} is sized", label()),
+                 evidence=pl.lit("sized"), confidence=pl.lit(50))
+
+
+grader = Grader("panicky.contract.grader/v1", [*builtin_checks(), sized()])
+"""
+
+
+def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_path):
+    # A Rust panic is a BaseException, which no `except Exception` caught, and which does
+    # not pickle back from a worker: one run's output failed every grade of its bucket
+    # (exit 1). It is refused internal-error, like any error a run's data raises alone.
+    import shutil
+
+    runs = tmp_path / "runs"
+    for run in sorted((REPO / "data/runs/newsroom/.prose/runs").iterdir()):
+        shutil.copytree(run, runs / run.name)
+    poisoned = sorted(runs.iterdir())[0]
+    with open(poisoned / "bindings/editor/digest.md", "a") as handle:
+        handle.write("PANIC\n")
+    grader = tmp_path / "panicky.py"
+    grader.write_text(PANICKY)
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(tmp_path / "out"),
+                                      "--workers", "2", "--json", "--grader", str(grader)])
+    assert result.exit_code == 0, result.output
+    refusals = stored(tmp_path / "out", "refusals")
+    assert refusals["run_id"].to_list() == [poisoned.name]
+    assert refusals["reason"].to_list() == ["internal-error"]
+    assert "PanicException" in refusals["detail"][0]
+    assert stored(tmp_path / "out", "runs").filter(pl.col("status") == "graded").height == 1
