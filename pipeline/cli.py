@@ -325,7 +325,8 @@ def _writing_results(nothing: str, doing: str, left: str,
                      usage: tuple[type[Exception], ...] = (FileNotFoundError,)):
     """The exit codes of a command that writes to the results under their lock: 2 for
     `usage` errors (the message, then `nothing`), 3 when a grade or a compaction holds the
-    lock, 4 when a store failed while `doing` (`left` says what is left of the results)."""
+    lock, 4 when a store failed while `doing` (`left` says what is left of the results), 130
+    for Ctrl-C (saying so)."""
     from .store import ResultsLocked
 
     try:
@@ -334,6 +335,9 @@ def _writing_results(nothing: str, doing: str, left: str,
         raise fail(f"{exc}; {nothing}", exit_codes.USAGE) from exc
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
+    except KeyboardInterrupt:
+        raise fail(f"interrupted (Ctrl-C) while {doing}. {left}; rerun the same command.",
+                   exit_codes.INTERRUPTED) from None
     except Exception as exc:
         if not _store_failed(exc):
             raise

@@ -321,6 +321,20 @@ def test_ctrl_c_abandons_the_batch_in_hand_and_says_how_to_finish(tmp_path):
     assert_no_duplicates(out, total)
 
 
+def test_ctrl_c_while_compacting_says_what_is_left(capsys):
+    # (Python's SIGINT handler raises KeyboardInterrupt wherever the main thread is)
+    import typer
+
+    from pipeline.cli import _writing_results
+
+    with pytest.raises(typer.Exit) as stopped, _writing_results(
+            "nothing to compact.", "compacting", "The results are as they were"):
+        raise KeyboardInterrupt
+    assert stopped.value.exit_code == exit_codes.INTERRUPTED
+    said = " ".join(capsys.readouterr().err.split())
+    assert "interrupted (Ctrl-C) while compacting. The results are as they were; rerun" in said
+
+
 def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "results"
     write_run(runs, "20261112-010000-changes")
