@@ -1054,7 +1054,9 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             done = [p for p in open_runs if path > p + "/" and not path.startswith(p + "/")]
             for p in done:
                 yield _closed(open_runs.pop(p))
-        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        # (one '/' off: a key with '//' keeps its empty folder name, so the run is read back
+        # under its own key, as `_Ledgers` has it)
+        rel = path[len(root) + 1:] if path.startswith(root + "/") else path
         if skip and rel.startswith(skip):  # the results' own folders (see RESULTS_MARK)
             continue
         parts = rel.split("/")
@@ -1106,7 +1108,7 @@ def group_runs(bucket: Bucket, files: list[tuple[str, FileInfo]]) -> list[RunRef
     root = bucket.root.rstrip("/")
     ledgers = set()
     for path, _ in files:
-        rel = path[len(root):].lstrip("/") if path.startswith(root) else path
+        rel = path[len(root) + 1:] if path.startswith(root + "/") else path
         if "/" in rel and rel.rsplit("/", 1)[-1] in LEDGER_MARKERS:
             ledgers.add(rel.rsplit("/", 1)[0])
     return sorted(iter_runs(bucket, sorted(files, key=lambda f: f[0]), ledgers),
