@@ -42,3 +42,37 @@ def test_error_file():
     assert err.name == "no-results"
     assert err.detail == "No relevant sources found for the topic."
     assert parse_error_file("just text").name is None
+
+
+# Lines that made a parser's regex take time quadratic in their length: a long run of spaces
+# that a pattern starting with `\s` (or a lazy group before `\s*`) scanned again from each of
+# its spaces. 400,000 spaces took the patterns before from 4 minutes to an hour, holding a
+# worker (and its grade) all that time. (The contract parser's heading pattern is still
+# quadratic: see the README's hostile-inputs table.)
+HOSTILE_PARSE = r'''
+import sys
+from pipeline.sources.manifest import parse_manifest
+from pipeline.sources.state_log import parse_error_file, parse_state_log
+
+blank = " " * 400_000
+log = parse_state_log(f"# run:r p\n1→ writer{blank}x\n2→ editor ✗ boom{blank}x\n3→ a{blank}(b ✓\n"
+                      "---end 2026-11-12T03:20:11Z\n")
+assert [s.name for s in log.steps] == ["writer" + blank + "x", "editor", "a"], log.steps
+assert log.steps[1].error_name == "boom" + blank + "x" and log.completed
+assert parse_error_file(f"# Error: a{blank}b\n").name == f"a{blank}b"
+manifest = parse_manifest(f"# Manifest: p\n\n## Services\n\n### writer{blank}x\n"
+                          f"a{blank}x:\n- errors: boom{blank}x\n")
+assert [s.name for s in manifest.services] == [f"writer{blank}x"], manifest.services
+print("parsed")
+'''
+
+
+def test_hostile_lines_parse_in_linear_time(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", HOSTILE_PARSE], cwd=repo, capture_output=True,
+                          text=True, timeout=120)  # (each took seconds to an hour before)
+    assert done.returncode == 0 and done.stdout.strip() == "parsed", done.stderr[-2000:]

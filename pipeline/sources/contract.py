@@ -230,6 +230,6 @@ def parse_contract(text: str, default_name: str = "", default_kind: str = "servi
     main = _parse_component(name, kind, chunks[0][1])
     inline = []
     for heading, lines in chunks[1:]:
-        comp_name = re.split(r"\s+[(\[—–-]", heading.strip("` "), maxsplit=1)[0].strip("` ")
+        comp_name = re.split(r"(?<!\s)\s+[(\[—–-]", heading.strip("` "), maxsplit=1)[0].strip("` ")
         inline.append(_parse_component(comp_name, "service", lines))
     return Contract(front, title, main, inline, fm_error)

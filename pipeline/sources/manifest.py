@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 
 _ARROW_RIGHT = re.compile(r"\s*(?:→|->|=>)\s*")
 _ARROW_LEFT = re.compile(r"\s*(?:←|<-|<=)\s*")
-_KEY = re.compile(r"^([A-Za-z][\w ]*?)\s*:\s*(.*)$")
+# (the same matches as `^([A-Za-z][\w ]*?)\s*:`, whose lazy name tried every end in a long run of
+# spaces: quadratic; the name cannot end with a space, `\s*` takes those)
+_KEY = re.compile(r"^([A-Za-z](?:[\w ]*\w)?)\s*:\s*(.*)$")
+_NAME_END = re.compile(r"(?<!\s)\s*:\s")  # "name: what it is" (from a run of spaces' start)
 _ITEM = re.compile(r"^\s*[-*+]\s+(.*)$")
 _ORDER = re.compile(r"^\s*(\d+)[.)]\s+`?([^`(\s]+)`?\s*(?:\((.*)\))?")
 _FROM = re.compile(r"^`?([^`(:]+?)`?\s*\(from\s+`?([^`)]+?)`?\)\s*(?::\s*(.*))?$")
@@ -70,7 +73,7 @@ def _parse_input(text: str) -> tuple[str, str | None]:
 
 
 def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
-    name = _strip_name(re.split(r"\s+[(\[—–]|\s+-\s", heading.strip(), maxsplit=1)[0])
+    name = _strip_name(re.split(r"(?<!\s)(?:\s+[(\[—–]|\s+-\s)", heading.strip(), maxsplit=1)[0])
     svc = ServiceWiring(name=name, heading=heading.strip())
     key = None
     for line in lines:
@@ -84,7 +87,7 @@ def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
             elif key == "outputs":
                 svc.outputs.append(_parse_output(value))
             elif key == "errors":
-                svc.errors.append(_strip_name(re.split(r"\s*:\s", value, maxsplit=1)[0]))
+                svc.errors.append(_strip_name(_NAME_END.split(value, maxsplit=1)[0]))
             elif key == "delegates":
                 svc.delegates.append(_strip_name(value))
             continue
@@ -171,7 +174,7 @@ def parse_manifest(text: str) -> Manifest:
                     continue
                 value = m_item.group(1).strip()
                 m_from = _FROM.match(value)
-                head = m_from.group(1) if m_from else re.split(r"\s*:\s", value, maxsplit=1)[0]
+                head = m_from.group(1) if m_from else _NAME_END.split(value, maxsplit=1)[0]
                 name = _strip_name(head)
                 if key == "returns":
                     returns[name] = _strip_name(m_from.group(2)) if m_from else None

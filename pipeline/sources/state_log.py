@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 
 _STEP = re.compile(r"^\s*(\d+[a-z]*)\s*(?:→|->)\s*(.*)$")
 _TAG = re.compile(r"^\[([\w-]+)\]\s*(.*)$")
-_MARK = re.compile(r"\s+(✓|✗|⊘|ok\b|OK\b)\s*(.*)$")
+# (?<!\s): a match starts where a run of whitespace does. The same matches, in linear time:
+# searched from every space of a long run, `\s+` took the run again each time (a state log
+# line of 400,000 spaces took minutes, and held its worker that long)
+_MARK = re.compile(r"(?<!\s)\s+(✓|✗|⊘|ok\b|OK\b)\s*(.*)$")
 _HEADER = re.compile(r"^#\s*run:\s*(\S+)\s*(.*)$")
 
 
@@ -60,14 +63,14 @@ def _parse_step(number: str, rest: str) -> Step | None:
         rest = rest[: m_mark.start()]
         if mark == "✗":
             status = "errored"
-            head = re.split(r"\s*\(", tail, maxsplit=1)
+            head = re.split(r"(?<!\s)\s*\(", tail, maxsplit=1)
             error_name = head[0].strip() or None
             note = tail[len(head[0]):].strip() or None
         else:
             status = "terminated" if mark == "⊘" else "completed"
             note = tail or None
     name = rest.strip().strip("`")
-    name = re.split(r"\s+\(", name, maxsplit=1)[0].strip()
+    name = re.split(r"(?<!\s)\s+\(", name, maxsplit=1)[0].strip()
     if not name:
         return None
     return Step(number, name, tag, status, error_name, note)
@@ -118,9 +121,11 @@ def parse_error_file(text: str) -> ErrorFile:
     name = None
     detail_lines = []
     for line in text.splitlines():
-        m = re.match(r"^#\s*Error\s*:\s*(.+?)\s*$", line, re.IGNORECASE)
-        if m and name is None:
-            name = m.group(1).strip("` ")
+        # (what `^#\s*Error\s*:\s*(.+?)\s*$` matched, in linear time: its lazy group tried
+        # every end in a long run of spaces)
+        m = re.match(r"^#\s*Error\s*:(.*)$", line, re.IGNORECASE)
+        if m and m.group(1) and name is None:  # (all blank: the old group was its last char)
+            name = (m.group(1).strip() or m.group(1)[-1]).strip("` ")
         else:
             detail_lines.append(line)
     return ErrorFile(name, "\n".join(detail_lines).strip())
