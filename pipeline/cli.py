@@ -321,18 +321,19 @@ def _no_credentials(exc: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _writing_results(nothing: str, doing: str, left: str,
+def _writing_results(nothing: str | None, doing: str, left: str,
                      usage: tuple[type[Exception], ...] = (FileNotFoundError,)):
-    """The exit codes of a command that writes to the results under their lock: 2 for
-    `usage` errors (the message, then `nothing`), 3 when a grade or a compaction holds the
-    lock, 4 when a store failed while `doing` (`left` says what is left of the results), 130
-    for Ctrl-C (saying so)."""
+    """The exit codes of a command that writes to the results under their lock (or reads
+    them, see `_reading_results`): 2 for `usage` errors (the message, then `nothing`), 3 when
+    a grade or a compaction holds the lock, 4 when a store failed while `doing` (permissions,
+    credentials, an endpoint that does not answer; `left` says what is left of the results),
+    130 for Ctrl-C, each saying so rather than with a traceback."""
     from .store import ResultsLocked
 
     try:
         yield
     except usage as exc:
-        raise fail(f"{exc}; {nothing}", exit_codes.USAGE) from exc
+        raise fail(f"{exc}; {nothing}" if nothing else str(exc), exit_codes.USAGE) from exc
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
     except KeyboardInterrupt:
@@ -341,25 +342,14 @@ def _writing_results(nothing: str, doing: str, left: str,
     except Exception as exc:
         if not _store_failed(exc):
             raise
-        raise fail(f"a store failed while {doing}: {exc}. {left}; rerun the same command.",
+        raise fail(f"a store failed while {doing}: {exc}. {left}; fix the cause (permissions, "
+                   "credentials, endpoint) and rerun the same command.",
                    exit_codes.STORAGE) from exc
 
 
-@contextlib.contextmanager
 def _reading_results():
-    """The exit codes of a command that reads the results: 2 when there are none there (the
-    message says why), 4 when a store failed (permissions, credentials, an endpoint that does
-    not answer), with the cause, rather than a traceback."""
-    try:
-        yield
-    except FileNotFoundError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
-    except Exception as exc:
-        if not _store_failed(exc):
-            raise
-        raise fail(f"a store failed while reading the results: {exc}. Nothing was changed; fix "
-                   "the cause (permissions, credentials, endpoint) and rerun the same command.",
-                   exit_codes.STORAGE) from exc
+    """`_writing_results` for a command that only reads the results."""
+    return _writing_results(None, "reading the results", "Nothing was changed")
 
 
 class _StopRequest(threading.Event):

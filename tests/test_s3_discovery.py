@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import secrets
 import threading
 import time
 from pathlib import Path
@@ -27,7 +26,6 @@ from pipeline.sources.bucket import (
     _Ledgers,
     _PageSizer,
     _timestamp,
-    filesystem,
     group_runs,
     iter_runs,
 )
@@ -88,18 +86,9 @@ def test_a_run_under_a_key_with_an_empty_folder_name_is_read_back_under_it(
         s3, tmp_path: Path):  # noqa: F811
     # "runs//RUN/..." (a prefix joined with one '/' too many): the run was found under
     # "runs/RUN", read back there, found no file, and refused
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.s3.models import s3_backends
-
     run = write_run(tmp_path / "local", "20261112-000001-doubled")
-    name = f"runs-{secrets.token_hex(4)}"
-    filesystem(f"s3://{name}", s3.endpoint).mkdir(name)
-    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
-    for path in sorted(run.rglob("*")):
-        if path.is_file():
-            backend.put_object(name, f"runs//{run.name}/{path.relative_to(run)}",
-                               path.read_bytes())
-    runs = f"s3://{name}/runs"
+    runs = seed(s3, tmp_path / "local", under="runs//")
+    name = runs.split("/")[2]
     (found,) = Bucket(runs, s3.endpoint).discover()
     assert found.uri == f"s3://{name}/runs//{run.name}" and found.run_id == run.name
     graded = grade(runs, tmp_path / "results", s3.endpoint)

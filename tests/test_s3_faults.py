@@ -50,8 +50,10 @@ def s3(monkeypatch):
     server.stop()
 
 
-def seed(server: FaultyS3Server, local: Path, bucket: str | None = None) -> str:
-    """Copy the files under `local` into a bucket (fresh unless named); return the runs root."""
+def seed(server: FaultyS3Server, local: Path, bucket: str | None = None,
+         under: str = "runs/") -> str:
+    """Copy the files under `local` into a bucket (fresh unless named), each key `under` + its
+    path; return the runs root."""
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
 
@@ -62,8 +64,8 @@ def seed(server: FaultyS3Server, local: Path, bucket: str | None = None) -> str:
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     for path in sorted(local.rglob("*")):
         if path.is_file():
-            backend.put_object(bucket, f"runs/{path.relative_to(local)}", path.read_bytes())
-    return f"s3://{bucket}/runs"
+            backend.put_object(bucket, f"{under}{path.relative_to(local)}", path.read_bytes())
+    return f"s3://{bucket}/{under.rstrip('/')}"
 
 
 def grade(runs: str, out: Path, endpoint: str, *extra: str):
