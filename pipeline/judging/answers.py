@@ -96,12 +96,22 @@ def answers_from_lines(text: str, ids: set[str]) -> tuple[dict[str, Answer | Fai
     return found, notes
 
 
-FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+OPENING_FENCE = re.compile(r"```[a-zA-Z]*\s*")
+
+
+def unfenced(reply: str) -> str:
+    r"""A reply without the code fence around it: an opening ```` ```lang ```` and a closing
+    ```` ``` ````, with the spaces next to them (what `^```[a-zA-Z]*\s*|\s*```$` removed from
+    the stripped reply, without trying that closing part from each space of a long run)."""
+    text = reply.strip()
+    if opening := OPENING_FENCE.match(text):
+        text = text[opening.end():]
+    return text[:-3].rstrip() if text.endswith("```") else text
 
 
 def answer_from_text(content: str) -> Answer:
     """The Answer in a model's reply: the first JSON object in it, code fences allowed."""
-    text = FENCE.sub("", content.strip())
+    text = unfenced(content)
     start = text.find("{")
     if start < 0:
         raise MalformedAnswer(f"no JSON object in the reply: {_snippet(content)!r}")

@@ -22,13 +22,15 @@ SECTIONS = (
 COLON_SECTIONS = ("requires", "ensures", "errors", "invariants", "strategies")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _COLON_BLOCK = re.compile(r"^(" + "|".join(COLON_SECTIONS) + r")\s*:\s*$", re.IGNORECASE)
 _ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
-_CONDITIONAL = re.compile(r"^if\s+(.+?)\s*:\s*(.*)$", re.IGNORECASE | re.DOTALL)
-_BACKTICK_NAME = re.compile(r"^`([^`]+)`\s*(\([^)]*\))?\s*[:—–-]\s*(.*)$", re.DOTALL)
-_BACKTICK_ONLY = re.compile(r"^`([^`]+)`\s*(\([^)]*\))?\s*$")
-_PLAIN_NAME = re.compile(r"^([A-Za-z0-9_][\w.\-/]*)\s*(\([^)]*\))?\s*:\s*(.*)$", re.DOTALL)
+_IF = re.compile(r"if\s", re.IGNORECASE)
+# Possessive `*+` and `++` never give back what they took, so a long run of spaces before a
+# missing `:` is not tried again split by split between the two `\s*` (quadratic before). Each
+# takes characters the next part cannot start with, so they match exactly as the plain forms.
+_BACKTICK_NAME = re.compile(r"^`([^`]++)`\s*+(\([^)]*+\))?\s*+[:—–-]\s*(.*)$", re.DOTALL)
+_BACKTICK_ONLY = re.compile(r"^`([^`]++)`\s*+(\([^)]*+\))?\s*+$")
+_PLAIN_NAME = re.compile(r"^([A-Za-z0-9_][\w.\-/]*+)\s*+(\([^)]*+\))?\s*+:\s*(.*)$", re.DOTALL)
 
 
 @dataclass
@@ -106,12 +108,45 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
     return {}, text, "front matter has no closing '---'"
 
 
+def _heading(line: str) -> tuple[int, str] | None:
+    r"""A markdown heading line as (level, text), or None.
+
+    The same as `^(#{1,6})\s+(.*?)\s*#*\s*$` (the text lazy, closing `#`s and spaces dropped),
+    whose lazy text tried every split of a long run of spaces against the closing part: cubic
+    in the run's length, minutes for one line. This reads each character a bounded number
+    of times.
+    """
+    level = len(line) - len(line.lstrip("#"))
+    if not 1 <= level <= 6 or not line[level:level + 1].isspace():
+        return None
+    text = line[level:].strip().rstrip("#").rstrip()
+    return None if "\n" in text else (level, text)  # (`.` stops at a line break)
+
+
+def _conditional(head: str) -> tuple[str, str] | None:
+    r"""`if CONDITION: WHAT` as (condition, what), both stripped, or None.
+
+    The same as `^if\s+(.+?)\s*:\s*(.*)$` (ignoring case, `.` taking line breaks too), whose
+    lazy condition tried the `\s*:` after it from each space of a long run: quadratic.
+    """
+    if not _IF.match(head):
+        return None
+    rest = head[2:]
+    body = rest.lstrip()
+    colon = body.find(":", 1)  # the condition takes one character at least
+    if colon > 0:
+        return body[:colon].strip(), body[colon + 1:].strip()
+    if body[:1] == ":" and len(rest) - len(body) > 1:  # a condition of spaces only: "if  : x"
+        return "", body[1:].strip()
+    return None
+
+
 def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]:
     """Split an item's first line into (name, description, condition, annotation)."""
     head = text.strip()
-    cond = _CONDITIONAL.match(head)
+    cond = _conditional(head)
     if cond:
-        return None, cond.group(2).strip(), cond.group(1).strip(), None
+        return None, cond[1], cond[0], None
     for pattern in (_BACKTICK_NAME, _PLAIN_NAME):
         m = pattern.match(head)
         if m:
@@ -178,10 +213,10 @@ def _parse_component(name: str, kind: str, lines: list[str]) -> Component:
         if _FENCE.match(line):
             in_fence = not in_fence
         if not in_fence:
-            h = _HEADING.match(line)
+            h = _heading(line)
             if h:
-                key = _section_key(h.group(2)) if len(h.group(1)) == 3 else None
-                if len(h.group(1)) == 3:
+                key = _section_key(h[1]) if h[0] == 3 else None
+                if h[0] == 3:
                     current = heading_blocks.setdefault(key, []) if key else None
                     continue
                 if current is not None:
@@ -219,12 +254,12 @@ def parse_contract(text: str, default_name: str = "", default_kind: str = "servi
     for line in body.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-        h = None if in_fence else _HEADING.match(line)
-        if h and len(h.group(1)) == 1 and title is None:
-            title = h.group(2)
+        h = None if in_fence else _heading(line)
+        if h and h[0] == 1 and title is None:
+            title = h[1]
             continue
-        if h and len(h.group(1)) == 2:
-            chunks.append((h.group(2).strip(), []))
+        if h and h[0] == 2:
+            chunks.append((h[1].strip(), []))
             continue
         chunks[-1][1].append(line)
     main = _parse_component(name, kind, chunks[0][1])

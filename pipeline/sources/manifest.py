@@ -9,15 +9,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_ARROW_RIGHT = re.compile(r"\s*(?:→|->|=>)\s*")
-_ARROW_LEFT = re.compile(r"\s*(?:←|<-|<=)\s*")
+# (split at the first arrow from a run of spaces' start, as `\s*(?:→|->|=>)\s*` did without
+# trying the rest of a long run from each of its spaces: quadratic)
+_ARROW_RIGHT = re.compile(r"(?<!\s)\s*(?:→|->|=>)\s*")
+_ARROW_LEFT = re.compile(r"(?<!\s)\s*(?:←|<-|<=)\s*")
 # (the same matches as `^([A-Za-z][\w ]*?)\s*:`, whose lazy name tried every end in a long run of
 # spaces: quadratic; the name cannot end with a space, `\s*` takes those)
 _KEY = re.compile(r"^([A-Za-z](?:[\w ]*\w)?)\s*:\s*(.*)$")
 _NAME_END = re.compile(r"(?<!\s)\s*:\s")  # "name: what it is" (from a run of spaces' start)
 _ITEM = re.compile(r"^\s*[-*+]\s+(.*)$")
 _ORDER = re.compile(r"^\s*(\d+)[.)]\s+`?([^`(\s]+)`?\s*(?:\((.*)\))?")
-_FROM = re.compile(r"^`?([^`(:]+?)`?\s*\(from\s+`?([^`)]+?)`?\)\s*(?::\s*(.*))?$")
+_SPACES = re.compile(r"\s*")
+_NAME_STOP = re.compile(r"[`(:]")
+_SOURCE_STOP = re.compile(r"[`)]")
 
 
 @dataclass
@@ -70,6 +74,46 @@ def _parse_output(text: str) -> Output:
 def _parse_input(text: str) -> tuple[str, str | None]:
     parts = _ARROW_LEFT.split(text, maxsplit=1)
     return _strip_name(parts[0]), parts[1].strip() if len(parts) == 2 else None
+
+
+def _skip_spaces(text: str, at: int) -> int:
+    return _SPACES.match(text, at).end()
+
+
+def _closes(value: str, at: int) -> bool:
+    """`value[at:]` is `` `?)`` then nothing, or `:` and anything."""
+    at += value.startswith("`)", at)
+    return value.startswith(")", at) and value[at + 1:].lstrip()[:1] in ("", ":")
+
+
+def _returned_from(value: str) -> tuple[str, str] | None:
+    r"""`name (from service): what` as (name, service), each to strip, or None.
+
+    The same groups as ``^`?([^`(:]+?)`?\s*\(from\s+`?([^`)]+?)`?\)\s*(?::\s*(.*))?$`` on a
+    line, whose lazy groups tried the rest from each space of a long run: quadratic. The
+    service is what the `\s+` after `(from` leaves; when that is nothing, `\s+` gives one
+    space back (`(from  )` names the service " ").
+    """
+    first = 1 if value.startswith("`") else 0
+    stop = m.start() if (m := _NAME_STOP.search(value, first)) else len(value)
+    if stop == first or stop == len(value) or value[stop] == ":":
+        return None
+    opening = _skip_spaces(value, stop + 1) if value[stop] == "`" else stop
+    if not value.startswith("(from", opening):
+        return None
+    after = opening + len("(from")
+    source = _skip_spaces(value, after)
+    if source == after:
+        return None
+    name = value[first:stop]
+    start = source + value.startswith("`", source)
+    if start < len(value) and value[start] not in "`)":
+        end = m.start() if (m := _SOURCE_STOP.search(value, start)) else len(value)
+        if end < len(value) and _closes(value, end):
+            return name, value[start:end]
+    if source - after >= 2 and source < len(value) and _closes(value, source):
+        return name, value[source - 1:source]
+    return None
 
 
 def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
@@ -173,11 +217,11 @@ def parse_manifest(text: str) -> Manifest:
                 if not m_item or key not in ("returns", "requires"):
                     continue
                 value = m_item.group(1).strip()
-                m_from = _FROM.match(value)
-                head = m_from.group(1) if m_from else _NAME_END.split(value, maxsplit=1)[0]
+                m_from = _returned_from(value)
+                head = m_from[0] if m_from else _NAME_END.split(value, maxsplit=1)[0]
                 name = _strip_name(head)
                 if key == "returns":
-                    returns[name] = _strip_name(m_from.group(2)) if m_from else None
+                    returns[name] = _strip_name(m_from[1]) if m_from else None
                 else:
                     requires.append(name)
     services = _merge_repeated([s for s in services if s.name])

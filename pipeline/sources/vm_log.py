@@ -14,7 +14,11 @@ from .state_log import StateLog, Step, parse_state_log
 
 _DONE = {"completed", "complete", "succeeded", "success", "done", "ok"}
 _FAILED = {"failed", "error", "errored"}
-_HEADING = re.compile(r"^###\s+`?([^`—–(]+?)`?\s+[—–-]+\s+([A-Za-z]+)\b\s*(?:\((.*)\))?\s*$")
+_SPACES = re.compile(r"\s*")
+_DASHES = re.compile(r"[—–-]*")
+_LETTERS = re.compile(r"[A-Za-z]*")
+_NAME_STOP = re.compile(r"[`—–(]")
+_NAME_END = re.compile(r"\s+|`")  # where a name may end: before spaces, or at a backtick
 _STATUS = {"completed": "completed", "complete": "completed", "succeeded": "completed",
            "ok": "completed", "done": "completed", "failed": "errored", "errored": "errored",
            "error": "errored", "skipped": "terminated", "terminated": "terminated",
@@ -28,6 +32,58 @@ def _timestamp(value) -> str | None:
     if hasattr(value, "isoformat"):
         return value.isoformat().replace("+00:00", "Z")
     return str(value)
+
+
+def _skip(pattern: re.Pattern, text: str, at: int) -> int:
+    return pattern.match(text, at).end()
+
+
+def _status_at(line: str, at: int) -> tuple[str, str | None] | None:
+    r"""(status word, note or None) when `line[at:]` is `` `?\s+[—–-]+\s+WORD`` and then nothing
+    or `(note)`: what follows the name in `### name — status (note)`."""
+    at += line.startswith("`", at)
+    dashes = _skip(_SPACES, line, at)
+    spaces = _skip(_DASHES, line, dashes)
+    word = _skip(_SPACES, line, spaces)
+    end = _skip(_LETTERS, line, word)
+    if at == dashes or dashes == spaces or spaces == word or word == end:
+        return None
+    note = _skip(_SPACES, line, end)  # (only spaces, `(` or the end may follow: `\b` holds)
+    if note == len(line):
+        return line[word:end], None
+    if line[note] != "(" or not line.endswith(")") or note == len(line) - 1:
+        return None
+    return line[word:end], line[note + 1:-1]
+
+
+def _heading(line: str) -> tuple[str, str, str | None] | None:
+    r"""`### name — status (note)` in a stripped line as (name, status, note), or None.
+
+    The same as ``^###\s+`?([^`—–(]+?)`?\s+[—–-]+\s+([A-Za-z]+)\b\s*(?:\((.*)\))?\s*$``, whose
+    lazy name tried the rest from each character, and the rest's `\s+` every split of a run of
+    spaces: cubic in a long run's length. Here the rest is tried once per run of spaces.
+    """
+    if not line.startswith("###"):
+        return None
+    start = _skip(_SPACES, line, 3)
+    if start == 3:
+        return None
+    # The name starts after the spaces (and a backtick), as far as it can go without a stop.
+    first = start + line.startswith("`", start)
+    if first < len(line) and not _NAME_STOP.match(line, first):
+        stop = m.start() if (m := _NAME_STOP.search(line, first)) else len(line)
+        for end in _NAME_END.finditer(line, first + 1):
+            if end.start() > stop:
+                break
+            if found := _status_at(line, end.start()):
+                return line[first:end.start()], *found
+    # Else `\s+` gives back spaces: a name of one space, then the rest at `start` (a backtick
+    # there) or from inside the spaces (`###   - done` is a service named " ").
+    if start - 3 >= 2 and (found := _status_at(line, start)):
+        return line[start - 1:start], *found
+    if start - 3 >= 3 and (found := _status_at(line, start - 1)):
+        return line[start - 2:start - 1], *found
+    return None
 
 
 def parse_vm_log(text: str) -> StateLog:
@@ -51,13 +107,13 @@ def parse_vm_log(text: str) -> StateLog:
         log.program = str(program) if program else None
     known = {s.name for s in log.steps}
     for line in body.splitlines():
-        m = _HEADING.match(line.strip())
-        if not m or m.group(1).strip() in known:
+        m = _heading(line.strip())
+        if not m or m[0].strip() in known:
             continue
-        state = _STATUS.get(m.group(2).lower())
+        state = _STATUS.get(m[1].lower())
         if state is None:
             continue
-        note = (m.group(3) or "").strip() or None
-        log.steps.append(Step(str(len(log.steps) + 1), m.group(1).strip(), None, state,
+        note = (m[2] or "").strip() or None
+        log.steps.append(Step(str(len(log.steps) + 1), m[0].strip(), None, state,
                               note if state == "errored" else None, note))
     return log
