@@ -73,11 +73,16 @@ class Contract:
     front_matter_error: str | None = None
 
     def component(self, name: str) -> Component | None:
-        key = normalise_name(name)
+        """The first inline component of this name (compared as `normalise_name` does)."""
+        return self._by_name.get(normalise_name(name))
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Component]:
+        # (one lookup per service of a run: a scan each would be quadratic in wide programs)
+        index: dict[str, Component] = {}
         for comp in self.inline:
-            if normalise_name(comp.name) == key:
-                return comp
-        return None
+            index.setdefault(normalise_name(comp.name), comp)
+        return index
 
 
 @functools.lru_cache(maxsize=1 << 16)  # runs of one program repeat the same few names
@@ -161,17 +166,18 @@ def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]
 def _parse_items(lines: list[str]) -> list[Item]:
     """Items with indentation-based nesting; continuation lines join the item above."""
     items: list[Item] = []
+    texts: list[list[str]] = []  # each item's text in parts, joined once at the end (linear)
     stack: list[tuple[int, Item]] = []  # (indent, item) of open ancestors
     in_fence = False
     for line in lines:
         if _FENCE.match(line):
             in_fence = not in_fence
             if items:
-                items[-1].text += "\n" + line.strip()
+                texts[-1] += ("\n", line.strip())
             continue
         if in_fence:
             if items:
-                items[-1].text += "\n" + line
+                texts[-1] += ("\n", line)
             continue
         m = _ITEM.match(line.expandtabs(4))
         if m:
@@ -181,18 +187,20 @@ def _parse_items(lines: list[str]) -> list[Item]:
             parent = stack[-1][1] if stack else None
             item = Item(
                 position=len(items),
-                text=m.group(2).strip(),
+                text="",
                 parent_position=parent.position if parent else None,
                 depth=len(stack),
             )
             items.append(item)
+            texts.append([m.group(2).strip()])
             stack.append((indent, item))
         elif line.strip() and items and (line[:1].isspace() or not stack):
-            items[-1].text += " " + line.strip()
+            texts[-1] += (" ", line.strip())
         elif line.strip() and items:
             # An unindented line of prose ends the list; later items start a new one.
             stack.clear()
-    for item in items:
+    for item, parts in zip(items, texts, strict=True):
+        item.text = "".join(parts)
         item.name, item.description, item.condition, item.annotation = parse_item_text(item.text)
     return items
 

@@ -24,7 +24,7 @@ _NAME_STOP = re.compile(r"[`(:]")
 _SOURCE_STOP = re.compile(r"[`)]")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Output:
     name: str
     target: str | None
@@ -41,6 +41,9 @@ class ServiceWiring:
     outputs: list[Output] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     delegates: list[str] = field(default_factory=list)
+
+
+_LISTED = ("inputs", "outputs", "errors", "delegates")
 
 
 @dataclass
@@ -156,19 +159,23 @@ def _merge_repeated(services: list[ServiceWiring]) -> list[ServiceWiring]:
     """One wiring per service name: a repeated `### name` block adds to the first one.
 
     A service listed twice must not be graded twice, so later blocks only fill in what the
-    first left empty and extend its lists.
+    first left empty and extend its lists with what they do not hold yet (a set of what each
+    list holds keeps that linear in the number of blocks and entries).
     """
     merged: dict[str, ServiceWiring] = {}
+    held: dict[str, dict[str, set]] = {}
     for svc in services:
         first = merged.setdefault(svc.name, svc)
         if first is svc:
+            held[svc.name] = {key: set(getattr(svc, key)) for key in _LISTED}
             continue
         first.source = first.source or svc.source
         first.workspace = first.workspace or svc.workspace
-        first.inputs += [i for i in svc.inputs if i not in first.inputs]
-        first.outputs += [o for o in svc.outputs if o not in first.outputs]
-        first.errors += [e for e in svc.errors if e not in first.errors]
-        first.delegates += [d for d in svc.delegates if d not in first.delegates]
+        for key in _LISTED:
+            have = held[svc.name][key]
+            new = [entry for entry in getattr(svc, key) if entry not in have]
+            getattr(first, key).extend(new)
+            have.update(new)
     return list(merged.values())
 
 
