@@ -393,6 +393,7 @@ LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 PROGRESS_EVERY = 500  # runs found between two updates of the progress bar while finding them
 SHARD_RUNS = 600  # at most this many runs read and graded per task (memory follows it)
+SHARD_BYTES = 64 << 20  # and read together by a task at most (by listed sizes; see _grade_task)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
 
@@ -400,11 +401,12 @@ PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any sha
 class Shard:
     """What a grade task hands back: `stats`, {grader id: shard_stats} of the rows it staged;
     `listings`, its runs' listing rows for the next grade's rerun check (see
-    ResultStore.listings); `attempt`, the name it staged under (see ResultStore.publish)."""
+    ResultStore.listings); `attempts`, the names it staged its parts under (see
+    ResultStore.publish), one per group of its runs (see _grade_task)."""
 
     stats: dict[str, dict]
     listings: list[tuple[str, str, str, bytes]]
-    attempt: str
+    attempts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -417,6 +419,7 @@ class Job:
     binding_cap: int
     validate: bool
     full: bool
+    shard_bytes: int = SHARD_BYTES
 
 
 _WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
@@ -553,23 +556,16 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 died: str | None = None) -> Shard:
     """Read, flatten, grade and stage one shard of a batch; return what it staged.
 
-    With `died`, the runs are not read: each is refused as internal-error with that detail
-    (a run whose worker died every time it was graded, see `_isolated`).
+    The shard's runs are listed first, then read and graded in groups of consecutive runs that
+    read at most `job.shard_bytes` together (`_by_size`), each staged as a part of its own: a shard
+    of large runs holds one group in memory at a time, not the whole shard. With `died`, the
+    runs are not read: each is refused as internal-error with that detail (a run whose worker
+    died every time it was graded, see `_isolated`).
     """
     grader: Grader = _WORKER["grader"]
     judge = _WORKER.get("judge")
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
-    if died is None:
-        rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
-                            _WORKER["ledger_graders"]))
-    else:
-        rows, bucket = RunRows(), Bucket(job.runs_uri, job.endpoint_url)
-        for ref in refs:
-            bucket.list_run(ref)  # its fingerprint: refused until the run changes
-            rows.extend(refused_run(ref, "internal-error", died))
-    empty = sum(1 for ref in refs if ref.empty)
-    printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as the reader saw it
-    listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
+    store = ResultStore(job.results_uri, job.endpoint_url)
 
     def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
         tables, clause_rows = grade_tables(source_tables(rows), grader,
@@ -583,29 +579,84 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             parts.append((grader_id, part_tables, build_reports(part_tables, frame)))
         return parts
 
-    store = ResultStore(job.results_uri, job.endpoint_url)
-    with shared_readings(KeptReadings(store)):
-        try:
-            parts = graded(rows)
-        except RUN_ERRORS as exc:
-            if is_outage(exc):
-                raise
-            parts = graded(_run_by_run(rows, graded))
-    out: dict[str, dict] = {}
-    attempt = new_attempt(part)
-    for grader_id, part_tables, reports in parts:
-        uris = {report_stem(run_id): uri for run_id, uri
-                in part_tables["runs"].select("run_id", "run_uri").iter_rows()}
-        staged = {f"{_uri_tag(uris.get(name[:-5], name))}.{name}": text
-                  for name, text in reports.items()}
-        store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,
-                         part_tables, staged)
-        out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
-    if main_id not in out and empty:  # only ledgers, or empty folders, in this shard
-        out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
-                        "verdicts": Counter(), "ledger_verdicts": Counter(), "score_sum": 0.0,
-                        "scored": 0, "empty": empty}
-    return Shard(out, listings, attempt)
+    def staged(name: str, refs: list[RunRef], rows: RunRows) -> Shard:
+        empty = sum(1 for ref in refs if ref.empty)
+        printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as read
+        listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
+        with shared_readings(KeptReadings(store)):
+            try:
+                parts = graded(rows)
+            except RUN_ERRORS as exc:
+                if is_outage(exc):
+                    raise
+                parts = graded(_run_by_run(rows, graded))
+        del rows
+        out: dict[str, dict] = {}
+        attempt = new_attempt(name)
+        for grader_id, part_tables, reports in parts:
+            uris = {report_stem(run_id): uri for run_id, uri
+                    in part_tables["runs"].select("run_id", "run_uri").iter_rows()}
+            texts = {f"{_uri_tag(uris.get(name[:-5], name))}.{name}": text
+                     for name, text in reports.items()}
+            store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,
+                             part_tables, texts)
+            out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
+        if main_id not in out and empty:  # only ledgers, or empty folders, in this group
+            out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
+                            "verdicts": Counter(), "ledger_verdicts": Counter(),
+                            "score_sum": 0.0, "scored": 0, "empty": empty}
+        return Shard(out, listings, (attempt,))
+
+    if died is not None:
+        rows, bucket = RunRows(), Bucket(job.runs_uri, job.endpoint_url)
+        for ref in refs:
+            bucket.list_run(ref)  # its fingerprint: refused until the run changes
+            rows.extend(refused_run(ref, "internal-error", died))
+        return staged(str(part), refs, rows)
+    groups = _by_size(Bucket(job.runs_uri, job.endpoint_url), refs, job.binding_cap,
+                      job.shard_bytes)
+    return _joined([
+        staged(f"{part}.{k}" if k else str(part), group,
+               _read_shard((job.runs_uri, job.endpoint_url, group, job.binding_cap,
+                            _WORKER["ledger_graders"])))
+        for k, group in enumerate(groups)])
+
+
+def _read_size(ref: RunRef, cap: int) -> int:
+    """The bytes reading the listed run `ref` takes, by its files' listed sizes (a ledger's
+    files are read whole)."""
+    if ref.source == "ledger":
+        return sum(info.size for info in ref.files.values())
+    return sum(min(ref.files[rel].size, limit) for rel, limit in files_read(ref, cap))
+
+
+def _by_size(bucket: Bucket, refs: list[RunRef], cap: int, most: int) -> list[list[RunRef]]:
+    """`refs`, listed, in groups of consecutive runs that read at most `most` bytes together
+    (a run that reads more is a group of its own)."""
+    groups: list[list[RunRef]] = [[]]
+    size = 0
+    for ref in refs:
+        more = _read_size(bucket.list_run(ref), cap)
+        if groups[-1] and size + more > most:
+            groups.append([])
+            size = 0
+        groups[-1].append(ref)
+        size += more
+    return groups
+
+
+def _joined(shards: list[Shard]) -> Shard:
+    """One task's groups as one shard result: their stats added, listings and attempts kept."""
+    stats: dict[str, dict] = {}
+    for shard in shards:
+        for grader_id, counts in shard.stats.items():
+            if grader_id in stats:
+                stats[grader_id] = {key: stats[grader_id][key] + value
+                                    for key, value in counts.items()}
+            else:
+                stats[grader_id] = counts
+    return Shard(stats, [row for shard in shards for row in shard.listings],
+                 tuple(attempt for shard in shards for attempt in shard.attempts))
 
 
 def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
@@ -884,7 +935,7 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, shard_runs: int = SHARD_RUNS,
-               endpoint_url: str | None = None,
+               shard_bytes: int = SHARD_BYTES, endpoint_url: str | None = None,
                binding_cap: int = DEFAULT_BINDING_CAP, validate: bool = False,
                full: bool = False, ledger_graders: tuple[LedgerGrader, ...] | None = None,
                judge: Judge | None = None, engine: EngineFactory | None = None,
@@ -895,7 +946,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     Runs already committed under this job's grader ids with the same fingerprint are skipped
     (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
     batch read and graded in worker processes, in shards of at most `shard_runs` runs (a
-    worker's memory follows its shard; larger shards spend less CPU a run), and
+    worker's memory follows its shard; larger shards spend less CPU a run), each read and
+    graded in groups of runs that read at most `shard_bytes` together (by listed sizes), and
     committed on its own (one commit per grader id): a crash loses at most the batches not
     yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
     (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged
@@ -908,6 +960,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     """
     if shard_runs < 1:
         raise ValueError(f"shard_runs must be at least 1, not {shard_runs}")
+    if shard_bytes < 1:
+        raise ValueError(f"shard_bytes must be at least 1, not {shard_bytes}")
     ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     bucket = Bucket(runs_uri, endpoint_url)
@@ -921,7 +975,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     started = time.monotonic()
     summary = Summary(shown(runs_uri), results_uri, main_id, full=full)
     workers = max(1, workers or os.cpu_count() or 1)
-    job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full)
+    job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full, shard_bytes)
     # discovery starts now, while the results are read (at most RUNS_QUEUED runs ahead)
     with contextlib.closing(Ahead([bucket.discover()], RUNS_QUEUED, 1)) as runs, \
             store.lock() as still_locked, GradeLog(store, summary, started) as log:
@@ -1001,7 +1055,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 return
             still_locked()
             ids = sorted({g for shard in shards for g in shard.stats}, key=lambda g: g != main_id)
-            attempts = {shard.attempt for shard in shards}  # the stages taken, none other
+            attempts = {a for shard in shards for a in shard.attempts}  # (and none other)
             for grader_id in ids:
                 stats = [shard.stats[grader_id] for shard in shards if grader_id in shard.stats]
                 counts = {"runs": sum(s["runs"] for s in stats),

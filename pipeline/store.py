@@ -1,7 +1,7 @@
 """The results dataset: Hive-partitioned Parquet, published one committed batch at a time.
 
 Layout (RESULTS may be a local folder or s3://bucket/prefix):
-    {table}/grader={grader_slug}/batch={batch_id}/part-{k}.parquet   one part per shard
+    {table}/grader={grader_slug}/batch={batch_id}/part-{k}[.n].parquet  a part per group of runs
     reports/grader={grader_slug}/{run_id}.json   one per graded run; grader ids never overwrite
     reports/{run_id}.json          a copy of the run's most recent report, whatever its grader
     _commits/{batch_id}.json      written last: a batch without it does not exist
@@ -166,8 +166,8 @@ def new_batch_id(after: str | None = None) -> str:
     return now.strftime(BATCH_TIME) + "-" + secrets.token_hex(3)
 
 
-def new_attempt(part: int) -> str:
-    """The name one attempt at staging shard `part` stages under, `{part}-{token}`: drawn
+def new_attempt(part: int | str) -> str:
+    """The name one attempt at staging part `part` stages under, `{part}-{token}`: drawn
     where the shard is graded, so a task run twice (a worker presumed dead, a retry) stages
     its copies apart, and only the attempt the grade takes is published (`publish`)."""
     return f"{part}-{secrets.token_hex(4)}"

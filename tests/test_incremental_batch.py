@@ -253,6 +253,45 @@ def test_shard_runs_caps_the_runs_a_worker_grades_at_once(corpus: Path, tmp_path
         grade_runs(str(runs), str(tmp_path / "none"), default_grader(), shard_runs=0)
 
 
+def test_a_worker_reads_and_grades_its_shard_a_few_megabytes_at_a_time(corpus: Path,
+                                                                        tmp_path: Path):
+    # A shard's runs are read and graded in groups that read at most `shard_bytes` together
+    # (by their listed sizes), each published as a part of its own: a worker holds one group,
+    # not its whole shard (600 runs of large outputs held gigabytes). The results are the
+    # same, each run once, and a rerun skips them all.
+    from pipeline.grade import _read_size
+
+    runs = _copy(corpus, tmp_path / "runs")
+    bucket = Bucket(str(runs))
+    sizes = {ref.uri: _read_size(bucket.list_run(ref), 64 << 10) for ref in bucket.discover()}
+    most = max(sizes.values())  # (a group of one run at least, two or more where they fit)
+
+    def graded(out: Path, **kw) -> tuple[list[list[str]], list]:
+        summary = grade_runs(str(runs), str(out), default_grader(), workers=2,
+                             batch_size=RUNS, **kw)
+        assert summary.found == RUNS == summary.graded + summary.refused
+        parts = [pl.read_parquet(p)["run_uri"].to_list()
+                 for p in sorted(out.glob("runs/*/*/*.parquet"))]
+        verdicts = connect(str(out)).sql(
+            "select run_uri, service, clause_id, verdict, evidence from clause_verdicts "
+            "order by all").fetchall()
+        return parts, verdicts
+
+    whole, whole_verdicts = graded(tmp_path / "whole")
+    assert len(whole) == 2  # one part a shard: no shard reads anywhere near 64 MB
+    grouped, grouped_verdicts = graded(tmp_path / "grouped", shard_bytes=most)
+    assert len(grouped) > 2 + 2, [len(p) for p in grouped]
+    assert all(sum(sizes[uri] for uri in part) <= most for part in grouped)
+    assert sorted(u for part in grouped for u in part) == sorted(sizes)  # each run once
+    assert grouped_verdicts == whole_verdicts and whole_verdicts
+    again = grade_runs(str(runs), str(tmp_path / "grouped"), default_grader(), workers=2,
+                       batch_size=RUNS, shard_bytes=most)
+    assert again.skipped == RUNS and again.graded == 0 and _views(tmp_path / "grouped")[
+        "clause_dupes"] == 0
+    with pytest.raises(ValueError, match="shard_bytes"):
+        grade_runs(str(runs), str(tmp_path / "none"), default_grader(), shard_bytes=0)
+
+
 def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, run_root):
     # an unfinished run is refused; once its log ends it is regraded, not skipped
     run = make_run("20261112-031502-late", files={
