@@ -284,22 +284,30 @@ def _ignore_stop_signals() -> None:
 
 def _read_shard(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrader, ...]]
                 ) -> RunRows:
+    rows = RunRows()
+    for _, one in _read_each(args):
+        rows.extend(one)
+    return rows
+
+
+def _read_each(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrader, ...]]
+               ) -> Iterator[tuple[RunRef, RunRows]]:
+    """Each run of a shard, listed and read, with its rows (none for an empty folder)."""
     runs_uri, endpoint, refs, cap, ledger_graders = args
     bucket = Bucket(runs_uri, endpoint)
-    rows = RunRows()
     for window in _prefetch_windows(bucket, refs, cap):
         for ref in window:
             bucket.list_run(ref)
             if ref.unlisted:  # read whole or not at all
-                rows.extend(refused_run(ref, "unreadable-file", _unlisted(ref.unlisted)))
-                continue
-            if ref.empty:
-                continue  # an empty folder is not a run yet (object stores have no empty folders)
-            with bucket.run_folder(ref.path):
-                rows.extend(read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
-                            else read_run(bucket, ref, cap))
+                yield ref, refused_run(ref, "unreadable-file", _unlisted(ref.unlisted))
+            elif ref.empty:
+                yield ref, RunRows()  # an empty folder is not a run yet (object stores have none)
+            else:
+                with bucket.run_folder(ref.path):
+                    one = (read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
+                           else read_run(bucket, ref, cap))
+                yield ref, one
     bucket.prefetch(())  # drop what no reader took
-    return rows
 
 
 PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
@@ -393,7 +401,7 @@ LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 PROGRESS_EVERY = 500  # runs found between two updates of the progress bar while finding them
 SHARD_RUNS = 600  # at most this many runs read and graded per task (memory follows it)
-SHARD_BYTES = 64 << 20  # and read together by a task at most (by listed sizes; see _grade_task)
+SHARD_BYTES = 64 << 20  # output text a task holds before it grades what it read (_grade_task)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
 
@@ -556,9 +564,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 died: str | None = None) -> Shard:
     """Read, flatten, grade and stage one shard of a batch; return what it staged.
 
-    The shard's runs are listed first, then read and graded in groups of consecutive runs that
-    read at most `job.shard_bytes` together (`_by_size`), each staged as a part of its own: a shard
-    of large runs holds one group in memory at a time, not the whole shard. With `died`, the
+    The runs are read in order and graded in groups: a group ends with the run whose outputs
+    bring the text it holds to `job.shard_bytes`, and each is staged as a part of its own, so
+    a shard of large runs is held a group at a time, not whole. With `died`, the
     runs are not read: each is refused as internal-error with that detail (a run whose worker
     died every time it was graded, see `_isolated`).
     """
@@ -590,7 +598,6 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 if is_outage(exc):
                     raise
                 parts = graded(_run_by_run(rows, graded))
-        del rows
         out: dict[str, dict] = {}
         attempt = new_attempt(name)
         for grader_id, part_tables, reports in parts:
@@ -613,36 +620,20 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             bucket.list_run(ref)  # its fingerprint: refused until the run changes
             rows.extend(refused_run(ref, "internal-error", died))
         return staged(str(part), refs, rows)
-    groups = _by_size(Bucket(job.runs_uri, job.endpoint_url), refs, job.binding_cap,
-                      job.shard_bytes)
-    return _joined([
-        staged(f"{part}.{k}" if k else str(part), group,
-               _read_shard((job.runs_uri, job.endpoint_url, group, job.binding_cap,
-                            _WORKER["ledger_graders"])))
-        for k, group in enumerate(groups)])
-
-
-def _read_size(ref: RunRef, cap: int) -> int:
-    """The bytes reading the listed run `ref` takes, by its files' listed sizes (a ledger's
-    files are read whole)."""
-    if ref.source == "ledger":
-        return sum(info.size for info in ref.files.values())
-    return sum(min(ref.files[rel].size, limit) for rel, limit in files_read(ref, cap))
-
-
-def _by_size(bucket: Bucket, refs: list[RunRef], cap: int, most: int) -> list[list[RunRef]]:
-    """`refs`, listed, in groups of consecutive runs that read at most `most` bytes together
-    (a run that reads more is a group of its own)."""
-    groups: list[list[RunRef]] = [[]]
-    size = 0
-    for ref in refs:
-        more = _read_size(bucket.list_run(ref), cap)
-        if groups[-1] and size + more > most:
-            groups.append([])
-            size = 0
-        groups[-1].append(ref)
-        size += more
-    return groups
+    done: list[Shard] = []
+    group: list[RunRef] = []
+    rows, held = RunRows(), 0
+    for ref, one in _read_each((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
+                                _WORKER["ledger_graders"])):
+        group.append(ref)
+        rows.extend(one)
+        held += sum(len(binding["text"]) for binding in one.bindings)
+        if held >= job.shard_bytes:
+            done.append(staged(f"{part}.{len(done)}" if done else str(part), group, rows))
+            group, rows, held = [], RunRows(), 0
+    if group or not done:
+        done.append(staged(f"{part}.{len(done)}" if done else str(part), group, rows))
+    return _joined(done)
 
 
 def _joined(shards: list[Shard]) -> Shard:
@@ -946,8 +937,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     Runs already committed under this job's grader ids with the same fingerprint are skipped
     (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
     batch read and graded in worker processes, in shards of at most `shard_runs` runs (a
-    worker's memory follows its shard; larger shards spend less CPU a run), each read and
-    graded in groups of runs that read at most `shard_bytes` together (by listed sizes), and
+    worker's memory follows its shard; larger shards spend less CPU a run), a shard graded a
+    group of runs at a time once their outputs' text reaches `shard_bytes`, and
     committed on its own (one commit per grader id): a crash loses at most the batches not
     yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
     (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged

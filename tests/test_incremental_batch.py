@@ -253,18 +253,13 @@ def test_shard_runs_caps_the_runs_a_worker_grades_at_once(corpus: Path, tmp_path
         grade_runs(str(runs), str(tmp_path / "none"), default_grader(), shard_runs=0)
 
 
-def test_a_worker_reads_and_grades_its_shard_a_few_megabytes_at_a_time(corpus: Path,
-                                                                        tmp_path: Path):
-    # A shard's runs are read and graded in groups that read at most `shard_bytes` together
-    # (by their listed sizes), each published as a part of its own: a worker holds one group,
-    # not its whole shard (600 runs of large outputs held gigabytes). The results are the
-    # same, each run once, and a rerun skips them all.
-    from pipeline.grade import _read_size
-
+def test_a_worker_grades_its_shard_a_few_megabytes_of_outputs_at_a_time(corpus: Path,
+                                                                          tmp_path: Path):
+    # A worker grades the runs it has read once their outputs' text reaches `shard_bytes`,
+    # and publishes each such group as a part of its own: it holds one group, not its whole
+    # shard (600 runs of large outputs held gigabytes). The results are the same, each run
+    # once, and a rerun skips them all.
     runs = _copy(corpus, tmp_path / "runs")
-    bucket = Bucket(str(runs))
-    sizes = {ref.uri: _read_size(bucket.list_run(ref), 64 << 10) for ref in bucket.discover()}
-    most = max(sizes.values())  # (a group of one run at least, two or more where they fit)
 
     def graded(out: Path, **kw) -> tuple[list[list[str]], list]:
         summary = grade_runs(str(runs), str(out), default_grader(), workers=2,
@@ -278,16 +273,20 @@ def test_a_worker_reads_and_grades_its_shard_a_few_megabytes_at_a_time(corpus: P
         return parts, verdicts
 
     whole, whole_verdicts = graded(tmp_path / "whole")
-    assert len(whole) == 2  # one part a shard: no shard reads anywhere near 64 MB
+    assert len(whole) == 2  # one part a shard: no shard holds anywhere near 64 MB
+    held = dict(connect(str(tmp_path / "whole")).sql(
+        "select run_uri, sum(length(text)) from bindings group by all").fetchall())
+    most = sorted(held.values())[len(held) // 2] * 3  # about three runs a group
     grouped, grouped_verdicts = graded(tmp_path / "grouped", shard_bytes=most)
     assert len(grouped) > 2 + 2, [len(p) for p in grouped]
-    assert all(sum(sizes[uri] for uri in part) <= most for part in grouped)
-    assert sorted(u for part in grouped for u in part) == sorted(sizes)  # each run once
+    # a group ends with the run that brings it to `most`: without that run, each held less
+    assert all(sum(held.get(uri, 0) for uri in part[:-1]) < most for part in grouped)
+    assert sorted(u for part in grouped for u in part) == sorted(whole[0] + whole[1])
     assert grouped_verdicts == whole_verdicts and whole_verdicts
     again = grade_runs(str(runs), str(tmp_path / "grouped"), default_grader(), workers=2,
                        batch_size=RUNS, shard_bytes=most)
-    assert again.skipped == RUNS and again.graded == 0 and _views(tmp_path / "grouped")[
-        "clause_dupes"] == 0
+    assert again.skipped == RUNS and again.graded == 0
+    assert _views(tmp_path / "grouped")["clause_dupes"] == 0
     with pytest.raises(ValueError, match="shard_bytes"):
         grade_runs(str(runs), str(tmp_path / "none"), default_grader(), shard_bytes=0)
 
