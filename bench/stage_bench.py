@@ -47,7 +47,9 @@ from pipeline.tables import collect
 
 # (label, module, function): in the order a worker calls them
 STAGES = (
-    ("list and read runs", grade, "_read_shard"),
+    ("list and read runs", Bucket, "list_run"),  # (three functions, one stage)
+    ("list and read runs", grade, "read_run"),
+    ("list and read runs", grade, "read_ledger"),
     ("source tables", grade, "source_tables"),
     ("clause frame", grade, "clause_frame"),
     ("output measures", grader_module, "measure"),
