@@ -587,7 +587,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             parts.append((grader_id, part_tables, build_reports(part_tables, frame)))
         return parts
 
-    def staged(name: str, refs: list[RunRef], rows: RunRows) -> Shard:
+    def staged(part_name: str, refs: list[RunRef], rows: RunRows) -> Shard:
         empty = sum(1 for ref in refs if ref.empty)
         printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as read
         listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
@@ -599,7 +599,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                     raise
                 parts = graded(_run_by_run(rows, graded))
         out: dict[str, dict] = {}
-        attempt = new_attempt(name)
+        attempt = new_attempt(part_name)
         for grader_id, part_tables, reports in parts:
             uris = {report_stem(run_id): uri for run_id, uri
                     in part_tables["runs"].select("run_id", "run_uri").iter_rows()}
