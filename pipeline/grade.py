@@ -401,7 +401,8 @@ LIST_CHUNK = 200  # runs listed and fingerprinted per task (local roots)
 LISTED_KEPT_EVERY = 20_000  # listing rows of unchanged runs held before they are saved
 PROGRESS_EVERY = 500  # runs found between two updates of the progress bar while finding them
 SHARD_RUNS = 600  # at most this many runs read and graded per task (memory follows it)
-SHARD_BYTES = 64 << 20  # output text a task holds before it grades what it read (_grade_task)
+SHARD_BYTES = 128 << 20  # what a task holds before it grades what it has read (see _held)
+ROW_BYTES = 1 << 10  # a source row's own size, text aside, about (measured: 1.4 KB)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
 
 
@@ -564,9 +565,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                 died: str | None = None) -> Shard:
     """Read, flatten, grade and stage one shard of a batch; return what it staged.
 
-    The runs are read in order and graded in groups: a group ends with the run whose outputs
-    bring the text it holds to `job.shard_bytes`, and each is staged as a part of its own, so
-    a shard of large runs is held a group at a time, not whole. With `died`, the
+    The runs are read in order and graded in groups: a group ends with the run that brings
+    what it holds (`_held`: outputs' text and rows) to `job.shard_bytes`, and each is staged as
+    a part of its own, so a shard of large runs is held a group at a time. With `died`, the
     runs are not read: each is refused as internal-error with that detail (a run whose worker
     died every time it was graded, see `_isolated`).
     """
@@ -627,13 +628,20 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
                                 _WORKER["ledger_graders"])):
         group.append(ref)
         rows.extend(one)
-        held += sum(len(binding["text"]) for binding in one.bindings)
+        held += _held(one)
         if held >= job.shard_bytes:
             done.append(staged(f"{part}.{len(done)}" if done else str(part), group, rows))
             group, rows, held = [], RunRows(), 0
     if group or not done:
         done.append(staged(f"{part}.{len(done)}" if done else str(part), group, rows))
     return _joined(done)
+
+
+def _held(rows: RunRows) -> int:
+    """About the bytes a run's rows hold: its outputs' text, and ROW_BYTES a row besides (a
+    run of thousands of empty outputs or clauses holds as much in the rows themselves)."""
+    return (sum(len(binding["text"]) for binding in rows.bindings)
+            + ROW_BYTES * (len(rows.bindings) + len(rows.clauses) + len(rows.services)))
 
 
 def _joined(shards: list[Shard]) -> Shard:
@@ -938,7 +946,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     (all are graded when `full`). The rest are graded in batches of `batch_size` runs, each
     batch read and graded in worker processes, in shards of at most `shard_runs` runs (a
     worker's memory follows its shard; larger shards spend less CPU a run), a shard graded a
-    group of runs at a time once their outputs' text reaches `shard_bytes`, and
+    group of runs at a time once their outputs' text and rows reach `shard_bytes`, and
     committed on its own (one commit per grader id): a crash loses at most the batches not
     yet committed, and the next run redoes them. `ledger_graders` grade moltzap ledgers
     (default: the built-in ones). With a `judge`, OpenProse rows are stamped with the judged

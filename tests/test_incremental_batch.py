@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.catalog import connect
 from pipeline.checks import default_grader
-from pipeline.grade import grade_runs
+from pipeline.grade import ROW_BYTES, grade_runs
 from pipeline.sources.bucket import Bucket, RunRef
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
@@ -255,7 +255,7 @@ def test_shard_runs_caps_the_runs_a_worker_grades_at_once(corpus: Path, tmp_path
 
 def test_a_worker_grades_its_shard_a_few_megabytes_of_outputs_at_a_time(corpus: Path,
                                                                           tmp_path: Path):
-    # A worker grades the runs it has read once their outputs' text reaches `shard_bytes`,
+    # A worker grades the runs it has read once their outputs' text and rows reach `shard_bytes`,
     # and publishes each such group as a part of its own: it holds one group, not its whole
     # shard (600 runs of large outputs held gigabytes). The results are the same, each run
     # once, and a rerun skips them all.
@@ -273,9 +273,15 @@ def test_a_worker_grades_its_shard_a_few_megabytes_of_outputs_at_a_time(corpus: 
         return parts, verdicts
 
     whole, whole_verdicts = graded(tmp_path / "whole")
-    assert len(whole) == 2  # one part a shard: no shard holds anywhere near 64 MB
-    held = dict(connect(str(tmp_path / "whole")).sql(
-        "select run_uri, sum(length(text)) from bindings group by all").fetchall())
+    assert len(whole) == 2  # one part a shard: no shard holds anywhere near SHARD_BYTES
+    # what a run holds: its outputs' text, and ROW_BYTES for each row of its source tables
+    held = dict(connect(str(tmp_path / "whole")).sql(f"""
+        select run_uri, sum(n) from (
+            select run_uri, sum(length(text)) + {ROW_BYTES} * count(*) as n from bindings
+            group by all
+            union all select run_uri, {ROW_BYTES} * count(*) from clauses group by all
+            union all select run_uri, {ROW_BYTES} * count(*) from services group by all)
+        group by all""").fetchall())
     most = sorted(held.values())[len(held) // 2] * 3  # about three runs a group
     grouped, grouped_verdicts = graded(tmp_path / "grouped", shard_bytes=most)
     assert len(grouped) > 2 + 2, [len(p) for p in grouped]
