@@ -352,7 +352,7 @@ def _prefetch_windows(bucket: Bucket, refs: list[RunRef], cap: int) -> Iterator[
                 bucket.prefetch(wanted)
                 yield window
                 window, wanted, size = [], [], 0
-            wanted += [(f"{ref.path}/{rel}", limit) for rel, limit in files]
+            wanted += [(f"{ref.path}/{ref.key(rel)}", limit) for rel, limit in files]
             size += more
         window.append(ref)
     if window:

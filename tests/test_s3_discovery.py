@@ -20,6 +20,7 @@ import pytest
 from run_folders import write_run
 from test_s3_faults import grade, s3, seed  # noqa: F401  (the `s3` fixture)
 
+from pipeline.catalog import connect
 from pipeline.sources import bucket as bucket_module
 from pipeline.sources.bucket import (
     Bucket,
@@ -95,6 +96,39 @@ def test_a_run_under_a_key_with_an_empty_folder_name_is_read_back_under_it(
     assert graded.exit_code == 0, graded.output
     summary = json.loads(graded.output)
     assert (summary["found"], summary["graded"], summary["refused"]) == (1, 1, 0)
+
+
+def test_files_under_keys_with_an_empty_folder_name_inside_a_run_are_read(
+        s3, tmp_path: Path):  # noqa: F811
+    # `RUN//program.md`, `RUN/bindings//writer/report.md` (a writer that joined a path with one
+    # '/' too many): the run knew them as "/program.md" and "bindings//writer/…", found no
+    # program.md and was refused missing-program, night after night
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    run = write_run(tmp_path / "local", "20261112-000002-inner")
+    runs = seed(s3, tmp_path / "local")
+    name = runs.split("/")[2]
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    doubled = {"program.md": "/program.md",
+               "bindings/writer/report.md": "bindings//writer/report.md"}
+    for rel, key in doubled.items():
+        backend.put_object(name, f"runs/{run.name}/{key}", (run / rel).read_bytes())
+        backend.delete_object(name, f"runs/{run.name}/{rel}")
+    (found,) = Bucket(runs, s3.endpoint).discover()
+    assert set(doubled) <= set(found.files) and found.keys == doubled
+    graded = grade(runs, tmp_path / "results", s3.endpoint)
+    assert graded.exit_code == 0, graded.output
+    assert (json.loads(graded.output)["graded"], json.loads(graded.output)["refused"]) == (1, 0)
+    (uri,), = connect(str(tmp_path / "results")).sql(
+        "select uri from bindings where name = 'report'").fetchall()
+    assert uri == f"s3://{name}/runs/{run.name}/bindings//writer/report.md"
+    again = json.loads(grade(runs, tmp_path / "results", s3.endpoint).output)
+    assert (again["skipped"], again["graded"]) == (1, 0)
+    # the key without the empty name wins where both name one file
+    backend.put_object(name, f"runs/{run.name}/program.md", (run / "program.md").read_bytes())
+    (found,) = Bucket(runs, s3.endpoint).discover()
+    assert found.keys == {"bindings/writer/report.md": "bindings//writer/report.md"}
 
 
 def by_uri(refs) -> list:

@@ -102,6 +102,13 @@ class RunRef:
     # why (permissions, a disk error, a folder swapped for a symlink while it was listed):
     # the run cannot be read whole, so it is refused rather than graded on part of its files.
     unlisted: dict[str, str] | None = None
+    # S3 runs: the key (relative to the run) of each file whose key holds an empty folder name
+    # (`RUN//program.md`, `bindings//writer/x.md`), by the path the run knows it by
+    keys: dict[str, str] | None = None
+
+    def key(self, rel: str) -> str:
+        """The run's file `rel` as the store names it (relative to the run)."""
+        return self.keys.get(rel, rel) if self.keys else rel
 
     @property
     def empty(self) -> bool:
@@ -1075,7 +1082,14 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             if ref is None:
                 ref = open_runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
                                                    source=source)
-            inner = "/".join(parts[i + 1:]) or "."
+            key = "/".join(parts[i + 1:])
+            inner = "/".join(p for p in parts[i + 1:] if p) or "."
+            if key != inner:  # an empty folder name inside the run (`//`): read by its key,
+                if inner in ref.files:  # unless the key without it names a file too
+                    break
+                ref.keys = {**(ref.keys or {}), inner: key}
+            elif ref.keys:
+                ref.keys.pop(inner, None)
             ref.files[inner] = info
             break
     yield from (_closed(ref) for ref in sorted(open_runs.values(), key=lambda r: r.path))

@@ -166,7 +166,7 @@ def _read_artifact(bucket: Bucket, ref: RunRef, name: str) -> bytes:
     if ref.files[name].link_target is not None:
         raise Refusal("unsafe-path", f"{name} is a symlink (never followed)")
     try:
-        data, truncated = bucket.read(f"{ref.path}/{name}", LEDGER_CAP)
+        data, truncated = bucket.read(f"{ref.path}/{ref.key(name)}", LEDGER_CAP)
     except OSError as exc:
         raise Refusal("ledger-unreadable-artifact", f"{name}: {exc}") from exc
     if truncated:

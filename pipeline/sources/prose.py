@@ -243,7 +243,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         if files[rel].link_target is not None:
             raise Refusal("unsafe-path", f"{rel} is a symlink (never followed)")
         try:
-            data, _ = bucket.read(f"{ref.path}/{rel}", cap)
+            data, _ = bucket.read(f"{ref.path}/{ref.key(rel)}", cap)
         except OSError as exc:
             raise Refusal("unreadable-file", f"{rel}: {exc}") from exc
         return decode(data)[0]
@@ -277,7 +277,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         stem, dot, ext = fname.rpartition(".")
         rows.bindings.append({
             "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
-            "name": stem if dot else fname, "uri": f"{ref.uri}/{rel}",
+            "name": stem if dot else fname, "uri": f"{ref.uri}/{ref.key(rel)}",
             "extension": ext.lower() if dot else "", "size_bytes": files[rel].size,
             "sha256": hashlib.sha256(data).hexdigest(), "text": text, "truncated": truncated,
             "decode_errors": bad or b"\x00" in data,
@@ -345,7 +345,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
 
 def _read_bindings(bucket: Bucket, ref: RunRef, rels: list[str], cap: int):
-    paths = {f"{ref.path}/{rel}": rel for rel in rels}
+    paths = {f"{ref.path}/{ref.key(rel)}": rel for rel in rels}
     try:
         blobs = bucket.read_many(list(paths), cap)
     except OSError as exc:
