@@ -1082,12 +1082,12 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             if ref is None:
                 ref = open_runs[run_path] = RunRef(part, bucket.to_uri(run_path), run_path,
                                                    source=source)
-            key = "/".join(parts[i + 1:])
-            inner = "/".join(p for p in parts[i + 1:] if p) or "."
-            if key != inner:  # an empty folder name inside the run (`//`): read by its key,
+            below = parts[i + 1:]
+            inner = "/".join(p for p in below if p) or "."
+            if "" in below:  # an empty folder name inside the run (`//`): read by its own key,
                 if inner in ref.files:  # unless the key without it names a file too
                     break
-                ref.keys = {**(ref.keys or {}), inner: key}
+                ref.keys = {**(ref.keys or {}), inner: "/".join(below)}
             elif ref.keys:
                 ref.keys.pop(inner, None)
             ref.files[inner] = info
