@@ -26,7 +26,7 @@ from pipeline.sources import contract, manifest, vm_log
 EXAMPLES = settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 400)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 # \s in a str pattern is more than ASCII: these are whitespace to it and to str.strip()
-SPACES = [" ", " ", "\t", "\x0b", "\x1c", "\xa0", "\u2003"]
+SPACES = [" ", "\t", "\x0b", "\x1c", "\x85", "\xa0", "\u2003", "\u3000"]
 
 OLD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 OLD_CONDITIONAL = re.compile(r"^if\s+(.+?)\s*:\s*(.*)$", re.IGNORECASE | re.DOTALL)
