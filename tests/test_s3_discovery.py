@@ -32,6 +32,13 @@ from pipeline.sources.bucket import (
 )
 
 
+def graded(runs: str, out: Path, endpoint: str) -> dict:
+    """The JSON summary of a grade of `runs` that exited 0."""
+    done = grade(runs, out, endpoint)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
 def described(refs) -> list[tuple[str, str, list[str]]]:
     return [(r.uri, r.source, sorted(r.files)) for r in refs]
 
@@ -77,9 +84,7 @@ def test_folder_markers_are_no_files_of_a_run(s3, tmp_path: Path):  # noqa: F811
     assert [(r.run_id, sorted(r.files)) for r in found] == [
         ("20261112-000001-marked",
          sorted(str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()))]
-    graded = grade(runs, tmp_path / "results", s3.endpoint)
-    assert graded.exit_code == 0, graded.output
-    summary = json.loads(graded.output)
+    summary = graded(runs, tmp_path / "results", s3.endpoint)
     assert (summary["found"], summary["graded"], summary["refused"]) == (1, 1, 0)
 
 
@@ -92,9 +97,7 @@ def test_a_run_under_a_key_with_an_empty_folder_name_is_read_back_under_it(
     name = runs.split("/")[2]
     (found,) = Bucket(runs, s3.endpoint).discover()
     assert found.uri == f"s3://{name}/runs//{run.name}" and found.run_id == run.name
-    graded = grade(runs, tmp_path / "results", s3.endpoint)
-    assert graded.exit_code == 0, graded.output
-    summary = json.loads(graded.output)
+    summary = graded(runs, tmp_path / "results", s3.endpoint)
     assert (summary["found"], summary["graded"], summary["refused"]) == (1, 1, 0)
 
 
@@ -117,13 +120,12 @@ def test_files_under_keys_with_an_empty_folder_name_inside_a_run_are_read(
         backend.delete_object(name, f"runs/{run.name}/{rel}")
     (found,) = Bucket(runs, s3.endpoint).discover()
     assert set(doubled) <= set(found.files) and found.keys == doubled
-    graded = grade(runs, tmp_path / "results", s3.endpoint)
-    assert graded.exit_code == 0, graded.output
-    assert (json.loads(graded.output)["graded"], json.loads(graded.output)["refused"]) == (1, 0)
+    summary = graded(runs, tmp_path / "results", s3.endpoint)
+    assert (summary["graded"], summary["refused"]) == (1, 0)
     (uri,), = connect(str(tmp_path / "results")).sql(
         "select uri from bindings where name = 'report'").fetchall()
     assert uri == f"s3://{name}/runs/{run.name}/bindings//writer/report.md"
-    again = json.loads(grade(runs, tmp_path / "results", s3.endpoint).output)
+    again = graded(runs, tmp_path / "results", s3.endpoint)
     assert (again["skipped"], again["graded"]) == (1, 0)
     # the key without the empty name wins where both name one file
     backend.put_object(name, f"runs/{run.name}/program.md", (run / "program.md").read_bytes())

@@ -167,8 +167,9 @@ def _merge_repeated(services: list[ServiceWiring]) -> list[ServiceWiring]:
     for svc in services:
         first = merged.setdefault(svc.name, svc)
         if first is svc:
-            held[svc.name] = {key: set(getattr(svc, key)) for key in _LISTED}
             continue
+        if svc.name not in held:  # (its sets are built at its first repeat only)
+            held[svc.name] = {key: set(getattr(first, key)) for key in _LISTED}
         first.source = first.source or svc.source
         first.workspace = first.workspace or svc.workspace
         for key in _LISTED:
