@@ -49,7 +49,7 @@ from .checks.verdicts import clause_verdicts
 from .compact import uncompacted
 from .names import shown
 from .processes import process_context
-from .reports import build_reports, report_stem
+from .reports import build_reports
 from .scoring import run_models
 from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_runs
 from .sources.ledger import read_ledger
@@ -602,12 +602,8 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         out: dict[str, dict] = {}
         attempt = new_attempt(part_name)
         for grader_id, part_tables, reports in parts:
-            uris = {report_stem(run_id): uri for run_id, uri
-                    in part_tables["runs"].select("run_id", "run_uri").iter_rows()}
-            texts = {f"{_uri_tag(uris.get(name[:-5], name))}.{name}": text
-                     for name, text in reports.items()}
             store.stage_part(batch_for(batch_id, grader_id, main_id), attempt, grader_id,
-                             part_tables, texts)
+                             part_tables, reports)
             out[grader_id] = shard_stats(part_tables, empty if grader_id == main_id else 0)
         if main_id not in out and empty:  # only ledgers, or empty folders, in this group
             out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
@@ -722,10 +718,6 @@ def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
                                                  "detail": detail}])
         kept.extend(one)
     return kept
-
-
-def _uri_tag(uri: str) -> str:
-    return hashlib.sha1(uri.encode()).hexdigest()[:8]
 
 
 class _Engine:

@@ -37,20 +37,22 @@ def report_stem(run_id: str) -> str:
 
 
 def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
-    """Return {file name: JSON text} for every graded run of the batch (refused runs have none).
+    """Return {staged name: JSON text} for every graded run of the batch (refused runs have
+    none), in run_uri order.
 
-    A file is named `{run_id}.json` (see `report_stem` for a very long id); a run id seen under
-    two uris adds a hash of the uri.
+    A staged name is `{uri tag}.{run_id}.json`: the tag (`uri_tag`) is the run's own, and
+    the run id is cut for a very long one (see `report_stem`). Publishing drops the tag
+    (`ResultStore.publish`) but where a run id is already taken in the batch, by a run under
+    another prefix: that report is then named `{run_id}~{uri tag}.json`.
     """
-    out: dict[str, str] = {}
-    for run_id, run_uri, text in sorted(_contract_reports(tables, frame) + ledger_reports(tables),
-                                        key=lambda r: r[1]):
-        stem = report_stem(run_id)
-        name = f"{stem}.json"
-        if name in out:  # one run id under two prefixes: tell them apart by their uri
-            name = f"{stem}~{hashlib.sha1(run_uri.encode()).hexdigest()[:8]}.json"
-        out[name] = text
-    return out
+    return {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
+            for run_id, run_uri, text in sorted(
+                _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
+
+
+def uri_tag(uri: str) -> str:
+    """8 hex digits of the SHA-1 of a run's uri: what tells apart reports of one run id."""
+    return hashlib.sha1(uri.encode()).hexdigest()[:8]
 
 
 def _encoded(report: pl.DataFrame, fields: tuple[str, ...]) -> list[tuple[str, str, str]]:

@@ -534,8 +534,8 @@ class ResultStore:
         staged = f"{staging}/reports"
         pairs, used = [], set()
         for src in self._files(staged):
-            # shards stage `{attempt}/{uri tag}.{name}`: one run id under two prefixes in two
-            # shards keeps both reports, the second named `{run_id}~{uri tag}.json`
+            # staged as `{attempt}/{uri tag}.{name}` (see build_reports): a run id taken in this
+            # batch already, by a run under another prefix, is named `{run_id}~{uri tag}.json`
             folder, base = src[len(staged) + 1:].rpartition("/")[::2]
             if attempts is not None and folder not in attempts:
                 continue

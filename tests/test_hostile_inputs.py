@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import hashlib
 import json
 import os
 import subprocess
@@ -627,6 +628,37 @@ def test_same_run_id_under_two_prefixes_is_kept_twice(corpus):
     reports = sorted((out / "reports").glob("20261112-000021-same*.json"))
     assert len(reports) == 2
     assert reports[0].read_bytes() == reports[1].read_bytes()  # same content, two files
+
+
+def test_each_report_of_one_run_id_under_three_prefixes_is_named_by_its_own_uri(tmp_path):
+    # Two copies in one shard and one in another, each graded differently: every report is
+    # named `{run_id}.json` or `{run_id}~{its own uri's tag}.json`, and none is lost. (A name
+    # used to be paired with the uri of the shard's last run of that id: c's report was named
+    # by d's uri, and d's took a second tag, or overwrote it.)
+    run_id = "20261112-000021-same"
+    runs = tmp_path / "runs"
+    write_run(runs / "a", run_id)
+    write_run(runs / "b", "20261112-000022-other")
+    one_paragraph = {"bindings/writer/summary.md": "One paragraph only.\n"}
+    write_run(runs / "c", run_id, files=one_paragraph)
+    write_run(runs / "d", run_id, files={**one_paragraph,
+                                         "bindings/writer/tldr.md": "One. Two. Three.\n"})
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                      "--workers", "2", "--shard-runs", "2"])
+    assert result.exit_code == 0, result.output
+    scores = dict(load(out, "run_scores").filter(pl.col("run_id") == run_id)
+                  .select("run_uri", "overall_score").iter_rows())
+    assert len(set(scores.values())) == 3  # three reports that tell the runs apart
+    for folder in (out / "reports", out / "reports" / "grader=prose.contract.grader-v13"):
+        named = {path.name: json.loads(path.read_text())["overall_score"]
+                 for path in folder.glob(f"{run_id}*.json")}
+        tagged = {f"{run_id}~{hashlib.sha1(uri.encode()).hexdigest()[:8]}.json": score
+                  for uri, score in scores.items()}
+        plain = [name for name, score in tagged.items() if score == named.get(f"{run_id}.json")]
+        assert len(plain) == 1, named
+        assert named == {f"{run_id}.json" if name in plain else name: score
+                         for name, score in tagged.items()}
 
 
 def test_repeated_service_and_program_named_like_a_service(corpus):
