@@ -302,12 +302,16 @@ def _read_each(args: tuple[str, str | None, list[RunRef], int, tuple[LedgerGrade
                 yield ref, refused_run(ref, "unreadable-file", _unlisted(ref.unlisted))
             elif ref.empty:
                 yield ref, RunRows()  # an empty folder is not a run yet (object stores have none)
-            else:
-                with bucket.run_folder(ref.path):
-                    one = (read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
-                           else read_run(bucket, ref, cap))
-                yield ref, one
+            else:  # (no name for the rows here: the generator would hold them while it waits)
+                yield ref, _read_one(bucket, ref, cap, ledger_graders)
     bucket.prefetch(())  # drop what no reader took
+
+
+def _read_one(bucket: Bucket, ref: RunRef, cap: int, ledger_graders: tuple[LedgerGrader, ...]
+              ) -> RunRows:
+    with bucket.run_folder(ref.path):
+        return (read_ledger(bucket, ref, ledger_graders) if ref.source == "ledger"
+                else read_run(bucket, ref, cap))
 
 
 PREFETCH_RUNS = 32  # runs whose files a remote store fetches in one go
@@ -576,9 +580,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     store = ResultStore(job.results_uri, job.endpoint_url)
 
-    def graded(rows: RunRows) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
-        tables, clause_rows = grade_tables(source_tables(rows), grader,
-                                           _WORKER["ledger_graders"], judge)
+    def graded(source: dict[str, pl.DataFrame]
+               ) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
+        tables, clause_rows = grade_tables(source, grader, _WORKER["ledger_graders"], judge)
         if job.validate:
             from .tables import validate as validate_tables
             validate_tables(tables)
@@ -590,15 +594,16 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
 
     def staged(part_name: str, refs: list[RunRef], rows: RunRows) -> Shard:
         empty = sum(1 for ref in refs if ref.empty)
-        printed = {run["run_uri"]: run["fingerprint"] for run in rows.runs}  # as read
+        source = _frames(rows)
+        printed = dict(source["runs"].select("run_uri", "fingerprint").iter_rows())  # as read
         listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
         with shared_readings(KeptReadings(store)):
             try:
-                parts = graded(rows)
+                parts = graded(source)
             except RUN_ERRORS as exc:
                 if is_outage(exc):
                     raise
-                parts = graded(_run_by_run(rows, graded))
+                parts = graded(_run_by_run(source, graded))
         out: dict[str, dict] = {}
         attempt = new_attempt(part_name)
         for grader_id, part_tables, reports in parts:
@@ -625,6 +630,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         group.append(ref)
         rows.extend(one)
         held += _held(one)
+        del one  # its rows are `rows`' now, which `staged` lets go of once they are frames
         if held >= job.shard_bytes:
             done.append(staged(f"{part}.{len(done)}" if done else str(part), group, rows))
             group, rows, held = [], RunRows(), 0
@@ -692,32 +698,55 @@ def _sampled(bucket: Bucket, runs: Iterable[RunRef]
             [dataclasses.replace(r) for r in spread_runs(head, limit=PREREAD_RUNS)])
 
 
-def _run_by_run(rows: RunRows, graded: Callable[[RunRows], object]) -> RunRows:
-    """The shard's rows with each run that fails `graded` on its own refused as internal-error.
+def _trim() -> Callable[[], object]:
+    import ctypes
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    return lambda: trim(0)
+
+
+_TRIM = _trim()
+
+
+def _frames(rows: RunRows) -> dict[str, pl.DataFrame]:
+    """The source tables of `rows`, which are emptied: the outputs' text is then held once,
+    in the frames, while it is graded (not also as the Python strings it was read into)."""
+    source = source_tables(rows)
+    for name in SOURCE_TABLES:
+        getattr(rows, name).clear()
+    _TRIM()
+    return source
+
+
+def _run_by_run(source: dict[str, pl.DataFrame],
+                graded: Callable[[dict[str, pl.DataFrame]], object]) -> dict[str, pl.DataFrame]:
+    """The shard's source tables with each run that fails `graded` on its own refused as
+    internal-error.
 
     A shard that raises is never dropped whole: its runs are tried one at a time, and only the
     runs that raise by themselves are refused, with a short traceback.
     """
-    by_run: dict[str, RunRows] = {}
-    for name in ("runs", "services", "clauses", "bindings", "refusals"):
-        for row in getattr(rows, name):
-            getattr(by_run.setdefault(row["run_uri"], RunRows()), name).append(row)
-    kept = RunRows()
-    for one in by_run.values():
-        if not one.runs:
-            continue  # rows without their run row belong to no run that can be reported
+    kept: dict[str, list[pl.DataFrame]] = {name: [] for name in SOURCE_TABLES}
+    # (rows without their run row belong to no run that can be reported)
+    for run in source["runs"].iter_rows(named=True):
+        one = {name: df.filter(pl.col("run_uri") == run["run_uri"])
+               for name, df in source.items()}
         try:
             graded(one)
         except RUN_ERRORS as exc:
             if is_outage(exc):
                 raise
-            run = {**one.runs[0], "status": "refused"}
             detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
-            one = RunRows(runs=[run], refusals=[{"run_id": run["run_id"], "run_uri":
-                                                 run["run_uri"], "reason": "internal-error",
-                                                 "detail": detail}])
-        kept.extend(one)
-    return kept
+            one = source_tables(RunRows(
+                runs=[{**run, "status": "refused"}],
+                refusals=[{"run_id": run["run_id"], "run_uri": run["run_uri"],
+                           "reason": "internal-error", "detail": detail}]))
+        for name in SOURCE_TABLES:
+            kept[name].append(one[name])
+    return {name: pl.concat(frames, how="vertical_relaxed") if frames else source[name].clear()
+            for name, frames in kept.items()}
 
 
 class _Engine:

@@ -166,6 +166,16 @@ def new_batch_id(after: str | None = None) -> str:
     return now.strftime(BATCH_TIME) + "-" + secrets.token_hex(3)
 
 
+# A staged part's row groups hold about this much data each: the Parquet writer holds a row
+# group's values whole before it compresses them, which for the outputs of a run of thousands
+# of large outputs was as much again as their text (a table of small rows keeps one group).
+ROW_GROUP_BYTES = 16 << 20
+
+
+def _group_rows(df: pl.DataFrame) -> int:
+    return max(1, ROW_GROUP_BYTES * df.height // max(1, df.estimated_size()))
+
+
 def new_attempt(part: int | str) -> str:
     """The name one attempt at staging part `part` stages under, `{part}-{token}`: drawn
     where the shard is graded, so a task run twice (a worker presumed dead, a retry) stages
@@ -478,7 +488,8 @@ class ResultStore:
             df = df.with_columns(pl.lit(grader_id).alias("grader_id")) if (
                 "grader_id" not in df.columns) else df
             buf = io.BytesIO()
-            df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True)
+            df.write_parquet(buf, compression="zstd", compression_level=1, statistics=True,
+                             row_group_size=_group_rows(df))
             put(f"{staging}/{table}/part-{attempt}.parquet", buf.getvalue())
         for name, text in reports.items():
             put(f"{staging}/reports/{attempt}/{name}", text.encode())

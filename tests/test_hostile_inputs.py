@@ -28,6 +28,7 @@ from pipeline.cli import app
 from pipeline.names import shown
 from pipeline.sources.bucket import Bucket, group_runs
 from pipeline.sources.prose import DEFAULT_BINDING_CAP, read_run
+from pipeline.store import ROW_GROUP_BYTES
 from pipeline.tables import TABLES
 
 SECRET = "OUTSIDE-THE-ROOT-7f3a9c"  # planted outside the runs root; must never be read
@@ -510,6 +511,57 @@ def test_huge_binding_keeps_memory_flat(tmp_path):
         tracemalloc.stop()
     assert rows.runs[0]["status"] == "graded"
     assert peak < 8 << 20, f"reading a 200 MB binding peaked at {peak >> 20} MB"
+
+
+def test_a_run_of_many_large_outputs_is_held_once_while_it_is_graded(tmp_path, monkeypatch):
+    # 400 outputs of 64 KB, graded as a worker grades a shard. Their text used to be held
+    # twice while read (the bytes of every output, and the strings decoded from them), and
+    # the strings while the grade's frames held it again; a staged part's row group held
+    # every output's text once more before compressing it.
+    from pipeline import grade
+    from pipeline.checks import default_grader
+
+    outputs = 400
+    files = {f"bindings/writer/part{k}.md": f"# Part {k}\n\n" + "words and words " * 4096
+             for k in range(outputs)}
+    write_run(tmp_path / "runs", "20261112-000009-many-large", files=files)
+    text = sum(len(t) for t in files.values())
+    refs = list(Bucket(str(tmp_path / "runs")).discover())
+    monkeypatch.setitem(grade._WORKER, "grader", default_grader())
+    monkeypatch.setitem(grade._WORKER, "ledger_graders", grade.default_ledger_graders())
+    monkeypatch.setitem(grade._WORKER, "judge", None)
+    held_when_graded = []
+    grade_tables = grade.grade_tables
+
+    def measured(*args, **kwargs):
+        held_when_graded.append(tracemalloc.get_traced_memory()[0])
+        return grade_tables(*args, **kwargs)
+
+    monkeypatch.setattr(grade, "grade_tables", measured)
+    # (more than a group holds: graded as soon as it is read, while the next is still to come)
+    job = grade.Job(str(tmp_path / "runs"), str(tmp_path / "out"), None, DEFAULT_BINDING_CAP,
+                    False, False, shard_bytes=text // 2)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        shard = grade._grade_task(job, "20261112T000000000000Z-aaaaaa", 0, refs)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert shard.stats[default_grader().grader_id]["graded"] == 1
+    assert peak < 1.5 * text, f"{peak >> 20} MB held in Python for {text >> 20} MB of text"
+    (held,) = held_when_graded
+    assert held - before < 0.2 * text, f"{(held - before) >> 20} MB held while graded"
+    import pyarrow.parquet as pq
+
+    (bindings,) = (tmp_path / "out" / "_staging").glob("*/bindings/*.parquet")
+    groups = pq.ParquetFile(bindings).metadata
+    assert groups.num_rows == outputs + 4  # (and the run's own four)
+    assert groups.num_row_groups >= -(-text // ROW_GROUP_BYTES) >= 2
+    assert all(groups.row_group(k).total_byte_size < 2 * ROW_GROUP_BYTES
+               for k in range(groups.num_row_groups))
+    (runs,) = (tmp_path / "out" / "_staging").glob("*/runs/*.parquet")
+    assert pq.ParquetFile(runs).metadata.num_row_groups == 1
 
 
 def _grade_rss(runs: Path, out: Path) -> int:

@@ -272,7 +272,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     blobs = _read_bindings(bucket, ref, binding_files, binding_cap)
     for rel in binding_files:
         service, _, fname = rel[len("bindings/"):].partition("/")
-        data, truncated = blobs[rel]
+        data, truncated = blobs.pop(rel)  # its bytes go once decoded: not all held twice
         text, bad = decode(data)
         stem, dot, ext = fname.rpartition(".")
         rows.bindings.append({
