@@ -104,3 +104,18 @@ def test_found_equals_graded_plus_refused(make_run, run_root):
     assert graded + tables["refusals"].height == len(refs)
     assert graded == 1
 
+
+
+@pytest.mark.parametrize(("state", "said"), [
+    # a log longer than what is read of it: its end is never seen, and the detail says so
+    ("# run:x brief\n" + ("1→ researcher ✓ (" + "x" * 200 + ")\n") * 6000
+     + "---end 2026-11-12T03:20:11Z\n", "is longer than the 1 MB this grader reads of it"),
+    ("# run:x brief\n1→ researcher ✓\n---end\n\n", "ends with '---end' and no time"),
+    ("# run:x brief\n1→ researcher ✓\n", "does not end with a '---end' line"),
+])
+def test_an_incomplete_run_says_why_its_log_does_not_show_it_complete(make_run, run_root,
+                                                                         state, said):
+    make_run(files={"state.md": state})
+    row = refusal_of(run_root)
+    assert row["reason"] == "incomplete-run"
+    assert row["detail"].startswith("state.md ") and said in row["detail"], row["detail"]

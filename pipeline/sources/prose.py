@@ -189,6 +189,18 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
 
+def _not_ended(name: str, text: str, cut: bool) -> str:
+    """Why a run's log does not show it complete, as its refusal's detail."""
+    if cut:
+        return (f"{name} is longer than the {CONTRACT_CAP >> 20} MB this grader reads of it: "
+                "its last line, where a complete run says '---end TIMESTAMP', was not read")
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    if last == "---end":
+        return f"{name} ends with '---end' and no time: a complete run's last line is " \
+               "'---end TIMESTAMP'"
+    return f"{name} does not end with a '---end' line"
+
+
 def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tuple[str, int]]:
     """(relative path, cap) of the files `read_run` reads from a listed run, for a remote
     store to fetch them all at once (`Bucket.prefetch`): the entry copy, wiring and log of the
@@ -239,13 +251,17 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
                       "without a services list")
 
+    cut: set[str] = set()  # files longer than their cap: only their head was read
+
     def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
         if files[rel].link_target is not None:
             raise Refusal("unsafe-path", f"{rel} is a symlink (never followed)")
         try:
-            data, _ = bucket.read(f"{ref.path}/{ref.key(rel)}", cap)
+            data, truncated = bucket.read(f"{ref.path}/{ref.key(rel)}", cap)
         except OSError as exc:
             raise Refusal("unreadable-file", f"{rel}: {exc}") from exc
+        if truncated:
+            cut.add(rel)
         return decode(data)[0]
 
     program_text = text_of(layout.program)
@@ -261,7 +277,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     if log is None:
         raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established")
     if not log.completed:
-        raise Refusal("incomplete-run", f"{layout.log} does not end with a '---end' line")
+        raise Refusal("incomplete-run", _not_ended(layout.log, log_text, layout.log in cut))
 
     binding_files = sorted(
         rel for rel in files if _graded_binding(rel) and files[rel].link_target is None)
