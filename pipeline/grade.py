@@ -699,6 +699,9 @@ def _sampled(bucket: Bucket, runs: Iterable[RunRef]
 
 
 def _trim() -> Callable[[], object]:
+    """glibc's `malloc_trim(0)`, or nothing elsewhere: it hands the heap's free pages back to
+    the system. Python's freed strings otherwise stay resident, where polars' own allocator
+    cannot reuse them."""
     import ctypes
     try:
         trim = ctypes.CDLL(None).malloc_trim

@@ -40,18 +40,17 @@ def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[
     """Return {staged name: JSON text} for every graded run of the batch (refused runs have
     none), in run_uri order.
 
-    A staged name is `{uri tag}.{run_id}.json`: the tag (`uri_tag`) is the run's own, and
-    the run id is cut for a very long one (see `report_stem`). Publishing drops the tag
-    (`ResultStore.publish`) but where a run id is already taken in the batch, by a run under
-    another prefix: that report is then named `{run_id}~{uri tag}.json`.
+    A staged name is `{uri tag}.{run_id}.json`, the tag 8 hex digits of the SHA-1 of the
+    run's own uri and the run id cut if very long (see `report_stem`). Publishing drops the
+    tag (`ResultStore.publish`), except from a run id that a run under another prefix took
+    first in the batch: that report is named `{run_id}~{uri tag}.json`.
     """
-    return {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
+    return {f"{_uri_tag(run_uri)}.{report_stem(run_id)}.json": text
             for run_id, run_uri, text in sorted(
                 _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
 
 
-def uri_tag(uri: str) -> str:
-    """8 hex digits of the SHA-1 of a run's uri: what tells apart reports of one run id."""
+def _uri_tag(uri: str) -> str:
     return hashlib.sha1(uri.encode()).hexdigest()[:8]
 
 
