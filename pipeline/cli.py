@@ -461,14 +461,20 @@ def synth(
 
 @app.command()
 def sql(
-    query: Annotated[str, typer.Argument(help="SQL over the result views, or a path to a .sql "
-                                              "file.")],
-    results: Annotated[str, typer.Option("--results", "-r", help="Results folder or s3:// "
-                                                                 "prefix.")] = "results",
+    words: Annotated[list[str], typer.Argument(
+        metavar="[RESULTS] QUERY", show_default=False,
+        help="SQL over the result views, or a path to a .sql file, in quotes; beside it, the "
+             "results folder or s3:// prefix (or give it with --results).")],
+    results: Annotated[str | None, typer.Option(
+        "--results", "-r", show_default=False,
+        help="Results folder or s3:// prefix (default: results).")] = None,
     csv: Annotated[Path | None, typer.Option(help="Also write the result as CSV.")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
     """Run SQL against the committed results (every table is a view; see README).
+
+    `rungrade sql RESULTS "QUERY"`, `rungrade sql "QUERY" RESULTS` and `rungrade sql "QUERY"
+    --results RESULTS` are the same.
 
     Exit codes: 0 done; 2 no committed results, or the query failed (DuckDB's error is shown);
     4 a store failed.
@@ -477,6 +483,17 @@ def sql(
 
     from .catalog import connect
 
+    if len(words) > 2:
+        raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
+                   "quotes, as one argument (`rungrade sql RESULTS \"select …\"`)",
+                   exit_codes.USAGE)
+    if len(words) == 2 and results is not None:
+        raise fail(f"the results are given twice ({words[0]} and --results {results}): give "
+                   "them once, before the query or with --results", exit_codes.USAGE)
+    if len(words) == 2 and _a_folder(words[1]) and not _a_folder(words[0]):
+        words = words[::-1]  # (the results given after the query: a query is no folder)
+    *before, query = words
+    results = before[0] if before else results or "results"
     if query.endswith(".sql") and not Path(query).is_file():
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
                    exit_codes.USAGE)
@@ -493,6 +510,10 @@ def sql(
     if csv:
         df.write_csv(csv)
     _print_frame(df)
+
+
+def _a_folder(path: str) -> bool:
+    return path.startswith("s3://") or Path(path).is_dir()
 
 
 def _cell(value) -> str:

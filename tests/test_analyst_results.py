@@ -72,6 +72,27 @@ def test_sql_names_a_query_file_it_cannot_find(graded):
     assert found.exit_code == 0, found.output
 
 
+def test_sql_takes_the_results_beside_the_query_as_the_other_commands_do(graded):
+    # `rungrade sql RESULTS "…"` (as `rungrade trend RESULTS`) said only "Got unexpected extra
+    # argument(s)"; an unquoted query said the same
+    results = str(graded["results"])
+    query = "select count(*) as n from runs"
+    answers = [cli("sql", *args) for args in (
+        (results, query), (query, results), (query, "--results", results),
+        (query, "-r", results))]
+    assert all(answer.exit_code == 0 for answer in answers), [a.output for a in answers]
+    assert len({answer.output for answer in answers}) == 1
+    n = stored(graded["results"], "runs").height
+    assert str(n) in answers[0].output.split()
+    unquoted = cli("sql", results, "select", "count(*)", "from", "runs")
+    assert unquoted.exit_code == 2
+    assert "got 5 arguments where one query was expected: put the query in quotes" in " ".join(
+        unquoted.output.split())
+    twice = cli("sql", results, query, "--results", results)
+    assert twice.exit_code == 2
+    assert "the results are given twice" in twice.output
+
+
 # -- 1. the dataset ----------------------------------------------------------------------------
 
 def test_duckdb_and_polars_read_every_table_directly(graded):
