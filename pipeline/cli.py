@@ -462,7 +462,7 @@ def synth(
 @app.command()
 def sql(
     words: Annotated[list[str], typer.Argument(
-        metavar="[RESULTS] QUERY", show_default=False,
+        metavar="[results] query", show_default=False,
         help="SQL over the result views, or a path to a .sql file, in quotes; beside it, the "
              "results folder or s3:// prefix (or give it with --results).")],
     results: Annotated[str | None, typer.Option(
