@@ -487,12 +487,12 @@ def sql(
         raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
                    "quotes, as one argument (`rungrade sql RESULTS \"select …\"`)",
                    exit_codes.USAGE)
-    if len(words) == 2 and results is not None:
-        raise fail(f"the results are given twice ({words[0]} and --results {results}): give "
-                   "them once, before the query or with --results", exit_codes.USAGE)
     if len(words) == 2 and _a_folder(words[1]) and not _a_folder(words[0]):
         words = words[::-1]  # (the results given after the query: a query is no folder)
     *before, query = words
+    if before and results is not None:
+        raise fail(f"the results are given twice ({before[0]} and --results {results}): give "
+                   "them once, beside the query or with --results", exit_codes.USAGE)
     results = before[0] if before else results or "results"
     if query.endswith(".sql") and not Path(query).is_file():
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
