@@ -705,7 +705,7 @@ def _trim() -> Callable[[], object]:
     import ctypes
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # (TypeError: no C library to name)
         return lambda: None
     return lambda: trim(0)
 
