@@ -731,11 +731,13 @@ def _run_by_run(source: dict[str, pl.DataFrame],
     A shard that raises is never dropped whole: its runs are tried one at a time, and only the
     runs that raise by themselves are refused, with a short traceback.
     """
+    by_run = {name: df.partition_by("run_uri", as_dict=True, maintain_order=True)
+              for name, df in source.items()}
     kept: dict[str, list[pl.DataFrame]] = {name: [] for name in SOURCE_TABLES}
     # (rows without their run row belong to no run that can be reported)
     for run in source["runs"].iter_rows(named=True):
-        one = {name: df.filter(pl.col("run_uri") == run["run_uri"])
-               for name, df in source.items()}
+        one = {name: runs.get((run["run_uri"],), source[name].clear())
+               for name, runs in by_run.items()}
         try:
             graded(one)
         except RUN_ERRORS as exc:

@@ -19,7 +19,7 @@ from .contract import Component, Contract, normalise_name, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
 from .outage import is_outage, unavailable
-from .state_log import parse_error_file, parse_state_log
+from .state_log import StateLog, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
 
 CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
@@ -189,13 +189,12 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
 
-def _not_ended(name: str, text: str, cut: bool) -> str:
+def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     """Why a run's log does not show it complete, as its refusal's detail."""
     if cut:
         return (f"{name} is longer than the {CONTRACT_CAP >> 20} MB this grader reads of it: "
                 "its last line, where a complete run says '---end TIMESTAMP', was not read")
-    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
-    if last == "---end":
+    if log.last_line == "---end":
         return f"{name} ends with '---end' and no time: a complete run's last line is " \
                "'---end TIMESTAMP'"
     return f"{name} does not end with a '---end' line"
@@ -277,7 +276,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     if log is None:
         raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established")
     if not log.completed:
-        raise Refusal("incomplete-run", _not_ended(layout.log, log_text, layout.log in cut))
+        raise Refusal("incomplete-run", _not_ended(layout.log, log, layout.log in cut))
 
     binding_files = sorted(
         rel for rel in files if _graded_binding(rel) and files[rel].link_target is None)

@@ -38,6 +38,7 @@ class StateLog:
     ended_at: str | None = None
     errors: list[str] = field(default_factory=list)
     resumed: int = 0
+    last_line: str = ""  # its last non-empty line, stripped (complete: '---end TIMESTAMP')
 
     def service_status(self) -> dict[str, Step]:
         """The last step seen for each service (input and vm-action lines excluded)."""
@@ -104,6 +105,7 @@ def parse_state_log(text: str) -> StateLog:
             step = _parse_step(m.group(1), m.group(2))
             if step:
                 log.steps.append(step)
+    log.last_line = last
     if last.startswith("---end "):
         log.completed = True
         log.ended_at = last[len("---end"):].strip() or None
