@@ -228,7 +228,7 @@ def report(figures: dict) -> str:
         f"{f'{size}-run shard':>14}{'per run':>10}{'share':>8}" if size == big
         else f"{f'{size}-run shard':>14}" for size in sizes)
     lines += [head, "-" * len(head)]
-    for label in [*[s[0] for s in STAGES], "other"]:
+    for label in [*dict.fromkeys(s[0] for s in STAGES), "other"]:
         row = f"{label:<24}"
         for size in sizes:
             ms = sizes[size]["stages_ms"].get(label, 0.0)

@@ -70,6 +70,10 @@ def test_stage_bench_script_runs_end_to_end():
     assert 0 < sum(families.values()) <= figures["sizes"]["6"]["stages_ms"]["output measures"]
     assert breakdown["checks_alone_ms"]["output_published"] > 0
     assert set(breakdown["checks_alone_ms"]) <= {c.name for c in default_grader().checks}
+    # the printed table has a row for each stage, one for a stage timed in several functions
+    rows = [line.split("  ")[0] for line in _grade_bench(STAGE_BENCH).report(figures).splitlines()]
+    for stage in figures["sizes"]["6"]["stages_ms"]:
+        assert rows.count(stage) == 1, stage
 
 
 def test_s3_bench_script_runs_end_to_end():
@@ -84,9 +88,10 @@ def test_s3_bench_script_runs_end_to_end():
         assert figure in done.stdout
 
 
-def _grade_bench():
-    """bench/grade_bench.py as a module (it is a script, not a package's)."""
-    spec = importlib.util.spec_from_file_location("grade_bench", BENCH)
+def _grade_bench(script: Path = BENCH):
+    """A bench script (bench/grade_bench.py unless told) as a module: scripts are not a
+    package's."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     return bench
