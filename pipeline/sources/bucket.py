@@ -165,17 +165,22 @@ def filesystem(uri: str, endpoint_url: str | None = None) -> fsspec.AbstractFile
 
 @functools.cache
 def _s3_session():
-    """The aiobotocore session of this process's S3 filesystems, reading timestamps fast.
+    """The aiobotocore session of this process's S3 filesystems, reading answers fast.
 
-    botocore reads every timestamp of a response with dateutil: about half the CPU a listing
-    page of 1,000 keys costs (66-70 ms, 34-38 with `_timestamp`), under the GIL, so it bounds
-    how fast one process lists, however many listings run side by side.
+    A listing page of 1,000 keys is read in the grading process, under the GIL, so what it
+    costs bounds how fast one process lists, however many listings run side by side. botocore
+    reads every timestamp with dateutil (half of a page's 66-70 ms before; `_timestamp` reads
+    S3's ISO times with the standard library) and every element through generic lookups
+    (`s3_xml`): 17 ms of a page's reading, then 10.
     """
     import aiobotocore.session
 
+    from .s3_xml import QuickParserFactory
+
     session = aiobotocore.session.AioSession()
-    session.get_component("response_parser_factory").set_parser_defaults(
-        timestamp_parser=_timestamp)
+    factory = QuickParserFactory()
+    factory.set_parser_defaults(timestamp_parser=_timestamp)
+    session.register_component("response_parser_factory", factory)
     return session
 
 
