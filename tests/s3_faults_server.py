@@ -1,5 +1,7 @@
 """moto's S3 server on loopback, with a switch that makes it fail at a chosen request, and
-one that denies chosen requests as a bucket policy does.
+one that denies chosen requests as a bucket policy does, and one that answers a chosen
+request `200 OK` with a body of its own once (S3 may report an error inside a success, and a
+connection cut mid-body leaves half of one).
 
 The server is real (werkzeug serving moto's S3 app on a free port). Once `fail_from` matches
 a request, that request and every later one has its connection reset before any response, as
@@ -48,6 +50,8 @@ class FaultyS3Server(ThreadedMotoServer):
         # requests answered 403 AccessDenied, as S3 answers those a bucket policy denies
         self.deny: Callable[[dict], bool] | None = None
         self.failing = False
+        # (match, body): the first request matched is answered 200 OK with `body`, once
+        self.answer_once: tuple[Callable[[dict], bool], bytes] | None = None
         self.attempts: list[tuple[float, str]] = []  # (time, request) of each cut request
         self.requests: list[str] = []
 
@@ -65,6 +69,11 @@ class FaultyS3Server(ThreadedMotoServer):
             if self.deny is not None and self.deny(environ):
                 start_response("403 Forbidden", [("Content-Type", "application/xml")])
                 return [ACCESS_DENIED]
+            once = self.answer_once
+            if once is not None and once[0](environ):
+                self.answer_once = None
+                start_response("200 OK", [("Content-Type", "application/xml")])
+                return [once[1]]
             if not self.failing and self.fail_from is not None and self.fail_from(environ):
                 self.failing = True
             if self.failing:

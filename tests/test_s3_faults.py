@@ -105,6 +105,32 @@ def assert_failed_cleanly(result, out: Path, before: dict[str, bytes], commits: 
     assert ResultStore(str(out)).committed_batches() == commits
 
 
+@pytest.mark.parametrize("body", [
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We '
+    b"encountered an internal error. Please try again.</Message></Error>",
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com'
+    b'/doc/2006-03-01/"><Name>runs</Name><IsTruncated>false</IsTruncated><Contents><Key>ru'],
+    ids=["an error", "half a page"])
+def test_a_listing_page_answered_200_with_no_listing_is_asked_again(s3, tmp_path, body):
+    # S3 may answer 200 OK with an error in the body, or a connection may end mid-body: the
+    # page is asked for again, never read as a listing that ends there (runs would be lost).
+    # The runs' folder is listed as one range; old logs sort first and fill its first page.
+    local, out = tmp_path / "local", tmp_path / "results"
+    for i in range(12):
+        write_run(local, f"20261112-{i:06d}-s3")
+    (local / ".archive").mkdir()
+    for i in range(FILLER):
+        (local / ".archive" / f"old-{i:04d}.log").write_text("rotated\n")
+    uri = seed(s3, local)
+    s3.answer_once = (is_list_page(2), body)
+    result = grade(uri, out, s3.endpoint)
+    assert result.exit_code == 0, result.output
+    assert s3.answer_once is None, "the page was never answered so"
+    summary = json.loads(result.output)
+    assert summary["found"] == summary["graded"] == 12
+    assert_no_duplicates(out, 12)
+
+
 @pytest.mark.parametrize("attempt", ["listing", "asking", "reading"])
 def test_server_stopped_mid_grade_publishes_nothing(s3, tmp_path, monkeypatch, attempt):
     monkeypatch.setenv("AWS_RETRY_MODE", "standard")

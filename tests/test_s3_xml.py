@@ -7,10 +7,11 @@ import asyncio
 import boto3
 import pytest
 from aiobotocore.parsers import AioResponseParserFactory
+from botocore.handlers import _handle_200_error
 from s3_server import s3_bucket, s3_server  # noqa: F401  (fixtures)
 
 from pipeline.sources.bucket import Bucket, _timestamp
-from pipeline.sources.s3_xml import QuickParserFactory, _QuickRestXMLParser
+from pipeline.sources.s3_xml import _READ, QuickParserFactory, _QuickRestXMLParser, check_200_error
 
 # Keys a listing has to escape or decode: XML's own characters, spaces, percent signs and
 # pluses (listings are URL-encoded), names that are not ASCII, empty folder names, a folder
@@ -20,15 +21,14 @@ KEYS = ["runs/20261112-000000-a/program.md", "runs/20261112-000000-a/bindings/w/
         "runs//20261112-000001-b/state.md", "runs/folder/", "runs/folder/x.md", "top.md"]
 
 
-def answers(endpoint: str, bucket: str) -> list[tuple[str, object, dict]]:
-    """(operation, output shape, raw answer) of the S3 calls rungrade makes, and of an error,
-    as a plain botocore client receives them."""
+def answers(endpoint: str, bucket: str) -> list[tuple[object, dict]]:
+    """(operation, raw answer) of the S3 calls rungrade makes, and of errors, as a plain
+    botocore client receives them."""
     client = boto3.client("s3", endpoint_url=endpoint)
-    caught: list[tuple[str, object, dict]] = []
+    caught: list[tuple[object, dict]] = []
 
     def catch(operation_model, response_dict, **_):
-        caught.append((operation_model.name, operation_model.output_shape,
-                       dict(response_dict)))
+        caught.append((operation_model, dict(response_dict)))
 
     client.meta.events.register("before-parse.s3.*", catch)
     for key in KEYS:
@@ -49,22 +49,48 @@ def answers(endpoint: str, bucket: str) -> list[tuple[str, object, dict]]:
         client.head_object(Bucket=bucket, Key="never.md")
     with pytest.raises(client.exceptions.NoSuchKey):
         client.get_object(Bucket=bucket, Key="never.md")
-    return [(name, shape, response) for name, shape, response in caught
-            if name != "GetObject" or response["status_code"] >= 300]  # (a body is a stream)
+    return [(operation, response) for operation, response in caught
+            if operation.name != "GetObject" or response["status_code"] >= 300]  # (a stream)
 
 
-def test_the_quicker_reader_gives_what_botocores_gives(s3_server, s3_bucket):  # noqa: F811
+def read_by_both(operation, response: dict) -> tuple[dict, dict]:
+    """What botocore reads of an answer (its 200-error check, then its parser), and what
+    rungrade's session reads (`check_200_error`, then the quicker reader)."""
     stock, quick = AioResponseParserFactory(), QuickParserFactory()
     for factory in (stock, quick):
         factory.set_parser_defaults(timestamp_parser=_timestamp)
+    theirs, ours = dict(response), dict(response)
+    _handle_200_error(operation_model=operation, response_dict=theirs)
+    check_200_error(operation_model=operation, response_dict=ours)
+    assert ours["status_code"] == theirs["status_code"]
+    return (asyncio.run(stock.create_parser("rest-xml").parse(theirs, operation.output_shape)),
+            asyncio.run(quick.create_parser("rest-xml").parse(ours, operation.output_shape)))
+
+
+def test_the_quicker_reader_gives_what_botocores_gives(s3_server, s3_bucket):  # noqa: F811
     seen = set()
-    for name, shape, response in answers(s3_server, s3_bucket):
-        expected = asyncio.run(stock.create_parser("rest-xml").parse(response, shape))
-        got = asyncio.run(quick.create_parser("rest-xml").parse(response, shape))
-        assert got == expected, name
-        seen.add(name)
+    for operation, response in answers(s3_server, s3_bucket):
+        expected, got = read_by_both(operation, response)
+        assert got == expected, operation.name
+        seen.add(operation.name)
     assert {"ListObjectsV2", "ListObjects", "DeleteObjects", "CopyObject", "ListBuckets",
             "GetObject"} <= seen
+    assert not _READ  # every tree the check read was taken by the parser
+
+
+@pytest.mark.parametrize("body", [
+    b"<Error><Code>InternalError</Code><Message>Try again.</Message></Error>",
+    b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Conte',
+    b"", b"not xml"])
+def test_a_200_answer_holding_no_listing_is_made_an_error_as_botocore_makes_it(
+        s3_server, s3_bucket, body):  # noqa: F811
+    (operation, response), *_ = [(o, r) for o, r in answers(s3_server, s3_bucket)
+                                 if o.name == "ListObjectsV2"]
+    for status in (200, 503):
+        expected, got = read_by_both(operation, {**response, "status_code": status,
+                                                 "body": body})
+        assert got == expected
+    assert not _READ
 
 
 def test_a_grade_lists_s3_with_the_quicker_reader(s3_server, s3_bucket):  # noqa: F811
@@ -76,3 +102,4 @@ def test_a_grade_lists_s3_with_the_quicker_reader(s3_server, s3_bucket):  # noqa
     assert run.run_id == "20261112-000000-a"
     assert {shape.name for shape, _ in _QuickRestXMLParser._plans.values()} >= {
         "ListObjectsV2Output", "Object"}
+    assert not _READ  # each listing page was read once, its tree taken by the parser

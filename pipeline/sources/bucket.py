@@ -175,12 +175,16 @@ def _s3_session():
     """
     import aiobotocore.session
 
-    from .s3_xml import QuickParserFactory
-
     session = aiobotocore.session.AioSession()
-    factory = QuickParserFactory()
+    try:  # (names botocore keeps to itself: without them, botocore's reader reads)
+        from .s3_xml import QuickParserFactory, share_body_reading
+    except ImportError:
+        factory = session.get_component("response_parser_factory")
+    else:
+        share_body_reading(session)
+        factory = QuickParserFactory()
+        session.register_component("response_parser_factory", factory)
     factory.set_parser_defaults(timestamp_parser=_timestamp)
-    session.register_component("response_parser_factory", factory)
     return session
 
 

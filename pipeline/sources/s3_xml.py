@@ -8,22 +8,70 @@ expression), about 12 ms of the 17 a page costs to read here. This reader works 
 shape what each member's XML name is and how its text is read, and reads the scalars
 (strings, numbers, booleans, times) itself: about 10 ms a page, 4 of them building the tree.
 
-It reads the same way as botocore wherever it reads at all: any structure botocore reads
+botocore also reads the XML of every S3 answer twice: once to see whether a `200 OK` holds an
+error (S3 can say so in the body of a success; the answer is then retried as a 500), and once
+to read it. `check_200_error` makes the same check and leaves the tree it read for the
+parser, which reads the body once (4 ms of a page).
+
+The reader reads as botocore does wherever it reads at all: any structure botocore reads
 otherwise (an error, a union, XML attributes) and any member that is not a scalar given once
 (lists, maps, nested structures, blobs, JSON values) are handed to botocore's own methods.
-tests/test_s3_xml.py checks that both readers give the same for the answers rungrade gets.
+Both pieces stand on names botocore keeps to itself; where a botocore to come has none of
+them, this module does not import and rungrade's session reads as botocore does (see
+`bucket._s3_session`). tests/test_s3_xml.py checks that both read the same for the answers
+rungrade gets, and that a grade reads with these.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
+from xml.etree import ElementTree
 
 from aiobotocore.parsers import AioResponseParserFactory, AioRestXMLParser
+from botocore.handlers import _handle_200_error, _should_handle_200_error
 
 # How the text of a scalar member is read, by shape type (botocore's `_handle_{type}`)
 _SCALARS = {"string": str, "character": str, "integer": int, "long": int, "float": float,
             "double": float, "boolean": "true".__eq__}
 _TIMESTAMP = object()  # read by the parser's own timestamp reader
+
+
+# Trees `check_200_error` read, by the id of the body they were read from, for the parser:
+# (body, tree). Answers of listings side by side may be checked before any is parsed; an
+# entry is taken when its answer is parsed, and the oldest go when more are kept.
+_READ: dict[int, tuple[bytes, ElementTree.Element]] = {}
+_READ_KEPT = 32
+
+
+def check_200_error(operation_model, response_dict, **kwargs) -> None:
+    """botocore's `_handle_200_error` (a `200 OK` whose body is an S3 error, or cannot be
+    read whole, is made a 500, to be retried), keeping the tree it reads for the parser."""
+    if not _should_handle_200_error(operation_model, response_dict):
+        return
+    body = response_dict["body"]
+    if response_dict["status_code"] != 200 or not body:
+        return
+    try:
+        parser = ElementTree.XMLParser(target=ElementTree.TreeBuilder(), encoding="utf-8")
+        parser.feed(body)
+        root = parser.close()
+    except ElementTree.ParseError:  # (a body cut short: botocore retries it)
+        response_dict["status_code"] = 500
+        return
+    if root.tag == "Error":
+        response_dict["status_code"] = 500
+        return
+    while len(_READ) >= _READ_KEPT:
+        _READ.pop(next(iter(_READ)), None)
+    _READ[id(body)] = (body, root)
+
+
+def share_body_reading(session) -> None:
+    """Check `200 OK` answers of `session`'s S3 clients with `check_200_error`, not botocore's
+    own handler, so that their bodies are read once."""
+    events = session.get_component("event_emitter")
+    events.unregister("before-parse.s3.*", _handle_200_error)
+    events.register_first("before-parse.s3.*", check_200_error)
 
 
 class _QuickRestXMLParser(AioRestXMLParser):
@@ -72,6 +120,12 @@ class _QuickRestXMLParser(AioRestXMLParser):
                 parsed[name] = (self._timestamp_parser(text) if reader is _TIMESTAMP
                                 else reader(text))
         return parsed
+
+    def _initial_body_parse(self, xml_string):
+        read = _READ.pop(id(xml_string), None)
+        if read is not None and read[0] is xml_string:
+            return read[1]
+        return super()._initial_body_parse(xml_string)
 
     def _build_name_to_xml_node(self, parent_node):
         if isinstance(parent_node, list):
