@@ -37,10 +37,11 @@ _TIMESTAMP = object()  # read by the parser's own timestamp reader
 
 
 # Trees `check_200_error` read, by the id of the body they were read from, for the parser:
-# (body, tree). Answers of listings side by side may be checked before any is parsed; an
-# entry is taken when its answer is parsed, and the oldest go when more are kept.
+# (body, tree). An answer is parsed right after its check, with no other coroutine between
+# (both are plain calls), so this holds one entry at a time; an entry left by an answer not
+# parsed after all goes when more than a few are kept.
 _READ: dict[int, tuple[bytes, ElementTree.Element]] = {}
-_READ_KEPT = 32
+_READ_KEPT = 4
 
 
 def check_200_error(operation_model, response_dict, **kwargs) -> None:
