@@ -24,6 +24,7 @@ rungrade gets, and that a grade reads with these.
 
 from __future__ import annotations
 
+import threading
 from typing import ClassVar
 from xml.etree import ElementTree
 
@@ -42,6 +43,7 @@ _TIMESTAMP = object()  # read by the parser's own timestamp reader
 # parsed after all goes when more than a few are kept.
 _READ: dict[int, tuple[bytes, ElementTree.Element]] = {}
 _READ_KEPT = 4
+_READ_LOCK = threading.Lock()  # (each thread with an event loop makes requests of its own)
 
 
 def check_200_error(operation_model, response_dict, **kwargs) -> None:
@@ -62,9 +64,10 @@ def check_200_error(operation_model, response_dict, **kwargs) -> None:
     if root.tag == "Error":
         response_dict["status_code"] = 500
         return
-    while len(_READ) >= _READ_KEPT:
-        _READ.pop(next(iter(_READ)), None)
-    _READ[id(body)] = (body, root)
+    with _READ_LOCK:
+        while len(_READ) >= _READ_KEPT:
+            del _READ[next(iter(_READ))]
+        _READ[id(body)] = (body, root)
 
 
 def share_body_reading(session) -> None:
@@ -123,7 +126,8 @@ class _QuickRestXMLParser(AioRestXMLParser):
         return parsed
 
     def _initial_body_parse(self, xml_string):
-        read = _READ.pop(id(xml_string), None)
+        with _READ_LOCK:
+            read = _READ.pop(id(xml_string), None)
         if read is not None and read[0] is xml_string:
             return read[1]
         return super()._initial_body_parse(xml_string)
