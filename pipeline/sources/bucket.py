@@ -1065,7 +1065,18 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
     ledger_dirs = set() if ledger_dirs is None else ledger_dirs  # may still be growing
     open_runs: dict[str, RunRef] = {}
     root = bucket.root.rstrip("/")
+    last, last_ref = "\0", None  # the folder (with its '/') and run of the last key grouped
     for path, info in files:
+        # Most keys are in the run of the key before (a run's keys are one range of the
+        # listing, and it is the only one open then): they go there as the loop below would
+        # put them, unless an empty folder name needs their own key kept.
+        if path.startswith(last):
+            inner = path[len(last):]
+            if inner and "//" not in inner and inner[0] != "/" and inner[-1] != "/":
+                if last_ref.keys:
+                    last_ref.keys.pop(inner, None)
+                last_ref.files[inner] = info
+                continue
         if open_runs:
             done = [p for p in open_runs if path > p + "/" and not path.startswith(p + "/")]
             for p in done:
@@ -1100,6 +1111,7 @@ def iter_runs(bucket: Bucket, files: Iterable[tuple[str, FileInfo]],
             elif ref.keys:
                 ref.keys.pop(inner, None)
             ref.files[inner] = info
+            last, last_ref = run_path + "/", ref
             break
     yield from (_closed(ref) for ref in sorted(open_runs.values(), key=lambda r: r.path))
 
