@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import boto3
 import pytest
@@ -103,3 +104,23 @@ def test_a_grade_lists_s3_with_the_quicker_reader(s3_server, s3_bucket):  # noqa
     assert {shape.name for shape, _ in _QuickRestXMLParser._plans.values()} >= {
         "ListObjectsV2Output", "Object"}
     assert not _READ  # each listing page was read once, its tree taken by the parser
+
+
+def test_without_the_quicker_reader_s3_is_read_by_botocores(s3_server, s3_bucket,  # noqa: F811
+                                                           monkeypatch):
+    # a botocore to come without the names s3_xml leans on: it does not import, and the
+    # session reads as botocore does
+    from pipeline.sources import bucket as bucket_module
+
+    client = boto3.client("s3", endpoint_url=s3_server)
+    for key in KEYS[:4]:
+        client.put_object(Bucket=s3_bucket, Key=key, Body=b"x")
+    monkeypatch.setitem(sys.modules, "pipeline.sources.s3_xml", None)  # (import fails)
+    bucket_module._s3_session.cache_clear()
+    _QuickRestXMLParser._plans.clear()
+    try:
+        (run,) = Bucket(f"s3://{s3_bucket}/runs", s3_server).discover()
+    finally:
+        bucket_module._s3_session.cache_clear()
+    assert run.run_id == "20261112-000000-a" and len(run.files) == 4
+    assert not _QuickRestXMLParser._plans

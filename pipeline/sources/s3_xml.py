@@ -31,6 +31,12 @@ from xml.etree import ElementTree
 from aiobotocore.parsers import AioResponseParserFactory, AioRestXMLParser
 from botocore.handlers import _handle_200_error, _should_handle_200_error
 
+# What of botocore's parser this module leans on: where one is gone, it does not import
+_LEANS_ON = ("KNOWN_LOCATIONS", "_member_key_name", "_parse_shape", "_handle_structure",
+             "_build_name_to_xml_node", "_initial_body_parse")
+if not all(hasattr(AioRestXMLParser, name) for name in _LEANS_ON):
+    raise ImportError("botocore's REST XML parser is not the one s3_xml was written for")
+
 # How the text of a scalar member is read, by shape type (botocore's `_handle_{type}`)
 _SCALARS = {"string": str, "character": str, "integer": int, "long": int, "float": float,
             "double": float, "boolean": "true".__eq__}
