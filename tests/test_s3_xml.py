@@ -101,7 +101,7 @@ def test_a_grade_lists_s3_with_the_quicker_reader(s3_server, s3_bucket):  # noqa
     _QuickRestXMLParser._plans.clear()
     (run,) = Bucket(f"s3://{s3_bucket}/runs", s3_server).discover()
     assert run.run_id == "20261112-000000-a"
-    assert {shape.name for shape, _ in _QuickRestXMLParser._plans.values()} >= {
+    assert {shape().name for shape, _ in _QuickRestXMLParser._plans.values()} >= {
         "ListObjectsV2Output", "Object"}
     assert not _READ  # each listing page was read once, its tree taken by the parser
 
@@ -124,3 +124,25 @@ def test_without_the_quicker_reader_s3_is_read_by_botocores(s3_server, s3_bucket
         bucket_module._s3_session.cache_clear()
     assert run.run_id == "20261112-000000-a" and len(run.files) == 4
     assert not _QuickRestXMLParser._plans
+
+
+def test_a_plan_goes_with_its_shape(s3_server, s3_bucket):  # noqa: F811
+    # each client has shapes of its own: a process that makes clients over and over does not
+    # keep the plans of those gone
+    import gc
+
+    import botocore.session
+
+    (operation, response), *_ = [(o, r) for o, r in answers(s3_server, s3_bucket)
+                                 if o.name == "ListObjectsV2"]
+    gc.collect()
+    before = len(_QuickRestXMLParser._plans)
+    for _ in range(3):
+        model = botocore.session.get_session().get_service_model("s3")
+        fresh = model.operation_model("ListObjectsV2")
+        assert fresh.output_shape is not operation.output_shape
+        read_by_both(fresh, response)
+        assert len(_QuickRestXMLParser._plans) > before
+        del model, fresh
+        gc.collect()
+        assert len(_QuickRestXMLParser._plans) == before

@@ -25,6 +25,7 @@ rungrade gets, and that a grade reads with these.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import ClassVar
 from xml.etree import ElementTree
 
@@ -85,8 +86,9 @@ def share_body_reading(session) -> None:
 
 
 class _QuickRestXMLParser(AioRestXMLParser):
-    # id(shape) -> (shape, its plan): shapes live as long as their service model, one a process
-    _plans: ClassVar[dict[int, tuple[object, tuple | None]]] = {}
+    # id(shape) -> (a weak reference to the shape, its plan). Each client has shapes of its
+    # own, which live as long as it does; a shape's plan goes with it.
+    _plans: ClassVar[dict[int, tuple[weakref.ref, tuple | None]]] = {}
 
     def _plan(self, shape) -> tuple | None:
         """(member name, XML name, member shape, text reader or None) for each member read
@@ -109,9 +111,10 @@ class _QuickRestXMLParser(AioRestXMLParser):
         return tuple(plan)
 
     def _handle_structure(self, shape, node):
-        known = self._plans.get(id(shape))
-        if known is None or known[0] is not shape:
-            known = self._plans[id(shape)] = (shape, self._plan(shape))
+        key = id(shape)
+        known = self._plans.get(key)
+        if known is None or known[0]() is not shape:
+            known = self._plans[key] = (weakref.ref(shape, _forget(key)), self._plan(shape))
         plan = known[1]
         if plan is None:
             return super()._handle_structure(shape, node)
@@ -154,6 +157,11 @@ class _QuickRestXMLParser(AioRestXMLParser):
             else:
                 children[tag] = [found, item]
         return children
+
+
+def _forget(key: int):
+    """What drops a shape's plan when the shape is collected."""
+    return lambda _: _QuickRestXMLParser._plans.pop(key, None)
 
 
 class QuickParserFactory(AioResponseParserFactory):
