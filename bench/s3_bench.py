@@ -13,7 +13,8 @@ corpus of --runs runs:
   - the no-change rerun of the same command, and its share of the grade
   - rungrade's discovery of the runs alone (what a rerun lists) against one flat listing of
     the same keys, from the root and from the runs folder of one program (its run folders are
-    listed in ranges)
+    listed in ranges); from the root also the CPU each spends per 1,000 keys listed (pages
+    are read in the grading process, so this bounds how fast one process lists a bucket)
   - the same corpus graded from the local disk, and how many times that the S3 grade takes
   - what an analyst does next: open the views of the S3 results, count a table, read a mart,
     read the grade log (each timed, and the requests the server answered for them by method)
@@ -35,6 +36,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 BUCKET = "rungrade-bench"
@@ -47,19 +49,25 @@ fs = s3fs.S3FileSystem(endpoint_url=sys.argv[1], use_listings_cache=False,
 keys = fs.find(sys.argv[2])
 print(sum(len(data) for data in fs.cat(keys).values()))
 """
-# Listing only, timed inside the process (imports excluded): one flat listing of every key,
-# then rungrade's discovery of the runs under the same prefix.
+# Listing only, timed inside the process (imports and each client's making excluded): one
+# flat listing of every key (s3fs, botocore as it comes), then rungrade's discovery of the
+# runs under the same prefix; wall and CPU seconds of each (CPU: every thread of the process).
 LISTINGS = """
 import sys, time, s3fs
 from pipeline.sources.bucket import Bucket
 fs = s3fs.S3FileSystem(endpoint_url=sys.argv[1], use_listings_cache=False)
-started = time.perf_counter()
+fs.exists(sys.argv[2])
+started, cpu = time.perf_counter(), time.process_time()
 keys = len(fs.find(sys.argv[2]))
-flat = time.perf_counter() - started
-started = time.perf_counter()
-runs = sum(1 for _ in Bucket("s3://" + sys.argv[2], sys.argv[1]).discover())
-print(flat, time.perf_counter() - started, keys, runs)
+flat, flat_cpu = time.perf_counter() - started, time.process_time() - cpu
+bucket = Bucket("s3://" + sys.argv[2], sys.argv[1])
+bucket.exists()
+started, cpu = time.perf_counter(), time.process_time()
+runs = sum(1 for _ in bucket.discover())
+print(flat, time.perf_counter() - started, keys, runs, flat_cpu, time.process_time() - cpu)
 """
+
+
 # What an analyst does the next morning, timed inside the process (imports excluded): open
 # the views, count a table, read a mart (several tables in one query), read the grade log.
 QUERIES = """
@@ -144,13 +152,25 @@ def upload(local: Path) -> int:
     return count
 
 
-def listings(endpoint: str, prefix: str) -> tuple[float, float, int]:
-    """(one flat listing's seconds, rungrade's discovery's seconds, runs found) under
-    `prefix` (`bucket/key`), timed in a process of their own (see LISTINGS)."""
+class Listed(NamedTuple):
+    """One flat listing against rungrade's discovery, under one prefix (see LISTINGS)."""
+
+    flat_s: float
+    discover_s: float
+    keys: int
+    runs: int
+    flat_cpu_s: float
+    discover_cpu_s: float
+
+
+def listings(endpoint: str, prefix: str) -> Listed:
+    """A flat listing and rungrade's discovery of the runs under `prefix` (`bucket/key`),
+    timed in a process of their own (see LISTINGS)."""
     done = subprocess.run([sys.executable, "-c", LISTINGS, endpoint, prefix], check=True,
                           capture_output=True, text=True)
-    flat_s, discover_s, _, runs = done.stdout.split()[:4]
-    return float(flat_s), float(discover_s), int(runs)
+    flat_s, discover_s, keys, runs, flat_cpu, discover_cpu = done.stdout.split()[:6]
+    return Listed(float(flat_s), float(discover_s), int(keys), int(runs), float(flat_cpu),
+                  float(discover_cpu))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -202,12 +222,14 @@ def main(argv: list[str] | None = None) -> dict:
                                  text=True)
         open_s, table_s, mart_s, log_s = map(float, queried.stdout.split()[:4])
         asked = dict(server.methods)
-        flat_s, discover_s, _ = listings(server.endpoint, f"{BUCKET}/runs")
+        listed = listings(server.endpoint, f"{BUCKET}/runs")
+        flat_s, discover_s = listed.flat_s, listed.discover_s
+        pages = listed.keys / 1000  # (a page holds 1,000 keys)
         # a root at one program's runs folder (the biggest): its run folders, listed in ranges
         program = max((p for p in local.iterdir() if (p / ".prose" / "runs").is_dir()),
                       key=lambda p: sum(1 for _ in (p / ".prose" / "runs").iterdir()))
-        one_flat_s, one_discover_s, one_runs = listings(
-            server.endpoint, f"{BUCKET}/runs/{program.name}/.prose/runs")
+        one = listings(server.endpoint, f"{BUCKET}/runs/{program.name}/.prose/runs")
+        one_flat_s, one_discover_s, one_runs = one.flat_s, one.discover_s, one.runs
         started = time.perf_counter()
         subprocess.run(local_cmd, check=True, capture_output=True)
         local_s = time.perf_counter() - started
@@ -221,6 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
         "rerun_s": round(rerun_s, 2), "rerun_share": round(rerun_s / grade_s, 3),
         "flat_listing_s": round(flat_s, 2), "discover_s": round(discover_s, 2),
         "discover_over_listing": round(discover_s / flat_s, 2),
+        "flat_cpu_ms_per_1000_keys": round(1000 * listed.flat_cpu_s / pages, 1),
+        "discover_cpu_ms_per_1000_keys": round(1000 * listed.discover_cpu_s / pages, 1),
         "program_runs": one_runs, "program_discover_s": round(one_discover_s, 2),
         "program_discover_over_listing": round(one_discover_s / one_flat_s, 2),
         "views_open_s": round(open_s, 2), "table_query_s": round(table_s, 2),
@@ -241,7 +265,10 @@ def main(argv: list[str] | None = None) -> dict:
                                         "the grade"),
             ("discovery of the runs from S3", f"{discover_s:.1f} s = "
                                               f"{discover_s / flat_s:.2f}× one flat listing of "
-                                              f"the same keys ({flat_s:.1f} s)"),
+                                              f"the same keys ({flat_s:.1f} s); CPU "
+                                              f"{figures['discover_cpu_ms_per_1000_keys']} ms "
+                                              f"per 1,000 keys, the flat listing "
+                                              f"{figures['flat_cpu_ms_per_1000_keys']} ms"),
             ("discovery under one program's runs", f"{one_discover_s:.1f} s for {one_runs} runs "
                                                    f"= {one_discover_s / one_flat_s:.2f}× one "
                                                    f"flat listing ({one_flat_s:.1f} s)"),

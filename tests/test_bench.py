@@ -83,7 +83,8 @@ def test_s3_bench_script_runs_end_to_end():
     print(done.stdout)
     for figure in ("S3 corpus", "plain read", "rungrade grade from S3", "object reads per run",
                    "requests in flight", "no-change rerun from S3", "discovery of the runs",
-                   "one flat listing", "under one program", "from local disk",
+                   "one flat listing", "ms per 1,000 keys", "under one program",
+                   "from local disk",
                    "analysts' queries", "views opened", "the grade log"):
         assert figure in done.stdout
 
