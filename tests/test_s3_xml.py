@@ -74,8 +74,11 @@ def test_the_quicker_reader_gives_what_botocores_gives(s3_server, s3_bucket):  #
         expected, got = read_by_both(operation, response)
         assert got == expected, operation.name
         seen.add(operation.name)
+        # (keys put with a checksum list it: a flattened list of scalars in each key)
+        if any("ChecksumAlgorithm" in item for item in got.get("Contents", [])):
+            seen.add("a flattened list")
     assert {"ListObjectsV2", "ListObjects", "DeleteObjects", "CopyObject", "ListBuckets",
-            "GetObject"} <= seen
+            "GetObject", "a flattened list"} <= seen
     assert not _READ  # every tree the check read was taken by the parser
 
 

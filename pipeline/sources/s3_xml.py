@@ -14,12 +14,12 @@ to read it. `check_200_error` makes the same check and leaves the tree it read f
 parser, which reads the body once (4 ms of a page).
 
 The reader reads as botocore does wherever it reads at all: any structure botocore reads
-otherwise (an error, a union, XML attributes) and any member that is not a scalar given once
-(lists, maps, nested structures, blobs, JSON values) are handed to botocore's own methods.
-Both pieces stand on names botocore keeps to itself; where a botocore to come has none of
-them, this module does not import and rungrade's session reads as botocore does (see
-`bucket._s3_session`). tests/test_s3_xml.py checks that both read the same for the answers
-rungrade gets, and that a grade reads with these.
+otherwise (an error, a union, XML attributes) and any member other than a scalar given once
+or a flattened list of scalars (other lists, maps, nested structures, blobs, JSON values) are
+handed to botocore's own methods. Both pieces stand on names botocore keeps to itself;
+where a botocore to come has none of them, this module does not import and rungrade's
+session reads as botocore does (see `bucket._s3_session`). tests/test_s3_xml.py checks that
+both read the same for the answers rungrade gets, and that a grade reads with these.
 """
 
 from __future__ import annotations
@@ -90,9 +90,17 @@ class _QuickRestXMLParser(AioRestXMLParser):
     # own, which live as long as it does; a shape's plan goes with it.
     _plans: ClassVar[dict[int, tuple[weakref.ref, tuple | None]]] = {}
 
+    @staticmethod
+    def _reader(shape):
+        """How the text of a scalar `shape` is read (None: botocore's methods read it)."""
+        if shape.serialization.get("jsonvalue"):
+            return None
+        return _TIMESTAMP if shape.type_name == "timestamp" else _SCALARS.get(shape.type_name)
+
     def _plan(self, shape) -> tuple | None:
-        """(member name, XML name, member shape, text reader or None) for each member read
-        from the body; None when botocore reads the structure some other way."""
+        """(member name, XML name, member shape, text reader or None, whether the member is
+        a flattened list of such texts) for each member read from the body; None when
+        botocore reads the structure some other way."""
         members = shape.members
         if shape.metadata.get("exception", False) or shape.is_tagged_union or any(
                 member.serialization.get("xmlAttribute") for member in members.values()):
@@ -103,12 +111,17 @@ class _QuickRestXMLParser(AioRestXMLParser):
             if (serialization.get("location") in self.KNOWN_LOCATIONS
                     or serialization.get("eventheader")):
                 continue  # read from the headers, as botocore does
-            reader = (_TIMESTAMP if member.type_name == "timestamp"
-                      else _SCALARS.get(member.type_name))
-            if serialization.get("jsonvalue"):
-                reader = None
-            plan.append((name, self._member_key_name(member, name), member, reader))
+            # (a flattened list, such as each key's ChecksumAlgorithm, is its repeated items)
+            listed = member.type_name == "list" and serialization.get("flattened", False)
+            reader = self._reader(member.member if listed else member)
+            plan.append((name, self._member_key_name(member, name), member, reader, listed))
         return tuple(plan)
+
+    def _text(self, reader, node):
+        text = node.text
+        if text is None:  # (an empty element is an empty string, as for botocore)
+            text = ""
+        return self._timestamp_parser(text) if reader is _TIMESTAMP else reader(text)
 
     def _handle_structure(self, shape, node):
         key = id(shape)
@@ -120,18 +133,19 @@ class _QuickRestXMLParser(AioRestXMLParser):
             return super()._handle_structure(shape, node)
         children = self._build_name_to_xml_node(node)
         parsed = {}
-        for name, xml_name, member, reader in plan:
+        for name, xml_name, member, reader, listed in plan:
             found = children.get(xml_name)
             if found is None:
                 continue
-            if reader is None or isinstance(found, list):
+            if reader is None:
+                parsed[name] = self._parse_shape(member, found)
+            elif listed:
+                parsed[name] = [self._text(reader, item) for item in (
+                    found if isinstance(found, list) else (found,))]
+            elif isinstance(found, list):  # (a scalar given twice: as botocore reads it)
                 parsed[name] = self._parse_shape(member, found)
             else:
-                text = found.text
-                if text is None:  # (an empty element is an empty string, as for botocore)
-                    text = ""
-                parsed[name] = (self._timestamp_parser(text) if reader is _TIMESTAMP
-                                else reader(text))
+                parsed[name] = self._text(reader, found)
         return parsed
 
     def _initial_body_parse(self, xml_string):
