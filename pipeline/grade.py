@@ -733,11 +733,11 @@ def _run_by_run(source: dict[str, pl.DataFrame],
     """
     by_run = {name: df.partition_by("run_uri", as_dict=True, maintain_order=True)
               for name, df in source.items()}
+    none = {name: df.clear() for name, df in source.items()}  # (a table with no row of a run)
     kept: dict[str, list[pl.DataFrame]] = {name: [] for name in SOURCE_TABLES}
     # (rows without their run row belong to no run that can be reported)
     for run in source["runs"].iter_rows(named=True):
-        one = {name: runs.get((run["run_uri"],), source[name].clear())
-               for name, runs in by_run.items()}
+        one = {name: runs.get((run["run_uri"],), none[name]) for name, runs in by_run.items()}
         try:
             graded(one)
         except RUN_ERRORS as exc:
@@ -750,7 +750,7 @@ def _run_by_run(source: dict[str, pl.DataFrame],
                            "reason": "internal-error", "detail": detail}]))
         for name in SOURCE_TABLES:
             kept[name].append(one[name])
-    return {name: pl.concat(frames, how="vertical_relaxed") if frames else source[name].clear()
+    return {name: pl.concat(frames, how="vertical_relaxed") if frames else none[name]
             for name, frames in kept.items()}
 
 
