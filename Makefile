@@ -4,20 +4,37 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 RUNS   ?= data/runs
 OUT    ?= results
+# Every install takes the versions the suite last passed with (see the file's header).
+# setuptools warns on each editable build that a folder named like the package may shadow
+# it: that folder is the package itself, so the warning is left out of the output.
+PIP_INSTALL = PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet \
+	--constraint constraints.txt
 
-.PHONY: run test lint bench bytecode clean
+.PHONY: run test lint bench bytecode clean lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[s3,report]"
+$(VENV)/.installed-run: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e ".[s3,report]"
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[s3,dask,report,test]"
+$(VENV)/.installed-test: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e ".[s3,dask,report,test]"
 	touch $@ $(VENV)/.installed-run
+
+# constraints.txt again, from a fresh install of every extra at the newest versions
+# pyproject.toml allows (its header kept); then `make test`, and commit both if it passes
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS="ignore:Editable installation" .venv-lock/bin/pip install --quiet \
+		-e ".[s3,dask,report,test]"
+	{ grep '^#' constraints.txt; .venv-lock/bin/pip freeze --exclude-editable; } > constraints.new
+	mv constraints.new constraints.txt
+	rm -rf .venv-lock
 
 # Compiled once here, not on every start: an editable install leaves pipeline/ uncompiled, and
 # where PYTHONDONTWRITEBYTECODE is set every `rungrade` (and every worker's fork server) would
