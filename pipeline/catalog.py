@@ -40,7 +40,8 @@ VIEW_MODELS = (
 GRADE_COLUMNS = {
     "grade_id": "VARCHAR", "status": "VARCHAR", "started_at": "TIMESTAMPTZ",
     "finished_at": "TIMESTAMPTZ", "elapsed_s": "DOUBLE", "runs_uri": "VARCHAR",
-    "results_uri": "VARCHAR", "grader_id": "VARCHAR", "full": "BOOLEAN", "found": "BIGINT",
+    "results_uri": "VARCHAR", "grader_id": "VARCHAR", "versions": "MAP(VARCHAR, VARCHAR)",
+    "full": "BOOLEAN", "found": "BIGINT",
     "new": "BIGINT", "changed": "BIGINT", "unchanged": "BIGINT", "skipped": "BIGINT",
     "graded": "BIGINT", "refused": "BIGINT", "refusals": "MAP(VARCHAR, BIGINT)",
     "verdicts": "MAP(VARCHAR, BIGINT)", "mean_overall_score": "DOUBLE", "batches": "VARCHAR[]",

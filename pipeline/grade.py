@@ -27,6 +27,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -140,6 +141,7 @@ class Summary:
     results_uri: str
     grader_id: str
     grade_id: str = ""  # its record in RESULTS/_grades/ (the `grades` view)
+    versions: dict[str, str | None] = field(default_factory=dict)  # see library_versions
     found: int = 0
     new: int = 0
     changed: int = 0
@@ -191,9 +193,9 @@ class Summary:
         return {
             "grade_id": self.grade_id,
             "runs": self.runs_uri, "results": self.results_uri, "grader_id": self.grader_id,
-            "found": self.found, "new": self.new, "changed": self.changed,
-            "unchanged": self.unchanged, "skipped": self.skipped, "full": self.full,
-            "graded": self.graded, "refused": self.refused,
+            "versions": self.versions, "found": self.found, "new": self.new,
+            "changed": self.changed, "unchanged": self.unchanged, "skipped": self.skipped,
+            "full": self.full, "graded": self.graded, "refused": self.refused,
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())),
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
@@ -206,6 +208,21 @@ class Summary:
 
 
 GRADE_LOG_EVERY_S = 1.0  # a running grade's record is rewritten at most this often
+# What a grade's verdicts rest on besides its grader id: the libraries whose behaviour the
+# checks and scores use (regexes and string kernels, JSON parsing, SQL), and the interpreter.
+GRADING_LIBRARIES = ("rungrade", "polars", "duckdb", "pyarrow")
+
+
+def library_versions() -> dict[str, str | None]:
+    """{name: version} of Python and GRADING_LIBRARIES in this environment (None where a
+    library is not installed as a package: rungrade run from a source folder)."""
+    found: dict[str, str | None] = {"python": ".".join(map(str, sys.version_info[:3]))}
+    for name in GRADING_LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 class GradeLog:
@@ -998,7 +1015,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     if store.local and os.path.isfile(store.root):
         raise FileNotFoundError(f"results folder {results_uri} is a file, not a folder")
     started = time.monotonic()
-    summary = Summary(shown(runs_uri), results_uri, main_id, full=full)
+    summary = Summary(shown(runs_uri), results_uri, main_id, full=full,
+                      versions=library_versions())
     workers = max(1, workers or os.cpu_count() or 1)
     job = Job(runs_uri, results_uri, endpoint_url, binding_cap, validate, full, shard_bytes)
     # discovery starts now, while the results are read (at most RUNS_QUEUED runs ahead)

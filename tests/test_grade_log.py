@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -16,9 +17,12 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 
+import duckdb
 import polars as pl
+import pyarrow
 import pytest
 
 from pipeline import grade
@@ -73,10 +77,14 @@ def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path
         assert counts == {k: getattr(summary, k) for k in counts}
         assert row["found"] == row["graded"] + row["refused"] + row["skipped"] == RUNS
         assert row["batches"] == summary.batches
-        assert {e["key"]: e["value"] for e in row["refusals"]} == dict(summary.refusals)
+        assert row["refusals"] == dict(summary.refusals)  # (a DuckDB map: a dict in polars)
         assert row["started_at"] < row["finished_at"]
         assert row["elapsed_s"] == round(summary.elapsed_s, 2)
         assert 0 < (row["finished_at"] - row["started_at"]).total_seconds() < 120
+        # what the verdicts rest on besides the grader id: this interpreter and these libraries
+        assert row["versions"] == {"python": platform.python_version(), "polars": pl.__version__,
+                            "duckdb": duckdb.__version__, "pyarrow": pyarrow.__version__,
+                            "rungrade": metadata.version("rungrade")}
     assert (rows[0]["new"], rows[0]["graded"] + rows[0]["refused"], len(rows[0]["batches"])) == (
         RUNS, RUNS, 3)
     assert (rows[1]["skipped"], rows[1]["batches"]) == (RUNS, [])  # nothing to grade: a record
@@ -93,6 +101,11 @@ def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path
     assert {k: record[k] for k in summary} == summary
     assert set(record) - set(summary) == {"status", "started_at", "finished_at", "error"}
     assert datetime.fromisoformat(record["started_at"]).tzinfo is not None
+
+    # a record written before grades noted their versions reads as null, the others as before
+    del record["versions"]
+    ResultStore(str(out)).log_grade(record)
+    assert [r["versions"] is None for r in grades(out)] == [True, False]
 
 
 def test_a_grade_interrupted_in_this_process_says_so(corpus: Path, tmp_path: Path):
