@@ -135,6 +135,24 @@ def recent_grades(log: pl.DataFrame, last: int = 14) -> pl.DataFrame:
         "refused", pl.col("unlisted").list.len().alias("unlisted"))
 
 
+def version_changes(log: pl.DataFrame, last: int = 14) -> list[tuple[str, str]]:
+    """(grade id, what moved) for each of the last `last` grades of a grade log (the `grades`
+    view, oldest first) that ran with other versions than the grade before it, e.g.
+    `polars 2.1.0 → 2.2.0`: its verdicts may differ from earlier ones under the same grader id.
+    Records without versions (written before grades noted them) are passed over."""
+    shown = set(log.tail(last)["grade_id"].to_list())
+    changes, before = [], None
+    for grade_id, versions in log.select("grade_id", "versions").iter_rows():
+        if not versions:
+            continue
+        moved = [f"{name} {before.get(name)} → {version}" for name, version in versions.items()
+                 if before is not None and before.get(name) != version]
+        if moved and grade_id in shown:
+            changes.append((grade_id, ", ".join(moved)))
+        before = versions
+    return changes
+
+
 def newest_pair(con: duckdb.DuckDBPyConnection,
                 known: list[str] | None = None) -> tuple[str, str] | None:
     """(base, head): the latest grader id and the latest other id that graded a run in common

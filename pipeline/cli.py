@@ -584,7 +584,8 @@ def grades(
 ) -> None:
     """The grade log: when each `rungrade grade` on RESULTS ran, and whether it finished.
 
-    What each grade found, skipped, graded, refused and could not list (the `grades` view).
+    What each grade found, skipped, graded, refused and could not list (the `grades` view),
+    and each that ran with other library versions than the grade before it.
 
     A grade killed outright (or whose machine was lost) shows `interrupted` once no process
     holds the results lock; its record says `running` until the next grade or compaction.
@@ -593,7 +594,7 @@ def grades(
     """
     import polars as pl
 
-    from .analysis import recent_grades
+    from .analysis import recent_grades, version_changes
     from .catalog import read_grades
 
     _check_out(out_file)
@@ -611,6 +612,10 @@ def grades(
     for row in log.tail(last).filter(pl.col("unlisted").list.len() > 0).iter_rows(named=True):
         err.print(f"{row['grade_id']} could not list: " + "; ".join(
             f"{u['path']} ({u['error']})" for u in row["unlisted"]), soft_wrap=True, markup=False)
+    for grade_id, moved in version_changes(log, last):
+        err.print(f"{grade_id} ran with other versions than the grade before it: {moved}; its "
+                  "verdicts may differ from earlier ones under the same grader id (`make` "
+                  "installs the versions of constraints.txt)", soft_wrap=True, markup=False)
     if out_file is not None:  # CSV holds no lists nor maps: JSON text there
         _write_frame(read_grades(results, endpoint_url, flat=True)
                      if out_file.suffix.lower() == ".csv" else log, out_file)

@@ -153,6 +153,37 @@ def test_a_record_left_running_by_a_dead_grade_is_closed_by_the_next(corpus: Pat
     assert rows[dead["grade_id"]]["finished_at"] is None  # (when it ended is not known)
 
 
+def test_rungrade_grades_tells_of_a_grade_that_ran_with_other_versions(corpus: Path,
+                                                                       tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    out = tmp_path / "results"
+    grade_runs(str(corpus), str(out), default_grader(), batch_size=50, workers=1)
+    store, (first,) = ResultStore(str(out)), records(out)
+    # later grades, written by hand: one with the same versions, one with another polars, one
+    # from before grades noted their versions, then one with the first's versions again
+    same = {**first, "grade_id": new_batch_id()}
+    other = {**first, "grade_id": new_batch_id(),
+             "versions": {**first["versions"], "polars": "0.0.1"}}
+    unnoted = {k: v for k, v in first.items() if k != "versions"} | {"grade_id": new_batch_id()}
+    back = {**first, "grade_id": new_batch_id()}
+    for record in (same, other, unnoted, back):
+        store.log_grade(record)
+
+    shown = CliRunner().invoke(app, ["grades", str(out)])
+    assert shown.exit_code == 0, shown.output
+    told = [line for line in shown.stderr.splitlines() if "other versions" in line]
+    polars_now = first["versions"]["polars"]
+    assert [line.split()[0] for line in told] == [other["grade_id"], back["grade_id"]]
+    assert f"polars {polars_now} → 0.0.1;" in told[0] and f"polars 0.0.1 → {polars_now};" in told[1]
+    # only the grades shown are told of
+    shown = CliRunner().invoke(app, ["grades", str(out), "--last", "1"])
+    assert [line.split()[0] for line in shown.stderr.splitlines()
+            if "other versions" in line] == [back["grade_id"]]
+
+
 def shown_statuses(out: Path) -> list[str]:
     """The status column of `rungrade grades OUT` (each interrupted grade told of on stderr)."""
     from typer.testing import CliRunner
