@@ -8,6 +8,10 @@ One run of this script reports, for a synthetic corpus of --runs runs (about 19 
   - known clauses: wall and CPU time of the command into fresh results that hold only the
     clause readings the full run kept (`_readings/`): a night's grade of new runs of programs
     graded before, which reads no clause again
+  - one worker: wall time of the known-clauses grade with `--workers 1`, and how much faster
+    the grade with the workers given (default: one per core) is; through both, Amdahl's law
+    estimates the part of a grade that does not divide, and the time on twice the workers (an
+    estimate: the plain read is one process, so more cores lower the ratio)
   - no-change rerun: wall time of the same command again, its share of the full run, and its
     ratio to one process checking every file and folder with one `lstat` each (the least an
     exact change check does: a binding rewritten in place moves no folder's mtime)
@@ -270,7 +274,8 @@ def main(argv: list[str] | None = None) -> dict:
         runs = corpus(folder, args.runs, args.seed, args.workers)
         plain_read(runs)  # warm the page cache, so both timings read from memory
         paths = every_path(runs)
-        reads, read_cpus, stats, fulls, reruns, knowns = [], [], [], [], [], []
+        reads, read_cpus, stats, fulls, reruns, knowns, ones = [], [], [], [], [], [], []
+        workers = args.workers or os.cpu_count() or 1  # what the timed grades run on
         for _ in range(max(1, args.repeat)):  # taking turns: a slow spell hits both
             read_s, files, size, read_cpu = plain_read(runs)
             reads.append(read_s)
@@ -281,10 +286,13 @@ def main(argv: list[str] | None = None) -> dict:
             reruns.append(grade(runs, results, opts))
             assert reruns[-1]["summary"]["skipped"] == fulls[-1]["summary"]["found"], \
                 reruns[-1]["summary"]
-            known = fresh(f"results-known-{args.runs}")
+            known, one = fresh(f"results-known-{args.runs}"), fresh(f"results-one-{args.runs}")
             if (results / "_readings").is_dir():
                 shutil.copytree(results / "_readings", known / "_readings")
+                shutil.copytree(results / "_readings", one / "_readings")
             knowns.append(grade(runs, known, opts))
+            if workers > 1:
+                ones.append(grade(runs, one, options(1, args.batch_size, args.shard_runs)))
         read_s = min(reads)
         full = min(fulls, key=lambda r: r["wall"])
         rerun = min(reruns, key=lambda r: r["wall"])
@@ -318,6 +326,18 @@ def main(argv: list[str] | None = None) -> dict:
             "rerun_over_stat": round(rerun["wall"] / min(stats), 2),
             "graded": full["summary"]["graded"], "refused": full["summary"]["refused"],
         })
+        if ones:
+            many, alone = min(r["wall"] for r in knowns), min(r["wall"] for r in ones)
+            # Amdahl: T(n) = serial + (T(1) - serial) / n, through T(1) and T(workers)
+            serial = max(0.0, (workers * many - alone) / (workers - 1))
+            twice = serial + (alone - serial) / (2 * workers)
+            figures.update({
+                "one_worker_s": round(alone, 3), "one_worker_all_s": [round(r["wall"], 3)
+                                                                      for r in ones],
+                "speedup": round(alone / many, 2), "speedup_workers": workers,
+                "serial_s": round(serial, 2), "twice_workers_s": round(twice, 2),
+                "twice_workers_over_read": round(twice / read_s, 2),
+            })
         if not args.no_dask:
             dasks = []
             for _ in range(max(1, args.repeat)):
@@ -378,6 +398,12 @@ def report(f: dict, as_json: bool = False) -> None:
         ("clauses known (kept readings)",
          f"{f['known_grade_s']:.2f} s{_spread(f['known_grade_all_s'])}  = "
          f"{f['known_over_read']:.2f}× plain read; CPU {f['known_cpu_s']:.1f} s"),
+        *([("one worker (kept readings)",
+            f"{f['one_worker_s']:.2f} s{_spread(f['one_worker_all_s'])}; "
+            f"{f['speedup_workers']} workers {f['speedup']:.2f}× faster; by Amdahl's law "
+            f"({f['serial_s']:.1f} s serial) {2 * f['speedup_workers']} workers would take "
+            f"{f['twice_workers_s']:.2f} s = {f['twice_workers_over_read']:.2f}× plain read")]
+          if "one_worker_s" in f else []),
         ("peak memory (own run)", f"RSS {mib(f['grade_peak_rss_largest'])} largest process; "
                         f"PSS {mib(f['grade_peak_rss_total'])} all processes"),
         ("no-change rerun", f"{f['rerun_s']:.2f} s{_spread(f['rerun_all_s'])}  = "

@@ -29,7 +29,8 @@ def test_bench_script_runs_end_to_end(tmp_path: Path):
     print(done.stdout)
     assert re.search(r"\nrungrade options +--workers 2 --shard-runs 10\n", done.stdout)
     for figure in ("plain read", "rungrade grade", "CPU seconds", "throughput", "peak memory",
-                   "clauses known (kept readings)", "no-change rerun", "lstat every path",
+                   "clauses known (kept readings)", "one worker (kept readings)",
+                   "no-change rerun", "lstat every path",
                    "dask engine (2 workers)", "45 runs"):
         assert figure in done.stdout
     # every grade wrote results of its own; none outlive the bench without --keep
