@@ -286,13 +286,15 @@ def main(argv: list[str] | None = None) -> dict:
             reruns.append(grade(runs, results, opts))
             assert reruns[-1]["summary"]["skipped"] == fulls[-1]["summary"]["found"], \
                 reruns[-1]["summary"]
-            known, one = fresh(f"results-known-{args.runs}"), fresh(f"results-one-{args.runs}")
-            if (results / "_readings").is_dir():
-                shutil.copytree(results / "_readings", known / "_readings")
-                shutil.copytree(results / "_readings", one / "_readings")
-            knowns.append(grade(runs, known, opts))
+            kept = [fresh(f"results-known-{args.runs}")]
+            if workers > 1:  # and the same on one worker
+                kept.append(fresh(f"results-one-{args.runs}"))
+            for folder_kept in kept:
+                if (results / "_readings").is_dir():
+                    shutil.copytree(results / "_readings", folder_kept / "_readings")
+            knowns.append(grade(runs, kept[0], opts))
             if workers > 1:
-                ones.append(grade(runs, one, options(1, args.batch_size, args.shard_runs)))
+                ones.append(grade(runs, kept[1], options(1, args.batch_size, args.shard_runs)))
         read_s = min(reads)
         full = min(fulls, key=lambda r: r["wall"])
         rerun = min(reruns, key=lambda r: r["wall"])

@@ -82,9 +82,10 @@ def test_each_grade_leaves_a_record_the_grades_view_reads(corpus: Path, tmp_path
         assert row["elapsed_s"] == round(summary.elapsed_s, 2)
         assert 0 < (row["finished_at"] - row["started_at"]).total_seconds() < 120
         # what the verdicts rest on besides the grader id: this interpreter and these libraries
-        assert row["versions"] == {"python": platform.python_version(), "polars": pl.__version__,
-                            "duckdb": duckdb.__version__, "pyarrow": pyarrow.__version__,
-                            "rungrade": metadata.version("rungrade")}
+        assert row["versions"] == {
+            "python": platform.python_version(), "polars": pl.__version__,
+            "duckdb": duckdb.__version__, "pyarrow": pyarrow.__version__,
+            "rungrade": metadata.version("rungrade")}
     assert (rows[0]["new"], rows[0]["graded"] + rows[0]["refused"], len(rows[0]["batches"])) == (
         RUNS, RUNS, 3)
     assert (rows[1]["skipped"], rows[1]["batches"]) == (RUNS, [])  # nothing to grade: a record
