@@ -54,6 +54,11 @@ def answers(endpoint: str, bucket: str) -> list[tuple[object, dict]]:
             if operation.name != "GetObject" or response["status_code"] >= 300]  # (a stream)
 
 
+def listing_answer(endpoint: str, bucket: str) -> tuple[object, dict]:
+    """(operation, raw answer) of the first ListObjectsV2 call of `answers`."""
+    return next((o, r) for o, r in answers(endpoint, bucket) if o.name == "ListObjectsV2")
+
+
 def read_by_both(operation, response: dict) -> tuple[dict, dict]:
     """What botocore reads of an answer (its 200-error check, then its parser), and what
     rungrade's session reads (`check_200_error`, then the quicker reader)."""
@@ -88,8 +93,7 @@ def test_the_quicker_reader_gives_what_botocores_gives(s3_server, s3_bucket):  #
     b"", b"not xml"])
 def test_a_200_answer_holding_no_listing_is_made_an_error_as_botocore_makes_it(
         s3_server, s3_bucket, body):  # noqa: F811
-    (operation, response), *_ = [(o, r) for o, r in answers(s3_server, s3_bucket)
-                                 if o.name == "ListObjectsV2"]
+    operation, response = listing_answer(s3_server, s3_bucket)
     for status in (200, 503):
         expected, got = read_by_both(operation, {**response, "status_code": status,
                                                  "body": body})
@@ -136,8 +140,7 @@ def test_a_plan_goes_with_its_shape(s3_server, s3_bucket):  # noqa: F811
 
     import botocore.session
 
-    (operation, response), *_ = [(o, r) for o, r in answers(s3_server, s3_bucket)
-                                 if o.name == "ListObjectsV2"]
+    operation, response = listing_answer(s3_server, s3_bucket)
     gc.collect()
     before = len(_QuickRestXMLParser._plans)
     for _ in range(3):

@@ -137,13 +137,12 @@ class _QuickRestXMLParser(AioRestXMLParser):
             found = children.get(xml_name)
             if found is None:
                 continue
-            if reader is None:
+            if reader is None or (isinstance(found, list) and not listed):
+                # (and a scalar given twice, read as botocore reads it)
                 parsed[name] = self._parse_shape(member, found)
             elif listed:
                 parsed[name] = [self._text(reader, item) for item in (
                     found if isinstance(found, list) else (found,))]
-            elif isinstance(found, list):  # (a scalar given twice: as botocore reads it)
-                parsed[name] = self._parse_shape(member, found)
             else:
                 parsed[name] = self._text(reader, found)
         return parsed
