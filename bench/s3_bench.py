@@ -276,7 +276,9 @@ def main(argv: list[str] | None = None) -> dict:
             ("analysts' queries on the S3 results", f"views opened {open_s:.2f} s, a table "
                                                     f"{table_s:.2f} s, a mart {mart_s:.2f} s, "
                                                     f"the grade log {log_s:.2f} s ("
-                                                    f"{figures['batches']} batches; requests: "
+                                                    f"{figures['batches']} "
+                                                    + ("batch" if figures["batches"] == 1
+                                                       else "batches") + "; requests: "
                                                     + ", ".join(f"{n} {m}" for m, n in
                                                                 sorted(asked.items())) + ")"),
         ]
