@@ -536,10 +536,10 @@ def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],
 def _listing_row(ref: RunRef, fingerprint: str | None) -> tuple[str, str, str, bytes] | None:
     """(uri, fingerprint, shape, stats) of a listed local run, as ResultStore.save_listings
     keeps them (`fingerprint` is the run's, already computed); None for a run it cannot
-    describe (not listed locally, not listed whole, holding links, or a name that is not
-    UTF-8)."""
+    describe (not listed locally, not listed whole, holding links or special files such as
+    named pipes, or a name that is not UTF-8)."""
     if fingerprint is None or fingerprint.endswith(RETRIED) or ref.folders is None or (
-            not ref.files or ref.unlisted or any(info.link_target is not None
+            not ref.files or ref.unlisted or any(info.link_target is not None or info.special
                                                  for info in ref.files.values())):
         return None  # (RETRIED: a run refused for a file it could not read is listed anew)
     shape, stats = pack_listing(ref.files, ref.folders)

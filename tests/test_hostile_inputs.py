@@ -12,8 +12,11 @@ import errno
 import hashlib
 import json
 import os
+import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -21,12 +24,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from run_folders import RESEARCHER, STATE, WRITER, write_run
+from run_folders import BINDINGS, RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.names import shown
 from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.sources.ledger_builder import evaluation
 from pipeline.sources.prose import DEFAULT_BINDING_CAP, read_run
 from pipeline.store import ROW_GROUP_BYTES
 from pipeline.tables import TABLES
@@ -35,6 +39,7 @@ SECRET = "OUTSIDE-THE-ROOT-7f3a9c"  # planted outside the runs root; must never 
 HUGE = 200 << 20
 MANY = 10_000
 REPO = Path(__file__).resolve().parent.parent
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 # YAML that would run a command if it were ever loaded with an unsafe loader.
 PYTHON_TAG = """---
@@ -737,3 +742,85 @@ def test_symlinked_runs_root_is_graded(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["graded"] == 1
     assert os.path.islink(tmp_path / "alias")
+
+
+def _grade_in_time(runs: Path, out: Path, seconds: float = 120) -> dict:
+    """The `--json` summary of `rungrade grade RUNS --out OUT`, run in a session of its own
+    and killed whole (workers too) if it has not finished in `seconds`: opening a named pipe
+    for reading waits for a writer, so a grade that opened one would never end."""
+    proc = subprocess.Popen([RUNGRADE, "grade", str(runs), "--out", str(out), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"the grade did not finish in {seconds} s: it opened a named pipe")
+    assert proc.returncode == 0, stderr
+    return json.loads(stdout)
+
+
+# run folder: the path of the run made a named pipe
+PIPES = {"20261112-000040-pipe-program": "program.md", "20261112-000041-pipe-state": "state.md",
+         "20261112-000042-pipe-output": "bindings/writer/summary.md",
+         "20261112-000043-pipe-contract": "services/writer.md"}
+
+
+def test_special_files_a_run_needs_are_refused_by_name_and_never_opened(tmp_path):
+    root = tmp_path / "runs"
+    for run_id, rel in PIPES.items():
+        path = write_run(root, run_id)
+        (path / rel).unlink()
+        os.mkfifo(path / rel)
+    # What the grader does not read may be anything: a pipe among the caller's inputs, a
+    # socket in the workspace (made with mknod, which needs no privilege for a socket).
+    path = write_run(root, "20261112-000044-unread-specials")
+    (path / "bindings/caller/question.md").unlink()
+    os.mkfifo(path / "bindings/caller/question.md")
+    (path / "workspace/writer").mkdir(parents=True)
+    os.mknod(path / "workspace/writer/agent.sock", 0o600 | stat.S_IFSOCK)
+    ledger = evaluation("run-20261112-pipe", "evals.sender-name/v1", ["eval-sender"]).write(
+        root / "evals" / "run-20261112-pipe", omit=["records.ndjson"])
+    os.mkfifo(ledger / "records.ndjson")
+
+    summary = _grade_in_time(root, tmp_path / "out")
+    assert (summary["found"], summary["graded"], summary["refused"]) == (6, 1, 5)
+    refusals = by_folder(tmp_path, load(tmp_path / "out", "refusals"))
+    never = "is a named pipe, not a file: it is never opened"
+    assert {rel: (row["reason"], row["detail"]) for rel, row in refusals.items()} == {
+        **{run_id: ("unreadable-file", f"{rel} {never}") for run_id, rel in PIPES.items()},
+        "evals/run-20261112-pipe": ("ledger-unreadable-artifact", f"records.ndjson {never}"),
+    }
+    graded = load(tmp_path / "out", "runs").filter(pl.col("status") == "graded")
+    assert graded["run_id"].to_list() == ["20261112-000044-unread-specials"]
+
+    # The runs are known again: nothing is graded twice, and no pipe is opened.
+    again = _grade_in_time(root, tmp_path / "out")
+    assert (again["found"], again["skipped"]) == (6, 6)
+
+
+@pytest.mark.parametrize("opens", OPENS)
+def test_a_file_swapped_for_a_named_pipe_after_listing_is_read_without_waiting(
+        tmp_path, opens, monkeypatch):
+    # Between the listing of a run and its reading, an output is replaced by a named pipe
+    # (with no writer): its read ends at once, as an empty file, instead of waiting for ever.
+    from pipeline.grade import _read_shard
+
+    _with_or_without_openat2(opens, monkeypatch)
+    path = write_run(tmp_path / "runs", "20261112-000045-swapped")
+    bucket = Bucket(str(tmp_path / "runs"))
+    ref = bucket.list_run(next(bucket.discover()))
+    (path / "bindings/writer/tldr.md").unlink()
+    os.mkfifo(path / "bindings/writer/tldr.md")
+    read = []
+    reader = threading.Thread(target=lambda: read.append(_read_shard(
+        (str(tmp_path / "runs"), None, [ref], DEFAULT_BINDING_CAP, ()))), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert read, "the read waited on the named pipe"
+    (rows,) = read
+    assert rows.refusals == []
+    assert {b["name"]: b["text"] for b in rows.bindings if b["service"] == "writer"} == {
+        "summary": BINDINGS["bindings/writer/summary.md"], "tldr": "",
+        "report": BINDINGS["bindings/writer/report.md"]}

@@ -77,6 +77,25 @@ class FileInfo(NamedTuple):
     size: int
     mtime: float
     link_target: str | None = None  # resolved target of a symlink, never followed
+    # what a path that is neither a file, a folder nor a symlink is ("a named pipe", ...): it
+    # is never opened (a named pipe's `open` waits for a writer), and a run that needs it is
+    # refused
+    special: str | None = None
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def special_file(st: os.stat_result) -> FileInfo:
+    """The FileInfo of a path that `lstat` says is neither a file, a folder nor a symlink."""
+    kind = next((name for test, name in _SPECIAL if test(st.st_mode)), "not a regular file")
+    return FileInfo(st.st_size, st.st_mtime, special=kind)
+
+
+def not_a_file(rel: str, info: FileInfo) -> str:
+    """Why the special file `rel` of a run is not read, as a refusal's detail says it."""
+    return f"{rel} is {info.special}, not a file: it is never opened"
 
 
 @dataclass
@@ -120,7 +139,8 @@ class RunRef:
     def fingerprint(self) -> str:
         files = self.files
         text = "".join(
-            f"{rel}\0{files[rel].size}\0{files[rel].mtime:.6f}\0{files[rel].link_target or ''}\n"
+            f"{rel}\0{files[rel].size}\0{files[rel].mtime:.6f}\0"
+            f"{files[rel].link_target or files[rel].special or ''}\n"  # (a target is absolute)
             for rel in sorted(files))
         if self.unlisted:  # (only then: the fingerprints of runs listed whole are unchanged)
             text += "".join(f"{rel}/\0unlisted\0{reason}\n" for rel, reason in sorted(
@@ -793,8 +813,12 @@ def why(exc: OSError) -> str:
 
 
 # A file is opened without following a final symlink: one put in place after the run was
-# listed (whose links were checked then) fails to open instead of being read.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+# listed (whose links were checked then) fails to open instead of being read. Nor does it
+# wait: a named pipe put in place of a file after the run was listed opens at once (without
+# O_NONBLOCK, `open` waits for a writer, for ever) and reads as empty; a file's reads are the
+# same either way.
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | _NO_WAIT
 
 
 # A run folder is opened as a folder, never through a symlink; the runs root may be one (it
@@ -833,7 +857,7 @@ def _openat2() -> Callable[..., int] | None:
     syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
                         ctypes.c_size_t]
     resolve = _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
-    hows = (OpenHow(os.O_RDONLY | os.O_CLOEXEC, 0, resolve),  # a file
+    hows = (OpenHow(os.O_RDONLY | os.O_CLOEXEC | _NO_WAIT, 0, resolve),  # a file
             OpenHow(os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY, 0, resolve))  # a folder
     at, size, encode = [ctypes.addressof(h) for h in hows], ctypes.sizeof(OpenHow), os.fsencode
 
@@ -915,9 +939,10 @@ def _walk_local(root: str):
                     yield entry.path, FileInfo(0, 0.0, link_target=target)
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
+                else:
                     st = entry.stat(follow_symlinks=False)
-                    yield entry.path, FileInfo(st.st_size, st.st_mtime)
+                    yield entry.path, (FileInfo(st.st_size, st.st_mtime) if entry.is_file(
+                        follow_symlinks=False) else special_file(st))
             except OSError:
                 continue
 
@@ -959,9 +984,10 @@ def _list_local(folder: str, mtime_ns: int, top: int
                             elif entry.is_symlink():
                                 files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(
                                     os.path.join(folder, rel)))
-                            elif entry.is_file(follow_symlinks=False):
+                            else:
                                 st = entry.stat(follow_symlinks=False)
-                                files[rel] = FileInfo(st.st_size, st.st_mtime)
+                                files[rel] = FileInfo(st.st_size, st.st_mtime) if (
+                                    entry.is_file(follow_symlinks=False)) else special_file(st)
                         except OSError as exc:
                             note(rel, exc)
             except OSError as exc:

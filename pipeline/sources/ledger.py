@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..checks.ledger import LEDGER_CLAUSE_KIND, LEDGER_SERVICE_KIND, LedgerGrader
-from .bucket import Bucket, RunRef
+from .bucket import Bucket, RunRef, not_a_file
 from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
@@ -165,6 +165,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
 def _read_artifact(bucket: Bucket, ref: RunRef, name: str) -> bytes:
     if ref.files[name].link_target is not None:
         raise Refusal("unsafe-path", f"{name} is a symlink (never followed)")
+    if ref.files[name].special:
+        raise Refusal("ledger-unreadable-artifact", not_a_file(name, ref.files[name]))
     try:
         data, truncated = bucket.read(f"{ref.path}/{ref.key(name)}", LEDGER_CAP)
     except OSError as exc:

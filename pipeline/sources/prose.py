@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from .bucket import Bucket, RunRef
+from .bucket import Bucket, RunRef, not_a_file
 from .contract import Component, Contract, normalise_name, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
@@ -255,6 +255,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
         if files[rel].link_target is not None:
             raise Refusal("unsafe-path", f"{rel} is a symlink (never followed)")
+        if files[rel].special:
+            raise Refusal("unreadable-file", not_a_file(rel, files[rel]))
         try:
             data, truncated = bucket.read(f"{ref.path}/{ref.key(rel)}", cap)
         except OSError as exc:
@@ -282,6 +284,9 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         rel for rel in files if _graded_binding(rel) and files[rel].link_target is None)
     if not binding_files:
         raise Refusal("no-outputs", "no bindings/{service}/ files in the run")
+    special = next((rel for rel in binding_files if files[rel].special), None)
+    if special is not None:
+        raise Refusal("unreadable-file", not_a_file(special, files[special]))
 
     rows = RunRows()
     blobs = _read_bindings(bucket, ref, binding_files, binding_cap)
