@@ -152,6 +152,8 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     # Names with '..', spaces and unicode, in the run id, a service and an output.
     run("20261112-000015-a..b c ü", files={
         "bindings/wri ter/ré sumé..md": "a résumé\n", "bindings/writer/..hidden.md": "dots\n"})
+    # Line breaks and tabs in the run id and an output's name: a suffix may hold any character.
+    run("20261112-000031-new\nline\tand tab", files={"bindings/writer/odd\nname.md": "odd\n"})
 
     # A run still being written: no '---end' yet.
     run("20261112-000016-writing", "refused", "incomplete-run", files={
@@ -641,6 +643,12 @@ def test_odd_names_are_kept_verbatim(corpus):
     assert ("wri ter", "ré sumé.") in names.rows()
     assert ("writer", "..hidden") in names.rows()
     assert (out / "reports" / "20261112-000015-a..b c ü.json").exists()
+    run_id = "20261112-000031-new\nline\tand tab"
+    uri = str(base / "runs" / run_id)
+    assert load(out, "runs").filter(pl.col("run_uri") == uri)["run_id"].to_list() == [run_id]
+    names = load(out, "bindings").filter(pl.col("run_uri") == uri)["name"].to_list()
+    assert "odd\nname" in names
+    assert json.loads((out / "reports" / f"{run_id}.json").read_text())["run_id"] == run_id
 
 
 def test_names_that_are_not_utf8_are_shown_escaped_and_found_again(corpus):

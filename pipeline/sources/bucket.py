@@ -36,7 +36,8 @@ import fsspec
 
 from ..names import shown
 
-RUN_DIR = re.compile(r"^\d{8}-\d{6}-.+$")
+# A run folder's name: the suffix may hold any character a name may (a line break too)
+RUN_DIR = re.compile(r"\d{8}-\d{6}-.+\Z", re.DOTALL)
 # `manifest.json` alone is too common a name to mark a ledger; these two are ledger-specific.
 LEDGER_MARKERS = frozenset({"records.ndjson", "completion.json"})
 # Files only a run folder holds directly: an OpenProse run's program and state log (eras A
