@@ -63,7 +63,7 @@ from .sources.prose import (
     read_run,
     refuse,
 )
-from .store import ListingIndex, ResultStore, new_attempt, new_batch_id, pack_listing
+from .store import ListingIndex, ReportOwners, ResultStore, new_attempt, new_batch_id, pack_listing
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
@@ -1033,6 +1033,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         if store.replaced_left:  # what a compaction, killed, left (see pipeline/compact.py)
             tidy_compacted(store)
         index = store.listings(known) if bucket.local else None
+        owners = ReportOwners(store)  # who holds each report's name, read when one publishes
         listed: list[tuple[str, str, str, bytes]] = []  # listings of unchanged runs, to keep
 
         def keep_listed() -> None:
@@ -1105,7 +1106,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                           "refused": sum(s["refused"] for s in stats)}
                 committed = batch_for(batch_id, grader_id, main_id)
                 if counts["runs"]:
-                    store.publish(committed, grader_id, counts, attempts)
+                    store.publish(committed, grader_id, counts, attempts, owners)
                     summary.batches.append(committed)
                     commits.append({"batch_id": committed, "grader_id": grader_id})
                 else:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
+# The bytes of a run id a report's file name holds: with a uri tag or two (`~{8 hex}`),
+# `.json`, and the tag a staged copy's name starts with, a name stays within the 255 bytes a
+# file name may take (a run folder named with 242 bytes or more failed every grade).
+NAME_BYTES = 200
+
 
 def shown(name: str) -> str:
     """`name` as results hold it: a file name that is not UTF-8 (Python holds its undecodable
@@ -26,3 +33,18 @@ def shown_in(value):
     if isinstance(value, dict):
         return {shown_in(k): shown_in(v) for k, v in value.items()}
     return value
+
+
+def report_stem(run_id: str) -> str:
+    """A report's file name before `.json`: the run id, or one longer than NAME_BYTES bytes
+    cut (at a character) and followed by `~` and 12 hex digits of the whole id's SHA-1."""
+    raw = run_id.encode()
+    if len(raw) <= NAME_BYTES:
+        return run_id
+    return f"{raw[:NAME_BYTES - 13].decode(errors='ignore')}~{hashlib.sha1(raw).hexdigest()[:12]}"
+
+
+def uri_tag(uri: str) -> str:
+    """8 hex digits of the SHA-1 of a run's uri: what tells apart the reports of two runs with
+    one run id (`{run_id}~{uri tag}.json`)."""
+    return hashlib.sha1(uri.encode()).hexdigest()[:8]

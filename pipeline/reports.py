@@ -6,11 +6,10 @@ Built with polars aggregations over the batch tables; the only per-run step is s
 
 from __future__ import annotations
 
-import hashlib
-
 import polars as pl
 
 from .checks.ledger import LEDGER_CLAUSE_KIND, verdict
+from .names import report_stem, uri_tag
 
 
 def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -21,37 +20,18 @@ def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# The bytes of a run id a report's file name holds: with a uri tag or two (`~{8 hex}`),
-# `.json`, and the tag a staged copy's name starts with, a name stays within the 255 bytes a
-# file name may take (a run folder named with 242 bytes or more failed every grade).
-NAME_BYTES = 200
-
-
-def report_stem(run_id: str) -> str:
-    """A report's file name before `.json`: the run id, or one longer than NAME_BYTES bytes
-    cut (at a character) and followed by `~` and 12 hex digits of the whole id's SHA-1."""
-    raw = run_id.encode()
-    if len(raw) <= NAME_BYTES:
-        return run_id
-    return f"{raw[:NAME_BYTES - 13].decode(errors='ignore')}~{hashlib.sha1(raw).hexdigest()[:12]}"
-
-
 def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
     """Return {staged name: JSON text} for every graded run of the batch (refused runs have
     none), in run_uri order.
 
     A staged name is `{uri tag}.{run_id}.json`, the tag 8 hex digits of the SHA-1 of the
     run's own uri and the run id cut if very long (see `report_stem`). Publishing drops the
-    tag (`ResultStore.publish`), except from a run id that a run under another prefix took
-    first in the batch: that report is named `{run_id}~{uri tag}.json`.
+    tag (`ResultStore.publish`), except from a run id that a run under another prefix holds
+    (see `ReportOwners`): that report is named `{run_id}~{uri tag}.json`.
     """
-    return {f"{_uri_tag(run_uri)}.{report_stem(run_id)}.json": text
+    return {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
             for run_id, run_uri, text in sorted(
                 _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
-
-
-def _uri_tag(uri: str) -> str:
-    return hashlib.sha1(uri.encode()).hexdigest()[:8]
 
 
 def _encoded(report: pl.DataFrame, fields: tuple[str, ...]) -> list[tuple[str, str, str]]:

@@ -43,11 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
+from typing import NamedTuple
 
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
-from .names import shown, shown_in
+from .names import NAME_BYTES, report_stem, shown, shown_in, uri_tag
 from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -302,6 +303,72 @@ class _PartInRanges:
 PATTERN_CHARACTERS = "[]*?"
 
 
+class StagedReport(NamedTuple):
+    """A report staged by a worker: its path, its path below the batch's staged reports
+    (`{attempt}/{uri tag}.{name}`), the tag (None in an older version's layout) and the name
+    it takes unless another run holds it, `{run_id}.json`."""
+
+    src: str
+    rel: str
+    tag: str | None
+    name: str
+
+
+def _first_in_batch(staged: list[StagedReport]) -> dict[str, str]:
+    """{rel: `{run_id}~{uri tag}.json`} of each staged report whose `{run_id}.json` a run
+    under another prefix took earlier in the batch (and nothing else decides)."""
+    taken: dict[str, str | None] = {}
+    renamed = {}
+    for report in staged:
+        if taken.setdefault(report.name, report.tag) != report.tag and report.tag:
+            renamed[report.rel] = f"{report.name.removesuffix('.json')}~{report.tag}.json"
+    return renamed
+
+
+class ReportOwners:
+    """Which run holds each report name of `RESULTS/reports/`: `{run_id}.json` belongs to the
+    first run committed with that run id (oldest batch first, under any grader id); a run with
+    the same id under another prefix, graded in that batch or any later one, gets
+    `{run_id}~{uri tag}.json`. So no run's report ever replaces another run's.
+
+    The committed runs are read when the first batch of the grade publishes (a grade that
+    grades nothing reads nothing), then the names each batch takes are kept.
+    """
+
+    def __init__(self, store: ResultStore):
+        self._store = store
+        self._history: pl.DataFrame | None = None  # run_id, run_uri of each id's first run
+        self._held: dict[str, str] = {}  # report name: its run's uri tag, as batches publish
+
+    def names(self, staged: list[StagedReport]) -> dict[str, str]:
+        """{rel: name} of the `staged` reports whose run does not hold `{run_id}.json`; the
+        others' runs hold it from now on."""
+        held = self._holders({r.name for r in staged if r.tag and r.name not in self._held})
+        renamed = {}
+        for report in staged:
+            if report.tag is None:
+                continue
+            holder = self._held.get(report.name) or held.setdefault(report.name, report.tag)
+            if holder != report.tag:
+                renamed[report.rel] = f"{report.name.removesuffix('.json')}~{report.tag}.json"
+        self._held.update(held)
+        return renamed
+
+    def _holders(self, names: set[str]) -> dict[str, str]:
+        """{name: uri tag} of the committed runs that hold `names`."""
+        if not names:
+            return {}
+        if self._history is None:
+            runs = self._store.committed_runs({"run_id": pl.String, "run_uri": pl.String})
+            self._history = runs.unique("run_id", keep="first", maintain_order=True)
+        ids = {name.removesuffix(".json") for name in names}
+        found = self._history.filter(pl.col("run_id").is_in(ids)  # a long id's name is cut
+                                     | (pl.col("run_id").str.len_bytes() > NAME_BYTES))
+        holders = {f"{report_stem(run_id)}.json": uri_tag(run_uri)
+                   for run_id, run_uri in found.iter_rows()}
+        return {name: holders[name] for name in names if name in holders}
+
+
 class ResultStore:
     def __init__(self, uri: str, endpoint_url: str | None = None):
         self.uri = uri
@@ -369,11 +436,14 @@ class ResultStore:
         if self.fs.exists(staging):
             for path in self.fs.ls(staging, detail=False):
                 batch = path.rstrip("/").rsplit("/", 1)[-1]
-                if batch in commits:  # roll its reports forward
+                if batch in commits:  # roll its reports forward, under the names it chose
                     commit = commits[batch]
                     attempts = commit.get("attempts")  # absent from older versions' markers
-                    self._publish_reports(batch, commit["grader_id"],
-                                          None if attempts is None else set(attempts))
+                    staged = self._staged_reports(
+                        batch, None if attempts is None else set(attempts))
+                    renamed = commit.get("renamed_reports")
+                    self._publish_reports(batch, commit["grader_id"], staged, _first_in_batch(
+                        staged) if renamed is None else renamed)
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
@@ -497,7 +567,7 @@ class ResultStore:
             self.fs.pipe(files)
 
     def publish(self, batch_id: str, grader_id: str, summary: dict,
-                attempts: set[str]) -> None:
+                attempts: set[str], owners: ReportOwners | None = None) -> None:
         """Move the staged parts of `attempts` into place, write the batch's commit marker
         (the batch now exists), then move the same attempts' reports into place.
 
@@ -505,6 +575,11 @@ class ResultStore:
         grade took are published, each as `part-{part}.parquet`, and the marker names them: a
         task that died, or a worker presumed dead that finishes its shard after the shard was
         given to another, leaves files nobody publishes (they go with the staging folder).
+
+        Each report is named `{run_id}.json`, or `{run_id}~{uri tag}.json` where another run
+        holds that name (`owners`; without it, one taken earlier in the batch). The marker
+        keeps the names that are not `{run_id}.json`, so a batch whose reports a crash left
+        staged is finished under the same names.
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
@@ -523,17 +598,33 @@ class ResultStore:
             flush_to_disk(self.root)  # the parts on disk before a marker names them
         elif moves:  # server-side copies, many at a time; staging goes with the folder later
             self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
+        staged = self._staged_reports(batch_id, attempts)
+        renamed = owners.names(staged) if owners is not None else _first_in_batch(staged)
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
-                  "attempts": sorted(attempts)}
+                  "attempts": sorted(attempts), "renamed_reports": renamed}
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode(), durable=True)
-        self._publish_reports(batch_id, grader_id, attempts)
+        self._publish_reports(batch_id, grader_id, staged, renamed)
 
-    def _publish_reports(self, batch_id: str, grader_id: str,
-                         attempts: set[str] | None) -> None:
-        """Put a committed batch's staged reports of `attempts` (all when None) in place,
-        then drop its staging folder.
+    def _staged_reports(self, batch_id: str, attempts: set[str] | None) -> list[StagedReport]:
+        """The staged reports of a batch's `attempts` (all when None), in path order."""
+        folder = f"{self.path('_staging', batch_id)}/reports"
+        staged = []
+        for src in self._files(folder):
+            # staged as `{attempt}/{uri tag}.{name}` (see build_reports)
+            rel = src[len(folder) + 1:]
+            attempt, base = rel.rpartition("/")[::2]
+            if attempts is not None and attempt not in attempts:
+                continue
+            tag, name = (base[:8], base[9:]) if attempt else (None, base)
+            staged.append(StagedReport(src, rel, tag, name))
+        return staged
+
+    def _publish_reports(self, batch_id: str, grader_id: str, staged: list[StagedReport],
+                         renamed: dict[str, str]) -> None:
+        """Put a committed batch's `staged` reports in place, each under its name (`renamed`
+        where that is not `{run_id}.json`), then drop its staging folder.
 
         Runs after the commit marker, so a report never describes an uncommitted batch. Each
         report's top-level copy is made before its per-grader copy is moved out of staging, so
@@ -542,19 +633,7 @@ class ResultStore:
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
-        staged = f"{staging}/reports"
-        pairs, used = [], set()
-        for src in self._files(staged):
-            # staged as `{attempt}/{uri tag}.{name}` (see build_reports): a run id taken in this
-            # batch already, by a run under another prefix, is named `{run_id}~{uri tag}.json`
-            folder, base = src[len(staged) + 1:].rpartition("/")[::2]
-            if attempts is not None and folder not in attempts:
-                continue
-            tag, name = (base[:8], base[9:]) if folder else (None, base)
-            if name in used and tag:
-                name = f"{name.removesuffix('.json')}~{tag}.json"
-            used.add(name)
-            pairs.append((src, name))
+        pairs = [(report.src, renamed.get(report.rel, report.name)) for report in staged]
         if self.local:
             if pairs:
                 os.makedirs(self.path("reports", f"grader={slug}"), exist_ok=True)
@@ -575,33 +654,41 @@ class ResultStore:
         `commits`, the committed batches, when the caller has read them).
 
         A run stored in several batches keeps the fingerprint of its latest batch, the one the
-        catalog shows. Reads two columns of the committed `runs` parts, nothing else: locally
-        in one scan (polars reads the parts side by side and keeps their order), from S3
-        fetched whole, many at a time (a part is a few tens of KB).
+        catalog shows. Reads two columns of the committed `runs` parts, nothing else.
         """
+        found = self.committed_runs({"run_uri": pl.String, "fingerprint": pl.String}, commits,
+                                    grader_ids)
+        return dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
+                        strict=True))
+
+    def committed_runs(self, columns: dict[str, pl.DataType], commits: list[dict] | None = None,
+                       grader_ids: set[str] | None = None) -> pl.DataFrame:
+        """`columns` of the committed `runs` parts of `grader_ids` (default: every grader id's),
+        oldest batch first (`commits`: the committed batches, when the caller has read them).
+        Locally in one scan (polars reads the parts side by side and keeps their order), from
+        S3 fetched whole, many at a time (a part is a few tens of KB)."""
         commits = self.commits() if commits is None else commits
-        batches = {c["batch_id"] for c in commits if c["grader_id"] in grader_ids}
-        slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
-        parts = [p for p in self.table_files("runs", batches) if p.split("/")[-3] in slugs]
+        batches = {c["batch_id"] for c in commits
+                   if grader_ids is None or c["grader_id"] in grader_ids}
+        parts = self.table_files("runs", batches)
+        if grader_ids is not None:
+            slugs = {f"grader={grader_slug(g)}" for g in grader_ids}
+            parts = [p for p in parts if p.split("/")[-3] in slugs]
         paths = [url if self.local else url.split("://", 1)[1]
                  for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1])]
         if not paths:
-            return {}
-        # parts written by other versions may hold other columns: only these two are read
-        wanted = {"run_uri": pl.String, "fingerprint": pl.String}
+            return pl.DataFrame(schema=columns)
+        # parts written by other versions may hold other columns: only these are read
         if self.local:
-            found = pl.scan_parquet(paths, schema=wanted, extra_columns="ignore",
-                                    hive_partitioning=False).collect()
-        else:
-            frames = []
-            for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
-                some = paths[chunk:chunk + self.FETCHED_TOGETHER]
-                blobs = self.fs.cat(some)
-                frames += [pl.read_parquet(io.BytesIO(blobs[path]), columns=list(wanted))
-                           for path in some]
-            found = pl.concat(frames, how="vertical_relaxed")
-        return dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
-                        strict=True))
+            return pl.scan_parquet(paths, schema=columns, extra_columns="ignore",
+                                   hive_partitioning=False).collect()
+        frames = []
+        for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
+            some = paths[chunk:chunk + self.FETCHED_TOGETHER]
+            blobs = self.fs.cat(some)
+            frames += [pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
+                       for path in some]
+        return pl.concat(frames, how="vertical_relaxed")
 
     FETCHED_TOGETHER = 256  # committed `runs` parts read at once by `fingerprints`
 

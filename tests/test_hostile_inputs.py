@@ -726,6 +726,97 @@ def test_each_report_of_one_run_id_under_three_prefixes_is_named_by_its_own_uri(
                          for name, score in tagged.items()}
 
 
+def _reports(out: Path, run_id: str) -> dict[str, dict[str, bytes]]:
+    """{folder: {name: bytes}} of the reports of `run_id`, top level and per grader id."""
+    folders = {"reports": out / "reports",
+               "grader": out / "reports" / "grader=prose.contract.grader-v13"}
+    return {key: {p.name: p.read_bytes() for p in folder.glob(f"{run_id}*.json")}
+            for key, folder in folders.items()}
+
+
+def _grade(runs: Path, out: Path, *options: str) -> dict:
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                      "--workers", "1", *options])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+SAME = "20261112-000021-same"
+ONE_PARAGRAPH = {"bindings/writer/summary.md": "One paragraph only.\n"}
+
+
+def _tagged(uri: Path) -> str:
+    return f"{SAME}~{hashlib.sha1(str(uri).encode()).hexdigest()[:8]}.json"
+
+
+def test_a_run_id_found_again_under_another_prefix_later_keeps_both_reports(tmp_path):
+    # `{run_id}.json` belongs to the first run graded with that id; a run with the same id
+    # under another prefix, graded in a later grade, gets its own tagged name instead of
+    # replacing the first run's report (in the top-level copy and in the grader's folder).
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    first = write_run(runs / "a", SAME)
+    _grade(runs, out)
+    before = _reports(out, SAME)
+    assert {k: list(v) for k, v in before.items()} == {
+        "reports": [f"{SAME}.json"], "grader": [f"{SAME}.json"]}
+
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)  # graded differently
+    assert _grade(runs, out)["graded"] == 1
+    after = _reports(out, SAME)
+    for folder in after.values():
+        assert set(folder) == {f"{SAME}.json", _tagged(second)}
+        assert folder[f"{SAME}.json"] == before["reports"][f"{SAME}.json"]
+        assert folder[f"{SAME}.json"] != folder[_tagged(second)]
+
+    # The first run changes and is graded again: it keeps its name, the other's is untouched.
+    (first / "bindings/writer/tldr.md").write_text("One. Two. Three.\n")
+    assert _grade(runs, out)["graded"] == 1
+    again = _reports(out, SAME)
+    for key, folder in again.items():
+        assert set(folder) == {f"{SAME}.json", _tagged(second)}
+        assert folder[_tagged(second)] == after[key][_tagged(second)]
+        assert folder[f"{SAME}.json"] != after[key][f"{SAME}.json"]
+
+
+def test_runs_of_one_id_in_batches_of_one_grade_each_keep_their_report(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    write_run(runs / "a", SAME)
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
+    assert len(_grade(runs, out, "--batch-size", "1")["batches"]) == 2
+    scores = {name: json.loads(text)["overall_score"]
+              for name, text in _reports(out, SAME)["grader"].items()}
+    by_uri = dict(load(out, "run_scores").select("run_uri", "overall_score").iter_rows())
+    assert scores == {f"{SAME}.json": by_uri[str(runs / "a" / SAME)],
+                      _tagged(second): by_uri[str(second)]}
+
+
+def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, monkeypatch):
+    # The grade is stopped after its batch committed, before its reports were put in place:
+    # the next grade puts them there under the names the batch chose (its marker keeps them),
+    # not under names chosen again from what is left staged.
+    from pipeline.store import ResultStore
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    write_run(runs / "a", SAME)
+    _grade(runs, out)
+    first = _reports(out, SAME)
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ResultStore, "_publish_reports", crash)
+        result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                          "--workers", "1"])
+    assert result.exit_code != 0
+    assert _reports(out, SAME) == first  # committed, its report still staged
+    assert _grade(runs, out)["graded"] == 0  # the batch stands; its report is put in place
+    for key, folder in _reports(out, SAME).items():
+        assert set(folder) == {f"{SAME}.json", _tagged(second)}
+        assert folder[f"{SAME}.json"] == first[key][f"{SAME}.json"]
+
+
 def test_repeated_service_and_program_named_like_a_service(corpus):
     base, out, *_ = corpus
     services = load(out, "services")
