@@ -218,6 +218,12 @@ def test_results_under_a_file_fail_clearly(tmp_path):
     assert blocker.read_text() == "not a folder\n"
 
 
+# Runs the signal tests grade in batches of 10: enough that, after the first commit, the grade
+# has seconds of work left when the signal comes, even on a loaded machine (with 200, a suite
+# running on both cores once saw the grade end before the signal reached it).
+SIGNALLED_RUNS = 400
+
+
 def _start_grade(runs: Path, out: Path, workers: int) -> subprocess.Popen:
     code = "import sys; from pipeline.cli import app; sys.exit(app())"
     return subprocess.Popen(
@@ -253,7 +259,7 @@ def _wait_for_children(proc: subprocess.Popen, timeout: float = 60) -> None:
 @pytest.mark.parametrize(("target", "workers"), [("process", 1), ("process-group", 2)])
 def test_sigterm_stops_cleanly_and_the_rerun_finishes(tmp_path, target, workers):
     runs, out = tmp_path / "runs", tmp_path / "results"
-    total = 200
+    total = SIGNALLED_RUNS
     for i in range(total):
         write_run(runs, f"20261112-{i:06d}-bulk")
     proc = _start_grade(runs, out, workers)
@@ -296,7 +302,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_finishes(tmp_path, target, workers)
 def test_ctrl_c_abandons_the_batch_in_hand_and_says_how_to_finish(tmp_path):
     # Ctrl-C ended the grade with exit code 130 and not a word
     runs, out = tmp_path / "runs", tmp_path / "results"
-    total = 200
+    total = SIGNALLED_RUNS
     for i in range(total):
         write_run(runs, f"20261112-{i:06d}-bulk")
     proc = _start_grade(runs, out, 2)
