@@ -313,6 +313,11 @@ class StagedReport(NamedTuple):
     tag: str | None
     name: str
 
+    @property
+    def tagged(self) -> str:
+        """The name it takes where another run holds `{run_id}.json`."""
+        return f"{self.name.removesuffix('.json')}~{self.tag}.json"
+
 
 def _first_in_batch(staged: list[StagedReport]) -> dict[str, str]:
     """{rel: `{run_id}~{uri tag}.json`} of each staged report whose `{run_id}.json` a run
@@ -321,7 +326,7 @@ def _first_in_batch(staged: list[StagedReport]) -> dict[str, str]:
     renamed = {}
     for report in staged:
         if taken.setdefault(report.name, report.tag) != report.tag and report.tag:
-            renamed[report.rel] = f"{report.name.removesuffix('.json')}~{report.tag}.json"
+            renamed[report.rel] = report.tagged
     return renamed
 
 
@@ -350,7 +355,7 @@ class ReportOwners:
                 continue
             holder = self._held.get(report.name) or held.setdefault(report.name, report.tag)
             if holder != report.tag:
-                renamed[report.rel] = f"{report.name.removesuffix('.json')}~{report.tag}.json"
+                renamed[report.rel] = report.tagged
         self._held.update(held)
         return renamed
 

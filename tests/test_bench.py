@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,18 @@ def test_a_corpus_given_as_the_folder_for_corpora_is_refused(tmp_path: Path):
     assert sorted(p.name for p in made.iterdir()) == ["acme"]
     # the folder that holds it is used as before: the corpus is there already
     assert bench.corpus(tmp_path, 30, 7, None) == made
+
+
+def test_the_large_corpus_is_skipped_where_the_disk_has_no_room_for_it(tmp_path: Path):
+    # `make bench` also writes a 100,000-run corpus (about 15 GB with its results): on a disk
+    # without that much room it says so and goes on, instead of failing when the disk fills
+    bench = _grade_bench()
+    free = shutil.disk_usage(tmp_path).free
+    fits = free // bench.DISK_PER_RUN // 2
+    assert bench._short_of_room(tmp_path, fits, 7) is None
+    too_many = free // bench.DISK_PER_RUN + 1000
+    said = bench._short_of_room(tmp_path, too_many, 7)
+    assert said.startswith("it needs about ") and str(tmp_path) in said
+    assert "--big-runs 0" in said
+    (tmp_path / f"corpus-{too_many}-seed7.complete").write_text("{}")  # written already
+    assert bench._short_of_room(tmp_path, too_many, 7) is None

@@ -173,6 +173,14 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     run("team-a/20261112-000021-same")
     run("team-b/20261112-000021-same")
 
+    # Folders where the program and the state log belong: refused, and the detail says so.
+    for n, rel, reason in ((32, "program.md", "missing-program"),
+                           (33, "state.md", "incomplete-run")):
+        path = run(f"20261112-0000{n}-folder-{rel.split('.')[0]}", "refused", reason)
+        (path / rel).unlink()
+        (path / rel / "inside.md").parent.mkdir()
+        (path / rel / "inside.md").write_text("not the file\n")
+
     # A file named like a run folder: a run, refused, and the detail says why.
     (root / "20261112-000024-a-file").write_text("not a run folder\n")
     expected["20261112-000024-a-file"] = ("refused", "missing-program")
@@ -239,6 +247,15 @@ def test_a_file_named_like_a_run_is_refused_as_a_file(corpus):
     refusals = by_folder(base, load(out, "refusals"))
     assert refusals["20261112-000024-a-file"]["detail"] == (
         "the run path is a file, not a folder: no program.md to read")
+
+
+def test_a_folder_named_like_a_file_the_run_needs_is_named_in_the_refusal(corpus):
+    base, out, *_ = corpus
+    refusals = by_folder(base, load(out, "refusals"))
+    assert refusals["20261112-000032-folder-program"]["detail"] == (
+        "no program.md in the run folder (program.md is a folder, not a file)")
+    assert refusals["20261112-000033-folder-state"]["detail"] == (
+        "no state.md: completion cannot be established (state.md is a folder, not a file)")
 
 
 def test_nothing_outside_the_root_is_read(corpus):

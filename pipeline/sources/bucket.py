@@ -94,6 +94,13 @@ def special_file(st: os.stat_result) -> FileInfo:
     return FileInfo(st.st_size, st.st_mtime, special=kind)
 
 
+def a_folder(ref: RunRef, *names: str) -> str:
+    """What a refusal for a missing file adds where a folder of the run has its name:
+    ` ({name} is a folder, not a file)`; nothing otherwise."""
+    folders = ref.folders or {}
+    return "".join(f" ({name} is a folder, not a file)" for name in names if name in folders)
+
+
 def not_a_file(rel: str, info: FileInfo) -> str:
     """Why the special file `rel` of a run is not read, as a refusal's detail says it."""
     return f"{rel} is {info.special}, not a file: it is never opened"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..checks.ledger import LEDGER_CLAUSE_KIND, LEDGER_SERVICE_KIND, LedgerGrader
-from .bucket import Bucket, RunRef, not_a_file
+from .bucket import Bucket, RunRef, a_folder, not_a_file
 from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
@@ -104,11 +104,11 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
         if info.link_target is not None and not bucket.inside(info.link_target):
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
     if "completion.json" not in files:
-        raise Refusal("ledger-incomplete",
-                      "no completion.json: the ledger was never sealed (it is written last)")
+        raise Refusal("ledger-incomplete", "no completion.json: the ledger was never sealed "
+                      "(it is written last)" + a_folder(ref, "completion.json"))
     for name in ("manifest.json", "records.ndjson"):
         if name not in files:
-            raise Refusal("ledger-unreadable-artifact", f"{name} is missing")
+            raise Refusal("ledger-unreadable-artifact", f"{name} is missing" + a_folder(ref, name))
     blobs = {name: _read_artifact(bucket, ref, name) for name in
              ("completion.json", "manifest.json", "records.ndjson")}
 

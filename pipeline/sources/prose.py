@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from .bucket import Bucket, RunRef, not_a_file
+from .bucket import Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
@@ -244,11 +244,12 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("missing-program", f"the run path is a file, not a folder: no "
                       f"{layout.program} to read")
     if layout.program not in files:
-        raise Refusal("missing-program", f"no {layout.program} in the run folder")
+        raise Refusal("missing-program", f"no {layout.program} in the run folder"
+                      + a_folder(ref, layout.program))
     manifest_rel = next((m for m in layout.manifests if m in files), None)
     if manifest_rel is None:
         raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
-                      "without a services list")
+                      "without a services list" + a_folder(ref, *layout.manifests))
 
     cut: set[str] = set()  # files longer than their cap: only their head was read
 
@@ -276,7 +277,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     run["completed"] = bool(log and log.completed)
     run["ended_at"] = log.ended_at if log else None
     if log is None:
-        raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established")
+        raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established"
+                      + a_folder(ref, layout.log))
     if not log.completed:
         raise Refusal("incomplete-run", _not_ended(layout.log, log, layout.log in cut))
 
