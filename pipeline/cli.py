@@ -468,7 +468,9 @@ def sql(
     results: Annotated[str | None, typer.Option(
         "--results", "-r", show_default=False,
         help="Results folder or s3:// prefix (default: results).")] = None,
-    csv: Annotated[Path | None, typer.Option(help="Also write the result as CSV.")] = None,
+    csv: Annotated[Path | None, typer.Option(
+        help="Also write the result as CSV to this file; `-` writes it to stdout instead of "
+             "the table, for scripts.")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
     """Run SQL against the committed results (every table is a view; see README).
@@ -507,6 +509,9 @@ def sql(
             raise fail(f"a store failed while running the query: {exc}. Rerun it.",
                        exit_codes.STORAGE) from exc
         raise fail(f"the query failed: {exc}", exit_codes.USAGE) from exc
+    if csv == Path("-"):
+        sys.stdout.write(df.write_csv())
+        return
     if csv:
         df.write_csv(csv)
     _print_frame(df)

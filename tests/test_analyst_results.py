@@ -93,6 +93,22 @@ def test_sql_takes_the_results_beside_the_query_as_the_other_commands_do(graded)
     assert "the results are given twice" in twice.output
 
 
+def test_sql_writes_every_row_as_csv_to_stdout_for_scripts(graded, tmp_path):
+    # the table shows 50 rows, folded to the terminal; `--csv -` gives a script every row
+    results = str(graded["results"])
+    query = "select run_uri, service, clause_id, verdict from clause_verdicts order by all"
+    piped = cli("sql", results, query, "--csv", "-")
+    assert piped.exit_code == 0, piped.output
+    expected = stored(graded["results"], "clause_verdicts").select(
+        "run_uri", "service", "clause_id", "verdict").sort(pl.all())
+    assert expected.height > 50
+    assert pl.read_csv(piped.output.encode()).equals(expected)
+    into = tmp_path / "rows.csv"
+    shown = cli("sql", results, query, "--csv", str(into))
+    assert shown.exit_code == 0 and "more rows" in shown.output  # the table, and the file
+    assert pl.read_csv(into).equals(expected)
+
+
 # -- 1. the dataset ----------------------------------------------------------------------------
 
 def test_duckdb_and_polars_read_every_table_directly(graded):
