@@ -734,9 +734,34 @@ def trend(
     _write_frame(df, out_file)
 
 
+ResultsAndIds = Annotated[list[str] | None, typer.Argument(
+    metavar="[results] [base head]", show_default=False,
+    help="Results folder or s3:// prefix written by `rungrade grade` (default: results); "
+         "after it, the two grader ids to compare may be given as --base and --head give them.")]
+
+
+def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
+                     ) -> tuple[str, str | None, str | None]:
+    """(results, base, head) from the words of `rungrade diff` or `report`: the results,
+    then two grader ids (or none: --base and --head, or the defaults)."""
+    from .checks.grader import GRADER_ID
+
+    words = words or []
+    ids = [w for w in words if GRADER_ID.match(w)]
+    others = [w for w in words if not GRADER_ID.match(w)]
+    if len(others) > 1 or len(ids) not in (0, 2):
+        raise fail(f"expected the results and two grader ids, base then head, as in "
+                   f"`RESULTS prose.contract.grader/v12 prose.contract.grader/v13`; got "
+                   f"{' '.join(words)}", exit_codes.USAGE)
+    if ids and (base or head):
+        raise fail("the grader ids are given twice: give them after the results or with "
+                   "--base and --head, not both", exit_codes.USAGE)
+    return (others[0] if others else "results", *(ids or (base, head)))
+
+
 @app.command()
 def diff(
-    results: ResultsArg = "results",
+    words: ResultsAndIds = None,
     base: Annotated[str | None, typer.Option(
         help="Grader id to compare from (default: the second most recent grader id).")] = None,
     head: Annotated[str | None, typer.Option(
@@ -759,6 +784,7 @@ def diff(
 
     from .analysis import ResultsQueryError, version_diff
 
+    results, base, head = _results_and_ids(words, base, head)
     _check_out(out_file)
     con = _open_results(results, endpoint_url)
     try:
@@ -806,8 +832,9 @@ def diff(
 
 @app.command()
 def report(
-    results: ResultsArg = "results",
-    html_out: Annotated[Path, typer.Option("--html", help="Write the HTML page here.")]
+    words: ResultsAndIds = None,
+    html_out: Annotated[Path, typer.Option("--html", "--out", "-o",
+                                           help="Write the HTML page here.")]
     = Path("report.html"),
     base: Annotated[str | None, typer.Option(
         help="Grader id the flip matrix compares from (default: the second most recent).")]
@@ -825,6 +852,7 @@ def report(
     from .analysis import ResultsQueryError
     from .html_report import build_report
 
+    results, base, head = _results_and_ids(words, base, head)
     con = _open_results(results, endpoint_url)
     try:
         page = build_report(con, results, base, head, endpoint_url)

@@ -116,6 +116,12 @@ def test_report_flip_matrix_follows_base_and_head(results, tmp_path):
                                    "--base", "nope.grader/v1"])
     assert bad.exit_code == USAGE and "nope.grader/v1" in bad.output
 
+    # the grader ids after the results, and `-o` for the page, as `rungrade diff` takes them
+    again = tmp_path / "again.html"
+    given = CliRunner().invoke(app, ["report", str(results), HEAD_ID, BASE_ID, "-o", str(again)])
+    assert given.exit_code == 0, given.output
+    assert [a["alt"] for t, a in parse(again)[1].tags if t == "img"] == alts
+
 
 @pytest.mark.parametrize("runs", ["one grader id", "ledgers beside"])
 def test_report_of_no_pair_of_grader_ids_says_how_to_compare(tmp_path, runs):

@@ -425,6 +425,21 @@ def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     assert set(back.flipped["base_verdict"]) == set(flips["head_verdict"])
 
 
+def test_diff_takes_the_grader_ids_after_the_results(graded):
+    # `rungrade diff RESULTS BASE HEAD`, as one would compare two revisions, said only "Got
+    # unexpected extra argument(s)"
+    results = str(graded["results"])
+    given = cli("diff", results, HEAD_ID, BASE_ID)
+    assert given.exit_code == 0, given.output
+    assert given.output == cli("diff", results, "--base", HEAD_ID, "--head", BASE_ID).output
+    assert f"{HEAD_ID} → {BASE_ID}" in given.output
+    for words in ((results, HEAD_ID), (results, "v12", "v13")):
+        one = cli("diff", *words)
+        assert one.exit_code == USAGE and "two grader ids, base then head" in one.output
+    twice = cli("diff", results, BASE_ID, HEAD_ID, "--base", BASE_ID)
+    assert twice.exit_code == USAGE and "given twice" in twice.output
+
+
 def test_diff_cli_refuses_what_it_cannot_answer(graded, tmp_path):
     results = str(graded["results"])
     unknown = cli("diff", results, "--base", "nope.grader/v1", "--head", HEAD_ID)
