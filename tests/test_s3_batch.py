@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
+from run_folders import write_run
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
@@ -460,3 +462,29 @@ def test_commands_without_s3_credentials_say_so(runs_bucket: str, s3_bucket: str
         assert done.returncode == exit_codes.STORAGE, (command, done.stderr)
         assert "Unable to locate credentials" in said and "Traceback" not in done.stderr
         assert "fix the cause (" in said and "credentials" in said.split("fix the cause")[1]
+
+
+def test_names_xml_and_urls_escape_are_found_read_and_kept_on_s3(tmp_path: Path, s3_bucket: str,
+                                                                  s3_server: str, s3fs_client):
+    # `&`, `<`, quotes, `+`, `%41` and non-ASCII letters in folder, run and output names: S3
+    # lists them escaped for XML, and a read names them in a URL; the runs are graded from the
+    # bucket exactly as from the local disk
+    root = tmp_path / "runs"
+    odd = "a+b %41 c&d 'q' \"dq\" <ü>"
+    write_run(root / "team a&b", "20261112-000001-x&y <z>",
+              files={f"bindings/writer/{odd}.md": "odd\n"})
+    write_run(root / "p+q", "20261112-000002-plus+sign%41")
+    s3fs_client.put(str(root) + "/", f"{s3_bucket}/nightly/", recursive=True)
+    answers = {}
+    for where, options in (("local", [str(root)]),
+                           ("s3", [f"s3://{s3_bucket}/nightly", "--endpoint-url", s3_server])):
+        result = CliRunner().invoke(app, ["grade", *options, "--out", str(tmp_path / where),
+                                          "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.output)
+        bindings = pl.read_parquet(tmp_path / where / "bindings" / "**" / "*.parquet")
+        answers[where] = (summary["found"], summary["graded"], sorted(
+            bindings.select("run_id", "service", "name", "text").rows()))
+    assert answers["s3"] == answers["local"]
+    assert answers["s3"][:2] == (2, 2)
+    assert ("20261112-000001-x&y <z>", "writer", odd, "odd\n") in answers["s3"][2]
