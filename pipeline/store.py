@@ -337,12 +337,15 @@ class ReportOwners:
     `{run_id}~{uri tag}.json`. So no run's report ever replaces another run's.
 
     The committed runs are read when the first batch of the grade publishes (a grade that
-    grades nothing reads nothing), then the names each batch takes are kept.
+    grades nothing reads nothing), then the names each batch takes are kept. A compaction
+    keeps each run's latest rows only, in no set order, so where several runs of one id are
+    committed, the reports say which of them does not hold the name: a run whose
+    `{run_id}~{uri tag}.json` exists.
     """
 
     def __init__(self, store: ResultStore):
         self._store = store
-        self._history: pl.DataFrame | None = None  # run_id, run_uri of each id's first run
+        self._history: pl.DataFrame | None = None  # each run_id, run_uri, first committed first
         self._held: dict[str, str] = {}  # report name: its run's uri tag, as batches publish
 
     def names(self, staged: list[StagedReport]) -> dict[str, str]:
@@ -365,13 +368,23 @@ class ReportOwners:
             return {}
         if self._history is None:
             runs = self._store.committed_runs({"run_id": pl.String, "run_uri": pl.String})
-            self._history = runs.unique("run_id", keep="first", maintain_order=True)
+            self._history = runs.unique(maintain_order=True)
         ids = {name.removesuffix(".json") for name in names}
         found = self._history.filter(pl.col("run_id").is_in(ids)  # a long id's name is cut
                                      | (pl.col("run_id").str.len_bytes() > NAME_BYTES))
-        holders = {f"{report_stem(run_id)}.json": uri_tag(run_uri)
-                   for run_id, run_uri in found.iter_rows()}
-        return {name: holders[name] for name in names if name in holders}
+        tags: dict[str, list[str]] = {}
+        for run_id, run_uri in found.iter_rows():
+            tags.setdefault(f"{report_stem(run_id)}.json", []).append(uri_tag(run_uri))
+        return {name: self._holder(name, tags[name]) for name in names if name in tags}
+
+    def _holder(self, name: str, tags: list[str]) -> str:
+        """Of the uri tags of the committed runs named `name`, first committed first, the one
+        that holds it: the first without a tagged report of its own."""
+        if len(tags) == 1:
+            return tags[0]
+        stem = name.removesuffix(".json")
+        return next((tag for tag in tags if not self._store.has_report(f"{stem}~{tag}.json")),
+                    tags[0])
 
 
 class ResultStore:
@@ -611,6 +624,10 @@ class ResultStore:
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode(), durable=True)
         self._publish_reports(batch_id, grader_id, staged, renamed)
+
+    def has_report(self, name: str) -> bool:
+        """Whether `reports/{name}` exists (the copy every grader id's report has)."""
+        return self.fs.exists(self.path("reports", name))
 
     def _staged_reports(self, batch_id: str, attempts: set[str] | None) -> list[StagedReport]:
         """The staged reports of a batch's `attempts` (all when None), in path order."""

@@ -807,6 +807,29 @@ def test_runs_of_one_id_in_batches_of_one_grade_each_keep_their_report(tmp_path)
                       _tagged(second): by_uri[str(second)]}
 
 
+def test_a_compaction_does_not_move_a_report_name_to_another_run(tmp_path):
+    # A compaction keeps each run's latest rows, in no set order: here the run that came
+    # second (a) ends first in the compacted batch. Its next grade must still not take the
+    # name the first run (b) holds.
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    first = write_run(runs / "b", SAME)
+    _grade(runs, out)
+    second = write_run(runs / "a", SAME, files=ONE_PARAGRAPH)
+    _grade(runs, out)
+    (first / "bindings/writer/tldr.md").write_text("One. Two. Three.\n")
+    _grade(runs, out)  # b graded again: the latest rows are a's, then b's
+    compacted = CliRunner().invoke(app, ["compact", str(out)])
+    assert compacted.exit_code == 0, compacted.output
+    before = _reports(out, SAME)
+    (second / "bindings/writer/tldr.md").write_text("Short.\n")
+    assert _grade(runs, out)["graded"] == 1
+    after = _reports(out, SAME)
+    for key, folder in after.items():
+        assert set(folder) == {f"{SAME}.json", _tagged(second)}
+        assert folder[f"{SAME}.json"] == before[key][f"{SAME}.json"]  # b's, untouched
+        assert folder[_tagged(second)] != before[key][_tagged(second)]  # a's, graded again
+
+
 def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, monkeypatch):
     # The grade is stopped after its batch committed, before its reports were put in place:
     # the next grade puts them there under the names the batch chose (its marker keeps them),
