@@ -102,6 +102,10 @@ def grade(
     workers: Annotated[int | None, typer.Option(
         min=1, help="Processes listing, reading and grading runs (default: one per core; "
                     "1 runs everything in this process).")] = None,
+    compact_after: Annotated[int | None, typer.Option(
+        "--compact-after", min=2, show_default=False,
+        help="Then compact the results, as `rungrade compact` does, once this many batches "
+             "were committed since the last compaction: a nightly job needs no other.")] = None,
     shard_runs: Annotated[int | None, typer.Option(
         "--shard-runs", min=1,
         help="Runs a worker reads and grades at once, at most (default 600; and at most a "
@@ -265,6 +269,14 @@ def grade(
                    exit_codes.STORAGE) from exc
     finally:
         stop.restore()
+    if compact_after and not summary.stopped and summary.uncompacted >= compact_after:
+        from .compact import compact as compact_results
+
+        with _writing_results(None, "compacting after the grade", "The grade's batches are "
+                              "committed, and the results are as they were before compacting "
+                              "(or compacted, for the grader ids done)"):
+            summary.compacted = compact_results(out_dir, endpoint_url).merged
+        summary.uncompacted = 0
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
@@ -415,6 +427,8 @@ def print_summary(summary) -> None:
                       "root: the runs in them were not found (see the error below)")
     from .compact import COMPACT_AFTER
 
+    for grader_id, merged in data.get("compacted", {}).items():
+        table.add_row("compacted", f"{grader_id}: {merged} batches → 1")
     if data["uncompacted"] >= COMPACT_AFTER:
         table.add_row("compaction", f"{data['uncompacted']} batches since the last: "
                       f"`rungrade compact {data['results']}` would make queries faster")

@@ -164,6 +164,7 @@ class Summary:
     unlisted: list[tuple[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0  # wall time of the whole grade, the catalog's update included
     uncompacted: int = 0  # committed batches a `rungrade compact` would merge
+    compacted: dict[str, int] | None = None  # `--compact-after`: grader id -> batches merged
 
     @property
     def mean_score(self) -> float | None:
@@ -204,6 +205,7 @@ class Summary:
             "unlisted": [{"path": path, "error": why} for path, why in self.unlisted],
             "elapsed_s": round(self.elapsed_s, 2), "uncompacted": self.uncompacted,
             **({"judge": self.judging} if self.judging else {}),
+            **({"compacted": self.compacted} if self.compacted is not None else {}),
         }
 
 

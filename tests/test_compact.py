@@ -358,3 +358,34 @@ def test_a_grade_says_when_results_want_compacting(tmp_path, monkeypatch):
     compact_module.compact(str(out))
     data, text = summary()
     assert data["uncompacted"] == 0 and "rungrade compact" not in text
+
+
+def test_a_grade_compacts_the_results_itself_once_told_how_many_batches_are_too_many(tmp_path):
+    # `--compact-after N`: a nightly job's one command; below N batches since the last
+    # compaction nothing is compacted, from N on the grade compacts them as `compact` does
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 6, seed=5, workers=1)
+    cli = CliRunner()
+    first = grade(runs, out, "--batch-size", "2", "--compact-after", "4")  # 3 batches
+    assert first["uncompacted"] == 3 and "compacted" not in first
+    before = views(out)
+    state = next(sorted(runs.iterdir())[0].rglob("state.md"))  # a run changes: a batch more
+    with open(state, "a") as handle:
+        handle.write("\n")
+    changed = state.parent.name
+    shown = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1",
+                             "--compact-after", "4"])
+    assert shown.exit_code == 0, shown.output
+    assert "compacted" in shown.stdout and "4 batches → 1" in shown.stdout
+    assert len(ResultStore(str(out)).commits()) == 1
+    assert parts(out) == {key: 1 for key in parts(out)}  # one part per table
+    after = views(out)
+    # the same rows, but for the run graded again
+    for name in ("runs", "run_scores", "clause_verdicts"):
+        assert after[name].height == before[name].height
+        assert after[name].filter(after[name]["run_id"] != changed).equals(
+            before[name].filter(before[name]["run_id"] != changed)), name
+    again = grade(runs, out, "--compact-after", "4")
+    assert (again["skipped"], again["uncompacted"]) == (6, 0) and "compacted" not in again
+    too_few = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--compact-after", "1"])
+    assert too_few.exit_code == exit_codes.USAGE
