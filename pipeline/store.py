@@ -319,17 +319,6 @@ class StagedReport(NamedTuple):
         return f"{self.name.removesuffix('.json')}~{self.tag}.json"
 
 
-def _first_in_batch(staged: list[StagedReport]) -> dict[str, str]:
-    """{rel: `{run_id}~{uri tag}.json`} of each staged report whose `{run_id}.json` a run
-    under another prefix took earlier in the batch (and nothing else decides)."""
-    taken: dict[str, str | None] = {}
-    renamed = {}
-    for report in staged:
-        if taken.setdefault(report.name, report.tag) != report.tag and report.tag:
-            renamed[report.rel] = report.tagged
-    return renamed
-
-
 class ReportOwners:
     """Which run holds each report name of `RESULTS/reports/`: `{run_id}.json` belongs to the
     first run committed with that run id (oldest batch first, under any grader id); a run with
@@ -340,10 +329,11 @@ class ReportOwners:
     grades nothing reads nothing), then the names each batch takes are kept. A compaction
     keeps each run's latest rows only, in no set order, so where several runs of one id are
     committed, the reports say which of them does not hold the name: a run whose
-    `{run_id}~{uri tag}.json` exists.
+    `{run_id}~{uri tag}.json` exists. Without a store, no committed run holds a name: the
+    first run of a batch with that id takes it.
     """
 
-    def __init__(self, store: ResultStore):
+    def __init__(self, store: ResultStore | None):
         self._store = store
         self._history: pl.DataFrame | None = None  # each run_id, run_uri, first committed first
         self._held: dict[str, str] = {}  # report name: its run's uri tag, as batches publish
@@ -364,7 +354,7 @@ class ReportOwners:
 
     def _holders(self, names: set[str]) -> dict[str, str]:
         """{name: uri tag} of the committed runs that hold `names`."""
-        if not names:
+        if not names or self._store is None:
             return {}
         if self._history is None:
             runs = self._store.committed_runs({"run_id": pl.String, "run_uri": pl.String})
@@ -460,8 +450,8 @@ class ResultStore:
                     staged = self._staged_reports(
                         batch, None if attempts is None else set(attempts))
                     renamed = commit.get("renamed_reports")
-                    self._publish_reports(batch, commit["grader_id"], staged, _first_in_batch(
-                        staged) if renamed is None else renamed)
+                    self._publish_reports(batch, commit["grader_id"], staged, ReportOwners(
+                        None).names(staged) if renamed is None else renamed)
                 else:
                     removed.append(batch)
                     self.fs.rm(path, recursive=True)
@@ -595,7 +585,7 @@ class ResultStore:
         given to another, leaves files nobody publishes (they go with the staging folder).
 
         Each report is named `{run_id}.json`, or `{run_id}~{uri tag}.json` where another run
-        holds that name (`owners`; without it, one taken earlier in the batch). The marker
+        holds that name (`owners`; without them, a run earlier in the batch). The marker
         keeps the names that are not `{run_id}.json`, so a batch whose reports a crash left
         staged is finished under the same names.
         """
@@ -617,7 +607,7 @@ class ResultStore:
         elif moves:  # server-side copies, many at a time; staging goes with the folder later
             self.fs.copy([m[0] for m in moves], [m[1] for m in moves])
         staged = self._staged_reports(batch_id, attempts)
-        renamed = owners.names(staged) if owners is not None else _first_in_batch(staged)
+        renamed = (owners or ReportOwners(None)).names(staged)
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
                   "attempts": sorted(attempts), "renamed_reports": renamed}

@@ -88,8 +88,11 @@ _SPECIAL = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-def special_file(st: os.stat_result) -> FileInfo:
-    """The FileInfo of a path that `lstat` says is neither a file, a folder nor a symlink."""
+def file_info(st: os.stat_result) -> FileInfo:
+    """The FileInfo of a path that `lstat` says is neither a folder nor a symlink: a file, or
+    a special file (`special` says which)."""
+    if stat.S_ISREG(st.st_mode):
+        return FileInfo(st.st_size, st.st_mtime)
     kind = next((name for test, name in _SPECIAL if test(st.st_mode)), "not a regular file")
     return FileInfo(st.st_size, st.st_mtime, special=kind)
 
@@ -948,9 +951,7 @@ def _walk_local(root: str):
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 else:
-                    st = entry.stat(follow_symlinks=False)
-                    yield entry.path, (FileInfo(st.st_size, st.st_mtime) if entry.is_file(
-                        follow_symlinks=False) else special_file(st))
+                    yield entry.path, file_info(entry.stat(follow_symlinks=False))
             except OSError:
                 continue
 
@@ -993,9 +994,7 @@ def _list_local(folder: str, mtime_ns: int, top: int
                                 files[rel] = FileInfo(0, 0.0, link_target=os.path.realpath(
                                     os.path.join(folder, rel)))
                             else:
-                                st = entry.stat(follow_symlinks=False)
-                                files[rel] = FileInfo(st.st_size, st.st_mtime) if (
-                                    entry.is_file(follow_symlinks=False)) else special_file(st)
+                                files[rel] = file_info(entry.stat(follow_symlinks=False))
                         except OSError as exc:
                             note(rel, exc)
             except OSError as exc:
