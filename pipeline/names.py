@@ -10,6 +10,11 @@ import hashlib
 NAME_BYTES = 200
 
 
+# The end of a staged report's name that stands for a refused run: an empty file, which
+# removes the report the run held when its batch publishes (a refusal is never a verdict)
+REFUSED_MARK = ".refused"
+
+
 def shown(name: str) -> str:
     """`name` as results hold it: a file name that is not UTF-8 (Python holds its undecodable
     bytes as lone surrogates) with those bytes written `\\xNN`, and any other name as it is.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from .checks.ledger import LEDGER_CLAUSE_KIND, verdict
-from .names import report_stem, uri_tag
+from .names import REFUSED_MARK, report_stem, uri_tag
 
 
 def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -21,17 +21,21 @@ def _clause_rows(clauses: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[str, str]:
-    """Return {staged name: JSON text} for every graded run of the batch (refused runs have
-    none), in run_uri order.
+    """Return {staged name: JSON text} for every graded run of the batch, in run_uri order,
+    then {staged name + REFUSED_MARK: ""} for every refused run: it has no report, and
+    publishing removes the one it held from an earlier grade.
 
     A staged name is `{uri tag}.{run_id}.json`, the tag 8 hex digits of the SHA-1 of the
     run's own uri and the run id cut if very long (see `report_stem`). Publishing drops the
     tag (`ResultStore.publish`), except from a run id that a run under another prefix holds
     (see `ReportOwners`): that report is named `{run_id}~{uri tag}.json`.
     """
-    return {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
-            for run_id, run_uri, text in sorted(
-                _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
+    graded = {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
+              for run_id, run_uri, text in sorted(
+                  _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
+    refused = tables["runs"].filter(pl.col("status") == "refused").select("run_id", "run_uri")
+    return graded | {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json{REFUSED_MARK}": ""
+                     for run_id, run_uri in refused.iter_rows()}
 
 
 def _encoded(report: pl.DataFrame, fields: tuple[str, ...]) -> list[tuple[str, str, str]]:

@@ -48,7 +48,7 @@ from typing import NamedTuple
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
-from .names import NAME_BYTES, report_stem, shown, shown_in, uri_tag
+from .names import NAME_BYTES, REFUSED_MARK, report_stem, shown, shown_in, uri_tag
 from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -305,13 +305,16 @@ PATTERN_CHARACTERS = "[]*?"
 
 class StagedReport(NamedTuple):
     """A report staged by a worker: its path, its path below the batch's staged reports
-    (`{attempt}/{uri tag}.{name}`), the tag (None in an older version's layout) and the name
-    it takes unless another run holds it, `{run_id}.json`."""
+    (`{attempt}/{uri tag}.{name}`), the tag (None in an older version's layout), the name
+    it takes unless another run holds it, `{run_id}.json`, and whether it stands for a
+    refused run (staged empty as `{attempt}/{uri tag}.{name}{REFUSED_MARK}`): publishing
+    then removes the report of that name instead of putting one there."""
 
     src: str
     rel: str
     tag: str | None
     name: str
+    refused: bool = False
 
     @property
     def tagged(self) -> str:
@@ -321,60 +324,74 @@ class StagedReport(NamedTuple):
 
 class ReportOwners:
     """Which run holds each report name of `RESULTS/reports/`: `{run_id}.json` belongs to the
-    first run committed with that run id (oldest batch first, under any grader id); a run with
+    first run graded with that run id (oldest batch first, under any grader id); a run with
     the same id under another prefix, graded in that batch or any later one, gets
-    `{run_id}~{uri tag}.json`. So no run's report ever replaces another run's.
+    `{run_id}~{uri tag}.json`. So no run's report ever replaces another run's. A refused run
+    takes no name (it has no report); one that holds a name keeps it.
 
     The committed runs are read when the first batch of the grade publishes (a grade that
     grades nothing reads nothing), then the names each batch takes are kept. A compaction
     keeps each run's latest rows only, in no set order, so where several runs of one id are
     committed, the reports say which of them does not hold the name: a run whose
     `{run_id}~{uri tag}.json` exists. Without a store, no committed run holds a name: the
-    first run of a batch with that id takes it.
+    first run of a batch graded with that id takes it.
     """
 
     def __init__(self, store: ResultStore | None):
         self._store = store
-        self._history: pl.DataFrame | None = None  # each run_id, run_uri, first committed first
+        # each run_id, run_uri and whether it was ever graded, first committed first
+        self._history: pl.DataFrame | None = None
         self._held: dict[str, str] = {}  # report name: its run's uri tag, as batches publish
 
     def names(self, staged: list[StagedReport]) -> dict[str, str]:
         """{rel: name} of the `staged` reports whose run does not hold `{run_id}.json`; the
-        others' runs hold it from now on."""
-        held = self._holders({r.name for r in staged if r.tag and r.name not in self._held})
+        others' runs hold it from now on, where a graded run's report takes a name nobody
+        holds."""
+        self._held.update(self._holders(
+            {r.name for r in staged if r.tag and r.name not in self._held}))
         renamed = {}
         for report in staged:
             if report.tag is None:
                 continue
-            holder = self._held.get(report.name) or held.setdefault(report.name, report.tag)
+            holder = self._held.get(report.name)
+            if holder is None and not report.refused:
+                holder = self._held[report.name] = report.tag
             if holder != report.tag:
                 renamed[report.rel] = report.tagged
-        self._held.update(held)
         return renamed
 
     def _holders(self, names: set[str]) -> dict[str, str]:
-        """{name: uri tag} of the committed runs that hold `names`."""
+        """{name: uri tag} of the committed runs that hold `names` (a name none holds is
+        left out)."""
         if not names or self._store is None:
             return {}
         if self._history is None:
-            runs = self._store.committed_runs({"run_id": pl.String, "run_uri": pl.String})
-            self._history = runs.unique(maintain_order=True)
+            runs = self._store.committed_runs(
+                {"run_id": pl.String, "run_uri": pl.String, "status": pl.String})
+            self._history = runs.group_by("run_id", "run_uri", maintain_order=True).agg(
+                graded=(pl.col("status") == "graded").any())
         ids = {name.removesuffix(".json") for name in names}
         found = self._history.filter(pl.col("run_id").is_in(ids)  # a long id's name is cut
                                      | (pl.col("run_id").str.len_bytes() > NAME_BYTES))
-        tags: dict[str, list[str]] = {}
-        for run_id, run_uri in found.iter_rows():
-            tags.setdefault(f"{report_stem(run_id)}.json", []).append(uri_tag(run_uri))
-        return {name: self._holder(name, tags[name]) for name in names if name in tags}
+        runs: dict[str, list[tuple[str, bool]]] = {}
+        for run_id, run_uri, graded in found.iter_rows():
+            runs.setdefault(f"{report_stem(run_id)}.json", []).append((uri_tag(run_uri), graded))
+        holders = {name: self._holder(name, runs[name]) for name in names if name in runs}
+        return {name: tag for name, tag in holders.items() if tag is not None}
 
-    def _holder(self, name: str, tags: list[str]) -> str:
-        """Of the uri tags of the committed runs named `name`, first committed first, the one
-        that holds it: the first without a tagged report of its own."""
-        if len(tags) == 1:
-            return tags[0]
+    def _holder(self, name: str, runs: list[tuple[str, bool]]) -> str | None:
+        """Of the committed runs named `name` (uri tag, whether ever graded; first committed
+        first), the tag of the one that holds it: the first graded one without a tagged
+        report of its own. Where every graded one has its tagged report, the first never
+        graded holds it (results of versions that let a refused run hold a name), or none
+        of them ("": each keeps its tagged name). None when the only one was never graded."""
+        if len(runs) == 1:
+            tag, graded = runs[0]
+            return tag if graded else None
         stem = name.removesuffix(".json")
-        return next((tag for tag in tags if not self._store.has_report(f"{stem}~{tag}.json")),
-                    tags[0])
+        return next((tag for tag, graded in runs
+                     if graded and not self._store.has_report(f"{stem}~{tag}.json")),
+                    next((tag for tag, graded in runs if not graded), ""))
 
 
 class ResultStore:
@@ -630,34 +647,45 @@ class ResultStore:
             if attempts is not None and attempt not in attempts:
                 continue
             tag, name = (base[:8], base[9:]) if attempt else (None, base)
-            staged.append(StagedReport(src, rel, tag, name))
+            refused = name.endswith(REFUSED_MARK)
+            staged.append(StagedReport(src, rel, tag, name.removesuffix(REFUSED_MARK), refused))
         return staged
 
     def _publish_reports(self, batch_id: str, grader_id: str, staged: list[StagedReport],
                          renamed: dict[str, str]) -> None:
         """Put a committed batch's `staged` reports in place, each under its name (`renamed`
-        where that is not `{run_id}.json`), then drop its staging folder.
+        where that is not `{run_id}.json`), and remove both copies of the reports its refused
+        runs held; then drop its staging folder.
 
         Runs after the commit marker, so a report never describes an uncommitted batch. Each
-        report's top-level copy is made before its per-grader copy is moved out of staging, so
-        a crash part way leaves every unfinished report staged, and `discard_uncommitted`
-        rolls it forward.
+        report's top-level copy is made before its per-grader copy is moved out of staging,
+        and the staging folder goes last, so a crash part way leaves every unfinished report
+        (and removal) staged, and `discard_uncommitted` rolls it forward.
         """
         slug = grader_slug(grader_id)
         staging = self.path("_staging", batch_id)
-        pairs = [(report.src, renamed.get(report.rel, report.name)) for report in staged]
+        pairs = [(report.src, renamed.get(report.rel, report.name)) for report in staged
+                 if not report.refused]
+        gone = [self.path("reports", *folder, renamed.get(report.rel, report.name))
+                for report in staged if report.refused for folder in ((), (f"grader={slug}",))]
         if self.local:
             if pairs:
                 os.makedirs(self.path("reports", f"grader={slug}"), exist_ok=True)
             for src, name in pairs:
                 self._copy(src, self.path("reports", name))
                 self._move(src, self.path("reports", f"grader={slug}", name))
-            if pairs:
+            for path in gone:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+            if pairs or gone:
                 flush_to_disk(self.root)  # the reports in place before their staged copies go
-        elif pairs:
-            self.fs.copy([s for s, _ in pairs], [self.path("reports", n) for _, n in pairs])
-            self.fs.copy([s for s, _ in pairs],
-                         [self.path("reports", f"grader={slug}", n) for _, n in pairs])
+        else:
+            if pairs:
+                self.fs.copy([s for s, _ in pairs], [self.path("reports", n) for _, n in pairs])
+                self.fs.copy([s for s, _ in pairs],
+                             [self.path("reports", f"grader={slug}", n) for _, n in pairs])
+            if gone:
+                self.fs.rm(gone)  # (a key that is not there is no error)
         self._remove(staging)
 
     def fingerprints(self, grader_ids: set[str], commits: list[dict] | None = None

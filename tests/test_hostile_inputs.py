@@ -27,6 +27,7 @@ import pytest
 from run_folders import BINDINGS, RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
+from pipeline.catalog import connect
 from pipeline.cli import app
 from pipeline.names import shown
 from pipeline.sources.bucket import Bucket, group_runs
@@ -855,6 +856,77 @@ def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, 
     for key, folder in _reports(out, SAME).items():
         assert set(folder) == {f"{SAME}.json", _tagged(second)}
         assert folder[f"{SAME}.json"] == first[key][f"{SAME}.json"]
+
+
+def test_a_run_refused_after_it_was_graded_keeps_no_report(tmp_path):
+    # A refusal is never a verdict: a run graded once, then changed so that it is refused,
+    # loses the report of its earlier grade (both copies), whichever name it held; the other
+    # run of its id keeps its own. Graded again, it takes back the name it held.
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    first = write_run(runs / "a", SAME)
+    _grade(runs, out)
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
+    _grade(runs, out)
+    graded = _reports(out, SAME)
+    assert {k: set(v) for k, v in graded.items()} == {
+        k: {f"{SAME}.json", _tagged(second)} for k in graded}
+
+    (first / "program.md").unlink()
+    assert _grade(runs, out)["refusals"] == {"missing-program": 1}
+    assert _reports(out, SAME) == {k: {_tagged(second): v[_tagged(second)]}
+                                   for k, v in graded.items()}
+    (second / "program.md").unlink()
+    assert _grade(runs, out)["refusals"] == {"missing-program": 1}  # (a is unchanged)
+    assert _reports(out, SAME) == {"reports": {}, "grader": {}}
+    assert connect(str(out)).sql(  # the views: each run's latest grade
+        "select status, count(*) from runs group by all").fetchall() == [("refused", 2)]
+
+    write_run(runs / "a", SAME)  # program.md is back: a is graded again, under its name
+    assert _grade(runs, out)["graded"] == 1
+    assert _reports(out, SAME) == {k: {f"{SAME}.json": v[f"{SAME}.json"]}
+                                   for k, v in graded.items()}
+
+
+def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):
+    # Refused and graded runs of one id in one batch: the graded run takes `{run_id}.json`
+    # and keeps it when graded again. (The refused run, committed first, used to be taken for
+    # the name's holder by the next grade: the graded run's new report went to a tagged name,
+    # and its old one stayed as `{run_id}.json`.)
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    write_run(runs / "a", SAME, drop=("program.md",))
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
+    assert _grade(runs, out)["refused"] == 1
+    before = _reports(out, SAME)
+    assert {k: list(v) for k, v in before.items()} == {"reports": [f"{SAME}.json"],
+                                                       "grader": [f"{SAME}.json"]}
+    (second / "bindings/writer/tldr.md").write_text("One. Two. Three.\n")
+    assert _grade(runs, out)["graded"] == 1
+    after = _reports(out, SAME)
+    for key, folder in after.items():
+        assert list(folder) == [f"{SAME}.json"]
+        assert folder[f"{SAME}.json"] != before[key][f"{SAME}.json"]
+
+
+def test_a_crash_after_the_marker_still_removes_a_refused_runs_report(tmp_path, monkeypatch):
+    from pipeline.store import ResultStore
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    run = write_run(runs / "a", SAME)
+    _grade(runs, out)
+    (run / "program.md").unlink()
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(ResultStore, "_publish_reports", crash)
+        result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
+                                          "--workers", "1"])
+    assert result.exit_code != 0
+    assert [list(v) for v in _reports(out, SAME).values()] == [[f"{SAME}.json"]] * 2
+    assert _grade(runs, out)["skipped"] == 1  # the batch stands, and is finished
+    assert _reports(out, SAME) == {"reports": {}, "grader": {}}
+    assert not any((out / "_staging").iterdir())
 
 
 def test_repeated_service_and_program_named_like_a_service(corpus):

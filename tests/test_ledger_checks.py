@@ -28,6 +28,7 @@ from pipeline.checks.ledger import (
 )
 from pipeline.checks.moltzap import builtin_ledger_graders
 from pipeline.grade import default_ledger_graders, grade_tables, read_runs, source_tables
+from pipeline.names import REFUSED_MARK
 from pipeline.reports import build_reports
 from pipeline.sources.bucket import Bucket, group_runs
 from pipeline.sources.ledger_builder import evaluation, file, image, text
@@ -48,7 +49,8 @@ def grade(root: Path, ledgers: dict[str, object], graders=GRADERS):
     validate({t: tables[t] for t in ("runs", "services", "clauses", "bindings", "refusals",
                                      "checks")})
     reports = {json.loads(t)["run_id"]: json.loads(t)
-               for t in build_reports(tables, frame).values()}
+               for name, t in build_reports(tables, frame).items()
+               if not name.endswith(REFUSED_MARK)}
     return tables, reports
 
 

@@ -488,3 +488,32 @@ def test_names_xml_and_urls_escape_are_found_read_and_kept_on_s3(tmp_path: Path,
     assert answers["s3"] == answers["local"]
     assert answers["s3"][:2] == (2, 2)
     assert ("20261112-000001-x&y <z>", "writer", odd, "odd\n") in answers["s3"][2]
+
+
+def test_a_run_refused_after_it_was_graded_loses_its_reports_on_s3(
+        tmp_path: Path, s3_bucket: str, s3_server: str, s3fs_client):
+    local = tmp_path / "runs"
+    write_run(local / "a", "20261112-000001-kept")
+    write_run(local / "b", "20261112-000002-refused-later")
+    write_run(local / "c", "20261112-000003-refused-first", drop=("program.md",))
+    s3fs_client.put(str(local) + "/", f"{s3_bucket}/runs/", recursive=True)
+    results = f"{s3_bucket}/results"
+    args = ["grade", f"s3://{s3_bucket}/runs", "--out", f"s3://{results}", "--endpoint-url",
+            s3_server, "--json", "--workers", "1"]
+
+    def reports() -> list[str]:
+        return sorted(p.removeprefix(f"{results}/reports/")
+                      for p in s3fs_client.find(f"{results}/reports"))
+
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    grader = "grader=prose.contract.grader-v13"
+    assert reports() == ["20261112-000001-kept.json", "20261112-000002-refused-later.json",
+                         f"{grader}/20261112-000001-kept.json",
+                         f"{grader}/20261112-000002-refused-later.json"]
+    s3fs_client.rm(f"{s3_bucket}/runs/b/20261112-000002-refused-later/program.md")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["refusals"] == {"missing-program": 1}
+    assert reports() == ["20261112-000001-kept.json", f"{grader}/20261112-000001-kept.json"]
+    assert not s3fs_client.exists(f"{results}/_staging")
