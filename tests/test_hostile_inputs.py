@@ -808,15 +808,23 @@ def test_runs_of_one_id_in_batches_of_one_grade_each_keep_their_report(tmp_path)
                       _tagged(second): by_uri[str(second)]}
 
 
+def _one_grade_each(runs: Path, out: Path, first: str = "a", second: str = "b"
+                    ) -> tuple[Path, Path]:
+    """Two runs of one id, under the prefixes `first` and `second`, graded in that order, one
+    grade each (the second is graded differently); returns their folders."""
+    one = write_run(runs / first, SAME)
+    _grade(runs, out)
+    two = write_run(runs / second, SAME, files=ONE_PARAGRAPH)
+    _grade(runs, out)
+    return one, two
+
+
 def test_a_compaction_does_not_move_a_report_name_to_another_run(tmp_path):
     # A compaction keeps each run's latest rows, in no set order: here the run that came
     # second (a) ends first in the compacted batch. Its next grade must still not take the
     # name the first run (b) holds.
     runs, out = tmp_path / "runs", tmp_path / "out"
-    first = write_run(runs / "b", SAME)
-    _grade(runs, out)
-    second = write_run(runs / "a", SAME, files=ONE_PARAGRAPH)
-    _grade(runs, out)
+    first, second = _one_grade_each(runs, out, "b", "a")
     (first / "bindings/writer/tldr.md").write_text("One. Two. Three.\n")
     _grade(runs, out)  # b graded again: the latest rows are a's, then b's
     compacted = CliRunner().invoke(app, ["compact", str(out)])
@@ -831,17 +839,10 @@ def test_a_compaction_does_not_move_a_report_name_to_another_run(tmp_path):
         assert folder[_tagged(second)] != before[key][_tagged(second)]  # a's, graded again
 
 
-def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, monkeypatch):
-    # The grade is stopped after its batch committed, before its reports were put in place:
-    # the next grade puts them there under the names the batch chose (its marker keeps them),
-    # not under names chosen again from what is left staged.
+def _stopped_before_its_reports(runs: Path, out: Path, monkeypatch) -> None:
+    """A grade of `runs` stopped after its batch committed, before its reports were put in
+    place."""
     from pipeline.store import ResultStore
-
-    runs, out = tmp_path / "runs", tmp_path / "out"
-    write_run(runs / "a", SAME)
-    _grade(runs, out)
-    first = _reports(out, SAME)
-    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
@@ -851,6 +852,18 @@ def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, 
         result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
                                           "--workers", "1"])
     assert result.exit_code != 0
+
+
+def test_reports_a_crash_left_staged_take_the_names_their_batch_chose(tmp_path, monkeypatch):
+    # The grade is stopped after its batch committed, before its reports were put in place:
+    # the next grade puts them there under the names the batch chose (its marker keeps them),
+    # not under names chosen again from what is left staged.
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    write_run(runs / "a", SAME)
+    _grade(runs, out)
+    first = _reports(out, SAME)
+    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
+    _stopped_before_its_reports(runs, out, monkeypatch)
     assert _reports(out, SAME) == first  # committed, its report still staged
     assert _grade(runs, out)["graded"] == 0  # the batch stands; its report is put in place
     for key, folder in _reports(out, SAME).items():
@@ -863,10 +876,7 @@ def test_a_run_refused_after_it_was_graded_keeps_no_report(tmp_path):
     # loses the report of its earlier grade (both copies), whichever name it held; the other
     # run of its id keeps its own. Graded again, it takes back the name it held.
     runs, out = tmp_path / "runs", tmp_path / "out"
-    first = write_run(runs / "a", SAME)
-    _grade(runs, out)
-    second = write_run(runs / "b", SAME, files=ONE_PARAGRAPH)
-    _grade(runs, out)
+    first, second = _one_grade_each(runs, out)
     graded = _reports(out, SAME)
     assert {k: set(v) for k, v in graded.items()} == {
         k: {f"{SAME}.json", _tagged(second)} for k in graded}
@@ -908,21 +918,11 @@ def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):
 
 
 def test_a_crash_after_the_marker_still_removes_a_refused_runs_report(tmp_path, monkeypatch):
-    from pipeline.store import ResultStore
-
     runs, out = tmp_path / "runs", tmp_path / "out"
     run = write_run(runs / "a", SAME)
     _grade(runs, out)
     (run / "program.md").unlink()
-
-    def crash(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as patched:
-        patched.setattr(ResultStore, "_publish_reports", crash)
-        result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--json",
-                                          "--workers", "1"])
-    assert result.exit_code != 0
+    _stopped_before_its_reports(runs, out, monkeypatch)
     assert [list(v) for v in _reports(out, SAME).values()] == [[f"{SAME}.json"]] * 2
     assert _grade(runs, out)["skipped"] == 1  # the batch stands, and is finished
     assert _reports(out, SAME) == {"reports": {}, "grader": {}}
