@@ -93,6 +93,28 @@ def _process_alive(pid: object) -> bool:
         return True
 
 
+@functools.cache
+def _machine() -> str | None:
+    """What tells this machine's processes from those of another with the same host name:
+    its boot id and pid namespace (a container on the same host has a namespace of its own).
+    None where /proc cannot say."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+        return f"{boot} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
+
+
+def _dead_here(holder: dict | None) -> bool:
+    """Whether the lock `holder` names a process of this machine (host name, boot and pid
+    namespace all this one's) that no longer runs: its lock is left over, whatever its age.
+    False whenever that cannot be known."""
+    return bool(holder and _machine() and holder.get("machine") == _machine()
+                and holder.get("host") == socket.gethostname()
+                and not _process_alive(holder.get("pid")))
+
+
 def _replaced(markers: dict[str, dict]) -> set[str]:
     """The batch ids the compacted batches among `markers` replace."""
     return {batch for marker in markers.values() for batch in marker.get("replaces", ())}
@@ -897,10 +919,11 @@ class ResultStore:
         the lock. Local results use an advisory `flock` on `_lock`, which the kernel releases
         when its holder dies, even by `kill -9`. S3 results use a `_lock.json` object created
         only if absent (conditional write); its holder rewrites it every `stale_after / 4`
-        seconds, and a lock not rewritten for `stale_after` seconds is stale and may be taken.
+        seconds, and a lock not rewritten for `stale_after` seconds is stale and may be taken,
+        as is at once one whose holder was a process of this machine that has died.
         """
-        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
-                 "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "machine": _machine(),
+                 "command": command, "since": datetime.now(UTC).isoformat(timespec="seconds")}
         if self.local:
             with self._local_lock(owner) as check:
                 yield check
@@ -918,11 +941,14 @@ class ResultStore:
         outright leaves its name there, but the kernel has released its `flock`: the lock is
         held while the named process lives (a process since given the same pid reads as
         holding it, the safe side). On S3 it is held while the lock object's heartbeat is
-        younger than `stale_after`, as for a grade wanting to take it.
+        younger than `stale_after` and its holder is not a dead process of this machine, as
+        for a grade wanting to take it.
         """
         try:
             if not self.local:
-                return self._s3_lock_age()[0] < stale_after
+                return (self._s3_lock_age()[0] < stale_after
+                        and not _dead_here(_json_or_none(self.fs.cat_file(
+                            self.path(S3_LOCK_NAME)))))
             with open(self.path(LOCAL_LOCK_NAME), "rb") as handle:
                 holder = _json_or_none(handle.read())
         except FileNotFoundError:
@@ -943,7 +969,8 @@ class ResultStore:
                 "to finish, or give --out a different results folder.")
         if stale_after is not None:
             text += (f" If that process is gone, its lock expires {int(stale_after)} s after "
-                     f"its last heartbeat ({self.path(S3_LOCK_NAME)}).")
+                     f"its last heartbeat ({self.path(S3_LOCK_NAME)}); at once for a grade on "
+                     "the machine it ran on.")
         return text
 
     @contextmanager
@@ -987,9 +1014,9 @@ class ResultStore:
                 raise
             age, etag = self._s3_lock_age()
             holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
-            if age < stale_after:
+            if age < stale_after and not _dead_here(holder):
                 raise ResultsLocked(self._locked_message(holder, stale_after)) from None
-            try:  # stale: take it over, unless someone else just did
+            try:  # stale or left over: take it over, unless someone else just did
                 state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
                                                 Body=body, IfMatch=etag)["ETag"]
             except Exception as exc2:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -156,6 +157,41 @@ def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: 
         still_locked()
     assert not boto3.client("s3", endpoint_url=s3_server).list_objects_v2(
         Bucket=s3_bucket, Prefix="results/_lock").get("Contents")
+
+
+def test_an_s3_lock_a_killed_grade_left_is_taken_at_once_on_its_machine(
+        runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
+    # A grade killed outright cannot delete its lock object. The next grade on the same
+    # machine sees that the holder is dead and takes the lock at once, instead of refusing
+    # (exit 3) until the heartbeat is 600 s old; elsewhere it cannot tell, and waits.
+    results = f"s3://{s3_bucket}/results-killed"
+    lock = f"{s3_bucket}/results-killed/_lock.json"
+    command = [str(Path(sys.executable).parent / "rungrade"), "grade", runs_bucket, "--out",
+               results, "--endpoint-url", s3_server, "--json"]
+    killed = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not s3fs_client.exists(lock):
+            assert killed.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.communicate()
+    left = json.loads(s3fs_client.cat_file(lock))
+    assert left["pid"] == killed.pid and ResultStore(results, s3_server).lock_held() is False
+
+    # the same lock, as if held by a process of another machine with this host name
+    s3fs_client.pipe_file(lock, json.dumps({**left, "machine": "another"}).encode())
+    elsewhere = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert elsewhere.returncode == exit_codes.LOCKED, elsewhere.stderr
+    assert f"pid {killed.pid}" in elsewhere.stderr
+
+    s3fs_client.pipe_file(lock, json.dumps(left).encode())
+    here = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert here.returncode == 0, here.stderr
+    assert json.loads(here.stdout)["found"] == RUNS
+    assert not s3fs_client.exists(lock)  # released
 
 
 def test_an_s3_lock_is_aged_by_the_servers_clock(s3_bucket: str, s3_server: str,
