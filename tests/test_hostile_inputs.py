@@ -12,6 +12,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from conftest import SAMPLE_RUNS
 from run_folders import BINDINGS, RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
@@ -895,6 +897,24 @@ def test_a_run_refused_after_it_was_graded_keeps_no_report(tmp_path):
     assert _grade(runs, out)["graded"] == 1
     assert _reports(out, SAME) == {k: {f"{SAME}.json": v[f"{SAME}.json"]}
                                    for k, v in graded.items()}
+
+
+def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_path):
+    # A ledger refused before its scenario is known is refused under the contract grader's
+    # id: its top-level report goes, its ledger grader's copy stays with that grader's rows.
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs)
+    name = "20261112-091500-pwguard.json"
+    copy = out / "reports" / "grader=moltzap.password-guard.grader-v1" / name
+    _grade(runs, out)
+    assert (out / "reports" / name).exists() and copy.exists()
+    (runs / "ledgers" / name.removesuffix(".json") / "completion.json").unlink()
+    assert _grade(runs, out)["refusals"] == {"ledger-incomplete": 1}
+    assert not (out / "reports" / name).exists() and copy.exists()
+    assert connect(str(out)).sql(
+        "select grader_id, status from runs where run_id = '20261112-091500-pwguard' "
+        "order by 1").fetchall() == [("moltzap.password-guard.grader/v1", "graded"),
+                                     ("prose.contract.grader/v13", "refused")]
 
 
 def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):
