@@ -900,8 +900,8 @@ def test_a_run_refused_after_it_was_graded_keeps_no_report(tmp_path):
 
 
 def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_path):
-    # A ledger refused before its scenario is known is refused under the contract grader's
-    # id: its top-level report goes, its ledger grader's copy stays with that grader's rows.
+    # A refused ledger carries the batch's grader id (the contract grader's): its top-level
+    # report goes, its ledger grader's copy stays with that grader's rows.
     runs, out = tmp_path / "runs", tmp_path / "out"
     shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs)
     name = "20261112-091500-pwguard.json"
