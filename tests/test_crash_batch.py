@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from nightly_changes import change_night, graded_state
 
 from pipeline import exit_codes
 from pipeline import store as store_module
@@ -226,3 +228,43 @@ def test_a_batch_is_flushed_to_disk_before_its_marker_and_its_reports_before_sta
         marker = out / "_commits" / f"{batch}.json"
         assert any(path.startswith(f"{marker}.tmp-") and data == marker.read_bytes()
                    for path, data in synced), batch
+
+
+def test_grades_killed_at_random_over_nights_of_changes_equal_one_fresh_grade(tmp_path):
+    # Nights of changes, each night's grade killed outright at a random moment (the whole
+    # process group, or the main process alone, whose workers are then left to die), and one
+    # grade run to its end after the last: the results equal one fresh grade of the last
+    # night's runs, rows and reports alike. The property holds wherever a kill lands.
+    runs, spare_root, out = tmp_path / "runs", tmp_path / "spare", tmp_path / "nightly"
+    synthesize(str(runs), 60, seed=31, workers=1)
+    synthesize(str(spare_root), 6, seed=32, workers=1)
+    spare = sorted(p for p in spare_root.rglob("2026*") if p.is_dir())
+    rnd = random.Random(7)
+    for night in range(5):
+        if night:
+            change_night(runs, spare, rnd)
+        grade = subprocess.Popen(
+            [RUNGRADE, "grade", str(runs), "--out", str(out), "--json", "--batch-size", "12"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rnd.uniform(0.2, 2.5))
+        if rnd.random() < 0.5:
+            os.killpg(grade.pid, signal.SIGKILL)
+        else:
+            grade.send_signal(signal.SIGKILL)
+        grade.wait()
+        _wait_for(lambda pid=grade.pid: not _group_alive(pid), timeout=30)  # (its workers: 0.5 s)
+    last = subprocess.run([RUNGRADE, "grade", str(runs), "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert last.returncode == 0, last.stderr
+    fresh = tmp_path / "fresh"
+    grade_runs(str(runs), str(fresh), default_grader(), workers=1)
+    assert graded_state(out) == graded_state(fresh)
+    assert not any((out / "_staging").iterdir())  # nothing left staged by a killed grade
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
