@@ -707,8 +707,22 @@ class ResultStore:
                 self.fs.copy([s for s, _ in pairs],
                              [self.path("reports", f"grader={slug}", n) for _, n in pairs])
             if gone:
-                self.fs.rm(gone)  # (a key that is not there is no error)
+                self._delete_keys(gone)
         self._remove(staging)
+
+    def _delete_keys(self, paths: list[str]) -> None:
+        """Delete the S3 objects `paths` (`bucket/key`), each by its very key: `fs.rm` reads
+        `*`, `?` and `[` as a pattern, and a run id may hold them. A key not there is no
+        error."""
+        bucket = self.root.partition("/")[0]
+        keys = [path.partition("/")[2] for path in paths]
+        for start in range(0, len(keys), 1000):  # (at most 1,000 keys a request)
+            answer = self.fs.call_s3("delete_objects", Bucket=bucket, Delete={
+                "Objects": [{"Key": key} for key in keys[start:start + 1000]], "Quiet": True})
+            if answer.get("Errors"):
+                error = answer["Errors"][0]
+                raise OSError(errno.EIO, f"S3 did not delete {error.get('Key')}: "
+                                         f"{error.get('Code')} {error.get('Message')}")
 
     def fingerprints(self, grader_ids: set[str], commits: list[dict] | None = None
                      ) -> dict[str, str]:

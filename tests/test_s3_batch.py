@@ -553,3 +553,26 @@ def test_a_run_refused_after_it_was_graded_loses_its_reports_on_s3(
     assert json.loads(again.output)["refusals"] == {"missing-program": 1}
     assert reports() == ["20261112-000001-kept.json", f"{grader}/20261112-000001-kept.json"]
     assert not s3fs_client.exists(f"{results}/_staging")
+
+
+def test_removing_a_refused_runs_report_on_s3_reads_its_name_literally(
+        tmp_path: Path, s3_bucket: str, s3_server: str, s3fs_client):
+    # Run ids hold any character, `*`, `?` and `[` too: the report a refused run held is
+    # removed by its very name, never as a pattern that matches other runs' reports.
+    local = tmp_path / "runs"
+    for run_id in ("20261112-000001-a", "20261112-000001-b", "20261112-000001-?",
+                   "20261112-000001-*", "20261112-000001-[ab]"):
+        write_run(local / "r", run_id)
+    s3fs_client.put(str(local) + "/", f"{s3_bucket}/runs/", recursive=True)
+    results = f"{s3_bucket}/results"
+    args = ["grade", f"s3://{s3_bucket}/runs", "--out", f"s3://{results}", "--endpoint-url",
+            s3_server, "--json", "--workers", "1"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    for run_id in ("20261112-000001-?", "20261112-000001-*", "20261112-000001-[ab]"):
+        s3fs_client.rm_file(f"{s3_bucket}/runs/r/{run_id}/program.md")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["refusals"] == {"missing-program": 3}
+    kept = sorted(p.rsplit("/", 1)[1] for p in s3fs_client.find(f"{results}/reports"))
+    assert kept == ["20261112-000001-a.json", "20261112-000001-a.json",
+                    "20261112-000001-b.json", "20261112-000001-b.json"]

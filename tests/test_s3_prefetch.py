@@ -106,6 +106,25 @@ def test_prefetched_files_are_read_from_memory_once(s3, tmp_path: Path):  # noqa
     assert len(gets(s3)) == len(wanted) + 5
 
 
+def test_files_read_together_are_read_by_their_very_names(s3, tmp_path: Path):  # noqa: F811
+    # A run folder may be named with `*`, `?` or `[`: files not fetched ahead are fetched
+    # together by their names, never as patterns (`x-[ab]` is no folder `x-a` or `x-b`).
+    local = tmp_path / "local"
+    names = ("x-a", "x-b", "x-[ab]", "x-*", "x-?")
+    for name in names:
+        (local / name).mkdir(parents=True)
+        (local / name / "f.md").write_text(f"the file of {name}\n")
+    root = seed(s3, local)
+    bucket = Bucket(root, s3.endpoint)
+    paths = {f"{bucket.root}/{name}/f.md": (f"the file of {name}\n".encode(), False)
+             for name in names}
+    served = len(s3.requests)
+    for path, read in paths.items():
+        assert bucket.read_many([path], 1 << 10) == {path: read}
+    assert len(s3.requests) == served + len(paths)  # one request each: no listing, no more
+    assert bucket.read_many(list(paths), 1 << 10) == paths
+
+
 def test_reading_a_shard_from_s3_reads_each_file_once_and_as_locally(s3, tmp_path: Path):  # noqa: F811
     local = tmp_path / "local"
     runs = PREFETCH_RUNS + 3  # two windows

@@ -291,8 +291,9 @@ class Bucket:
             return {p: self.read(p, cap) for p in paths}
         blobs = {p: data for p in paths if (data := self._take(p, cap)) is not None}
         missing = [p for p in paths if p not in blobs]
-        if missing:
-            blobs.update(self.fs.cat(missing, start=0, end=cap + 1, on_error="raise"))
+        if missing:  # (by their very names: `fs.cat` reads `*`, `?` and `[` as patterns)
+            blobs.update(zip(missing, self.fs.cat_ranges(missing, 0, cap + 1, on_error="raise"),
+                             strict=True))
         return {p: (blobs[p][:cap], len(blobs[p]) > cap) for p in paths}
 
     def prefetch(self, wanted: Iterable[tuple[str, int]]) -> None:
