@@ -510,6 +510,11 @@ def test_names_xml_and_urls_escape_are_found_read_and_kept_on_s3(tmp_path: Path,
     write_run(root / "team a&b", "20261112-000001-x&y <z>",
               files={f"bindings/writer/{odd}.md": "odd\n"})
     write_run(root / "p+q", "20261112-000002-plus+sign%41")
+    # and `*`, `?`, `[`: a file is read by its name, never as a pattern (`x[ab].md` is not
+    # `xa.md` nor `xb.md`), though files are read several at once
+    write_run(root / "g*", "20261112-000003-glob[ab]?", files={
+        "bindings/writer/x[ab].md": "brackets\n", "bindings/writer/xa.md": "a\n",
+        "bindings/writer/xb.md": "b\n", "bindings/writer/x*.md": "star\n"})
     s3fs_client.put(str(root) + "/", f"{s3_bucket}/nightly/", recursive=True)
     answers = {}
     for where, options in (("local", [str(root)]),
@@ -522,8 +527,9 @@ def test_names_xml_and_urls_escape_are_found_read_and_kept_on_s3(tmp_path: Path,
         answers[where] = (summary["found"], summary["graded"], sorted(
             bindings.select("run_id", "service", "name", "text").rows()))
     assert answers["s3"] == answers["local"]
-    assert answers["s3"][:2] == (2, 2)
+    assert answers["s3"][:2] == (3, 3)
     assert ("20261112-000001-x&y <z>", "writer", odd, "odd\n") in answers["s3"][2]
+    assert ("20261112-000003-glob[ab]?", "writer", "x[ab]", "brackets\n") in answers["s3"][2]
 
 
 def test_a_run_refused_after_it_was_graded_loses_its_reports_on_s3(
