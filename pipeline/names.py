@@ -8,8 +8,9 @@ import hashlib
 # `.json`, and the tag a staged copy's name starts with, a name stays within the 255 bytes a
 # file name may take (a run folder named with 242 bytes or more failed every grade).
 NAME_BYTES = 200
-
-
+# Characters a run id may hold (a ledger's runId is any string) that a file name may not: a
+# report named `/../../x.json` was written outside the results, `a/b.json` below `reports/a/`
+NOT_IN_NAMES = ("/", "\0")
 # The end of a staged report's name that stands for a refused run: an empty file, which
 # removes the report the run held when its batch publishes (a refusal is never a verdict)
 REFUSED_MARK = ".refused"
@@ -41,12 +42,14 @@ def shown_in(value):
 
 
 def report_stem(run_id: str) -> str:
-    """A report's file name before `.json`: the run id, or one longer than NAME_BYTES bytes
-    cut (at a character) and followed by `~` and 12 hex digits of the whole id's SHA-1."""
+    """A report's file name before `.json`: the run id; one longer than NAME_BYTES bytes, or
+    holding a character no file name may (NOT_IN_NAMES), with those characters made `_`, cut
+    (at a character) and followed by `~` and 12 hex digits of the whole id's SHA-1."""
     raw = run_id.encode()
-    if len(raw) <= NAME_BYTES:
+    if len(raw) <= NAME_BYTES and not any(c in run_id for c in NOT_IN_NAMES):
         return run_id
-    return f"{raw[:NAME_BYTES - 13].decode(errors='ignore')}~{hashlib.sha1(raw).hexdigest()[:12]}"
+    safe = run_id.translate({ord(c): "_" for c in NOT_IN_NAMES}).encode()
+    return f"{safe[:NAME_BYTES - 13].decode(errors='ignore')}~{hashlib.sha1(raw).hexdigest()[:12]}"
 
 
 def uri_tag(uri: str) -> str:

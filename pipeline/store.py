@@ -48,7 +48,7 @@ from typing import NamedTuple
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
-from .names import NAME_BYTES, REFUSED_MARK, report_stem, shown, shown_in, uri_tag
+from .names import NAME_BYTES, NOT_IN_NAMES, REFUSED_MARK, report_stem, shown, shown_in, uri_tag
 from .sources.bucket import FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -393,8 +393,10 @@ class ReportOwners:
             self._history = runs.group_by("run_id", "run_uri", maintain_order=True).agg(
                 graded=(pl.col("status") == "graded").any())
         ids = {name.removesuffix(".json") for name in names}
-        found = self._history.filter(pl.col("run_id").is_in(ids)  # a long id's name is cut
-                                     | (pl.col("run_id").str.len_bytes() > NAME_BYTES))
+        run_id = pl.col("run_id")  # (and the ids whose names are not the id: see report_stem)
+        found = self._history.filter(run_id.is_in(ids) | (run_id.str.len_bytes() > NAME_BYTES)
+                                     | pl.any_horizontal(run_id.str.contains(c, literal=True)
+                                                         for c in NOT_IN_NAMES))
         runs: dict[str, list[tuple[str, bool]]] = {}
         for run_id, run_uri, graded in found.iter_rows():
             runs.setdefault(f"{report_stem(run_id)}.json", []).append((uri_tag(run_uri), graded))

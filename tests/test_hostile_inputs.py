@@ -899,6 +899,33 @@ def test_a_run_refused_after_it_was_graded_keeps_no_report(tmp_path):
                                    for k, v in graded.items()}
 
 
+def test_a_ledger_run_id_naming_folders_names_one_report_inside_the_results(tmp_path):
+    # A ledger's runId is any string. Named after it, the report of `/../../…/x` was written
+    # wherever the path climbed to, outside the results; that of `a/b` went to a folder
+    # below `reports/` and was lost. Each is named with its `/` made `_`, followed by `~` and
+    # 12 hex digits of the whole id's SHA-1 (no other id can take that name).
+    runs, out = tmp_path / "runs", tmp_path / "deep" / "er" / "out"
+    escape = "/" + "../" * 12 + str(tmp_path.relative_to("/")) + "/escaped"
+    ids = {"a": escape, "b": "team/run/7", "c": "..", "d": "plain", "e": "nul\0byte"}
+    for folder, run_id in ids.items():
+        evaluation(run_id, "evals.sender-name/v1", ["eval-sender"]).write(runs / folder)
+    assert _grade(runs, out)["graded"] == 5
+    assert not list(tmp_path.glob("escaped*"))  # nothing written outside the results
+
+    def named(run_id: str) -> str:
+        if "/" not in run_id and "\0" not in run_id:
+            return f"{run_id}.json"
+        digest = hashlib.sha1(run_id.encode()).hexdigest()[:12]
+        return f"{run_id.replace('/', '_').replace(chr(0), '_')}~{digest}.json"
+
+    slug = "grader=moltzap.sender-name.grader-v1"
+    assert sorted(str(p.relative_to(out / "reports")) for p in (out / "reports").rglob("*")
+                  if p.is_file()) == sorted(
+        name for run_id in ids.values() for name in (named(run_id), f"{slug}/{named(run_id)}"))
+    for run_id in ids.values():
+        assert json.loads((out / "reports" / named(run_id)).read_text())["run_id"] == run_id
+
+
 def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_path):
     # A refused ledger carries the batch's grader id (the contract grader's): its top-level
     # report goes, its ledger grader's copy stays with that grader's rows.
