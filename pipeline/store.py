@@ -393,9 +393,9 @@ class ReportOwners:
             self._history = runs.group_by("run_id", "run_uri", maintain_order=True).agg(
                 graded=(pl.col("status") == "graded").any())
         ids = {name.removesuffix(".json") for name in names}
-        run_id = pl.col("run_id")  # (and the ids whose names are not the id: see report_stem)
-        found = self._history.filter(run_id.is_in(ids) | (run_id.str.len_bytes() > NAME_BYTES)
-                                     | pl.any_horizontal(run_id.str.contains(c, literal=True)
+        named = pl.col("run_id")  # (and the ids whose names are not the id: see report_stem)
+        found = self._history.filter(named.is_in(ids) | (named.str.len_bytes() > NAME_BYTES)
+                                     | pl.any_horizontal(named.str.contains(c, literal=True)
                                                          for c in NOT_IN_NAMES))
         runs: dict[str, list[tuple[str, bool]]] = {}
         for run_id, run_uri, graded in found.iter_rows():
