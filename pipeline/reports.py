@@ -30,12 +30,13 @@ def build_reports(tables: dict[str, pl.DataFrame], frame: pl.DataFrame) -> dict[
     tag (`ResultStore.publish`), except from a run id that a run under another prefix holds
     (see `ReportOwners`): that report is named `{run_id}~{uri tag}.json`.
     """
-    graded = {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json": text
-              for run_id, run_uri, text in sorted(
-                  _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
+    def staged(run_id: str, run_uri: str) -> str:
+        return f"{uri_tag(run_uri)}.{report_stem(run_id)}.json"
+
+    graded = {staged(run_id, run_uri): text for run_id, run_uri, text in sorted(
+        _contract_reports(tables, frame) + ledger_reports(tables), key=lambda r: r[1])}
     refused = tables["runs"].filter(pl.col("status") == "refused").select("run_id", "run_uri")
-    return graded | {f"{uri_tag(run_uri)}.{report_stem(run_id)}.json{REFUSED_MARK}": ""
-                     for run_id, run_uri in refused.iter_rows()}
+    return graded | {staged(*run) + REFUSED_MARK: "" for run in refused.iter_rows()}
 
 
 def _encoded(report: pl.DataFrame, fields: tuple[str, ...]) -> list[tuple[str, str, str]]:

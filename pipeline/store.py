@@ -962,9 +962,7 @@ class ResultStore:
         """
         try:
             if not self.local:
-                return (self._s3_lock_age()[0] < stale_after
-                        and not _dead_here(_json_or_none(self.fs.cat_file(
-                            self.path(S3_LOCK_NAME)))))
+                return self._s3_lock_state(stale_after)[0]
             with open(self.path(LOCAL_LOCK_NAME), "rb") as handle:
                 holder = _json_or_none(handle.read())
         except FileNotFoundError:
@@ -1007,15 +1005,19 @@ class ResultStore:
         finally:
             os.close(fd)  # closing the descriptor releases the flock
 
-    def _s3_lock_age(self) -> tuple[float, str]:
-        """(seconds since the S3 lock object was last written, its ETag). Timed by the server's
-        clock (the response's Date), never this machine's: a clock ten minutes ahead read every
-        lock as stale and took over the lock of a grade still writing."""
+    def _s3_lock_state(self, stale_after: float) -> tuple[bool, dict | None, str]:
+        """(whether the S3 lock object is held, its holder, its ETag). It is held while it was
+        written less than `stale_after` seconds ago and its holder is not a dead process of
+        this machine. Its age is timed by the server's clock (the response's Date), never this
+        machine's: a clock ten minutes ahead read every lock as stale and took over the lock
+        of a grade still writing."""
         bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
         head = self.fs.call_s3("head_object", Bucket=bucket, Key=key)
         date = head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
         now = parsedate_to_datetime(date) if date else datetime.now(UTC)
-        return (now - head["LastModified"]).total_seconds(), head["ETag"]
+        holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
+        fresh = (now - head["LastModified"]).total_seconds() < stale_after
+        return fresh and not _dead_here(holder), holder, head["ETag"]
 
     @contextmanager
     def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[[], None]]:
@@ -1028,9 +1030,8 @@ class ResultStore:
         except Exception as exc:
             if not _precondition_failed(exc):
                 raise
-            age, etag = self._s3_lock_age()
-            holder = _json_or_none(self.fs.cat_file(self.path(S3_LOCK_NAME)))
-            if age < stale_after and not _dead_here(holder):
+            held, holder, etag = self._s3_lock_state(stale_after)
+            if held:
                 raise ResultsLocked(self._locked_message(holder, stale_after)) from None
             try:  # stale or left over: take it over, unless someone else just did
                 state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
