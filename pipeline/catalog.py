@@ -13,19 +13,22 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import tempfile
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 import polars as pl
 
 from .scoring import model_sql
-from .store import GRADES, ResultStore, flush_to_disk
+from .store import CONNECT_AGAIN, GRADES, ResultStore, flush_to_disk
 from .tables import TABLES
 
 if TYPE_CHECKING:
     import duckdb
+
+T = TypeVar("T")
 
 # In dependency order: each model reads only tables and the models before it.
 VIEW_MODELS = (
@@ -256,7 +259,7 @@ def _still_there(store: ResultStore) -> str:
     markers = _quoted(store.url(store.path("_commits", "*.json")))
     gone = _quoted(
         f"the results in {store.uri} were compacted since this connection was opened, and "
-        "batches its views show are gone: connect again (`rungrade sql` and "
+        f"batches its views show are gone: {CONNECT_AGAIN} (`rungrade sql` and "
         "`catalog.connect` make a new connection; in the duckdb CLI, open catalog.duckdb "
         "again)")
     return f"""case when (
@@ -293,6 +296,68 @@ def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyCon
     con = duckdb.connect()
     create_views(con, ResultStore(results, endpoint_url))
     return con
+
+
+# Connections `ask` makes for one question before it lets the last error through.
+ASK_ATTEMPTS = 3
+# A path of a batch's part, as a DuckDB error names it ("Cannot open file …/batch=ID/…").
+_BATCH_IN_PATH = re.compile(r"/batch=([^/\"'*?\[]+)/")  # (not a pattern's `batch=*`)
+
+
+def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
+        endpoint_url: str | None = None) -> T:
+    """`question(con)` on a new connection with every results view (`connect`), closed after;
+    asked again on another new connection when the results changed under it.
+
+    Nobody locks the results to read them. A query lists the parts of each table, then reads
+    them; a compaction that removes the batches it merged, or a grade that removes the parts
+    of a batch a crash left uncommitted, may remove a part in between, and the query fails
+    on that part ("Cannot open file"). It would have failed the same way while the views were
+    made, which read every part's footer, or said "connect again" (see `_still_there`,
+    `store.PART_GONE`) had the compaction ended between the connection and the query. A new
+    connection answers from the batches committed by then, so the question is asked again,
+    up to ASK_ATTEMPTS connections in all; any other error goes through at once, among them
+    a part missing from a batch that is still committed. `question` must return what it
+    read (a DataFrame, rows), not a relation of the connection."""
+    import duckdb
+
+    store = ResultStore(results, endpoint_url)
+    for attempt in range(1, ASK_ATTEMPTS + 1):
+        con = duckdb.connect()
+        try:
+            try:
+                create_views(con, store)
+            except duckdb.Error as exc:
+                if attempt < ASK_ATTEMPTS and _changed_under(store, exc):
+                    continue
+                said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
+                raise ResultsUnreadable(f"the views of the results in {results} could not be "
+                                        f"made: {said}") from exc
+            try:
+                return question(con)
+            except duckdb.Error as exc:
+                if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
+                    raise
+        finally:
+            con.close()
+    raise AssertionError("unreachable")  # (the last attempt returns or raises)
+
+
+class ResultsUnreadable(Exception):
+    """The views of committed results could not be made: a part damaged (cut short, not
+    Parquet) or unreadable. A store's failure, not the question's."""
+
+
+def _changed_under(store: ResultStore, exc: Exception) -> bool:
+    """Whether `exc` says the results changed under a connection (see `ask`)."""
+    import duckdb
+
+    text = str(exc)
+    if CONNECT_AGAIN in text:
+        return True
+    named = set(_BATCH_IN_PATH.findall(text))
+    return (isinstance(exc, duckdb.IOException) and bool(named)
+            and not named & store.committed_batches())
 
 
 def tidy_compacted(store: ResultStore) -> None:

@@ -319,8 +319,10 @@ def _store_failed(exc: Exception) -> bool:
     from .sources.outage import is_outage
 
     duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
+    catalog = sys.modules.get("pipeline.catalog")
     return isinstance(exc, OSError) or is_outage(exc) or _no_credentials(exc) or (
-        duckdb is not None and isinstance(exc, duckdb.IOException))
+        duckdb is not None and isinstance(exc, duckdb.IOException)) or (
+        catalog is not None and isinstance(exc, catalog.ResultsUnreadable))
 
 
 def _no_credentials(exc: BaseException) -> bool:
@@ -493,11 +495,9 @@ def sql(
     --results RESULTS` are the same.
 
     Exit codes: 0 done; 2 no committed results, or the query failed (DuckDB's error is shown);
-    4 a store failed.
+    4 a store failed, or a part of the results could not be read.
     """
     import duckdb
-
-    from .catalog import connect
 
     if len(words) > 2:
         raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
@@ -514,14 +514,9 @@ def sql(
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
                    exit_codes.USAGE)
     text = Path(query).read_text() if query.endswith(".sql") else query
-    with _reading_results():
-        con = connect(results, endpoint_url)
-    try:
-        df = con.sql(text).pl()
+    try:  # (a store's failure is the exit code of `_reading_results`, not a failed query)
+        df = _ask(results, endpoint_url, lambda con: con.sql(text).pl(), ours=False)
     except duckdb.Error as exc:
-        if _store_failed(exc):
-            raise fail(f"a store failed while running the query: {exc}. Rerun it.",
-                       exit_codes.STORAGE) from exc
         raise fail(f"the query failed: {exc}", exit_codes.USAGE) from exc
     if csv == Path("-"):
         sys.stdout.write(df.write_csv())
@@ -568,11 +563,29 @@ OutOpt = Annotated[Path | None, typer.Option(
     "--out", "-o", help="Also write the rows to this file: .csv or .parquet.")]
 
 
-def _open_results(results: str, endpoint_url: str | None):
-    from .analysis import open_results
+def _ask(results: str, endpoint_url: str | None, question, ours: bool = True):
+    """`question(con)` on the views of `results` (`catalog.ask`: asked again on a new
+    connection when a compaction or a grade changed the results under it), with the exit
+    codes of a command that reads them: 2 for no committed results or a question they cannot
+    answer (`ResultsQueryError`: an unknown grader id, a bad date), 4 when a store failed.
+    `ours`: the question's SQL is rungrade's, so DuckDB failing it says the results cannot
+    be read (exit 4; else the caller says what failed)."""
+    import duckdb
 
-    with _reading_results():
-        return open_results(results, endpoint_url)
+    from .analysis import ResultsQueryError
+    from .catalog import ask
+
+    try:
+        with _reading_results():
+            return ask(results, question, endpoint_url)
+    except ResultsQueryError as exc:
+        raise fail(str(exc), exit_codes.USAGE) from exc
+    except duckdb.Error as exc:
+        if not ours:
+            raise
+        raise fail(f"the results in {results} could not be read: {exc}. Nothing was changed; "
+                   "a part may be damaged: grade into fresh results, or restore the part.",
+                   exit_codes.STORAGE) from exc
 
 
 def _check_out(path: Path | None) -> None:
@@ -718,18 +731,16 @@ def trend(
 
     A run's day is the date its run id starts with.
 
-    Exit codes: 0 done (also when no day matches); 2 no results, unknown id or bad date.
+    Exit codes: 0 done (also when no day matches); 2 no results, unknown id or bad date;
+    4 a store failed, or a part of the results could not be read.
     """
     import polars as pl
 
-    from .analysis import ResultsQueryError, trends
+    from .analysis import trends
 
     _check_out(out_file)
-    con = _open_results(results, endpoint_url)
-    try:
-        df = trends(con, program=program, since=since, grader_id=grader_id)
-    except ResultsQueryError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
+    df = _ask(results, endpoint_url,
+              lambda con: trends(con, program=program, since=since, grader_id=grader_id))
     if df.is_empty():
         err.print("no runs match these filters")
     # one table per grader id, verdict counts in one column: narrow enough for a terminal
@@ -792,19 +803,16 @@ def diff(
 
     "Most recent" grader id = the one whose first committed batch is newest.
 
-    Exit codes: 0 done; 2 no results, an unknown grader id, or fewer than two grader ids.
+    Exit codes: 0 done; 2 no results, an unknown grader id, or fewer than two grader ids;
+    4 a store failed, or a part of the results could not be read.
     """
     import polars as pl
 
-    from .analysis import ResultsQueryError, version_diff
+    from .analysis import version_diff
 
     results, base, head = _results_and_ids(words, base, head)
     _check_out(out_file)
-    con = _open_results(results, endpoint_url)
-    try:
-        d = version_diff(con, base, head)
-    except ResultsQueryError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
+    d = _ask(results, endpoint_url, lambda con: version_diff(con, base, head))
     s = d.summary
     facts = Table(title=f"{d.base} → {d.head}", show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold")
@@ -861,17 +869,14 @@ def report(
 
     Charts are embedded as PNG images; the page loads nothing from the network.
 
-    Exit codes: 0 done; 2 no results or an unknown grader id.
+    Exit codes: 0 done; 2 no results or an unknown grader id; 4 a store failed, or a part of
+    the results could not be read.
     """
-    from .analysis import ResultsQueryError
     from .html_report import build_report
 
     results, base, head = _results_and_ids(words, base, head)
-    con = _open_results(results, endpoint_url)
-    try:
-        page = build_report(con, results, base, head, endpoint_url)
-    except ResultsQueryError as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
+    page = _ask(results, endpoint_url,
+                lambda con: build_report(con, results, base, head, endpoint_url))
     html_out.parent.mkdir(parents=True, exist_ok=True)
     html_out.write_text(page, encoding="utf-8")
     out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")

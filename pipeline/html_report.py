@@ -182,8 +182,10 @@ def _grade_log(con: duckdb.DuckDBPyConnection, results: str,
 def write_report(results: str, out: Path | str, base: str | None = None,
                  head: str | None = None, endpoint_url: str | None = None) -> Path:
     """Write the report of `results` to `out`; return its path."""
-    con = analysis.open_results(results, endpoint_url)
-    page = build_report(con, results, base, head, endpoint_url)
+    from .catalog import ask
+
+    page = ask(results, lambda con: build_report(con, results, base, head, endpoint_url),
+               endpoint_url)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

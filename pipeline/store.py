@@ -212,10 +212,17 @@ PART_KEPT_BYTES = 16 << 20
 PARTS_KEPT_BYTES = 256 << 20
 
 
+# Times the commit markers are listed and read before a reader gives up on their vanishing
+# under it (see `ResultStore._markers`): each time means a compaction finished meanwhile.
+MARKER_READS = 5
+
 # The error of a query that needs a part its connection listed, gone since (see
 # `_listed_parts_fs`).
+# What every error of a connection that outlived the batches it shows says (see also
+# `catalog._still_there`); `catalog.ask` asks again on a new connection when it reads it.
+CONNECT_AGAIN = "connect again"
 PART_GONE = ("a part of these results was removed since this connection was opened (a "
-             "compaction merged its batch): connect again (`rungrade sql` and "
+             f"compaction merged its batch): {CONNECT_AGAIN} (`rungrade sql` and "
              "`catalog.connect` make a new connection)")
 
 
@@ -459,13 +466,24 @@ class ResultStore:
                       key=lambda c: c["batch_id"])
 
     def _markers(self) -> dict[str, dict]:
-        """Every commit marker, by path."""
+        """Every commit marker, by path.
+
+        A reader may list the markers while a compaction removes those of the batches it
+        merged (writers hold the lock, readers do not): a marker gone between the listing and
+        its read means the compacted batch's marker was written since, perhaps after the
+        listing, so the markers are listed again rather than read without it."""
         folder = self.path("_commits")
-        if not self.fs.exists(folder):
-            return {}
-        paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
-        blobs = self.fs.cat(paths) if paths else {}  # fetched concurrently on S3
-        return {path: json.loads(blob) for path, blob in blobs.items()}
+        for _ in range(MARKER_READS):
+            if not self.fs.exists(folder):
+                return {}
+            paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
+            # fetched concurrently on S3
+            blobs = self.fs.cat(paths, on_error="omit") if paths else {}
+            if len(blobs) == len(paths):
+                return {path: json.loads(blob) for path, blob in blobs.items()}
+        gone = sorted(set(paths) - set(blobs))
+        raise FileNotFoundError(f"commit markers in {self.url(folder)} went on vanishing while "
+                                f"they were read ({', '.join(gone[:3])}): rerun the command")
 
     def committed_batches(self) -> set[str]:
         return {c["batch_id"] for c in self.commits()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from typer.testing import CliRunner
 from pipeline import compact as compact_module
 from pipeline import exit_codes
 from pipeline.analysis import grader_ids
-from pipeline.catalog import VIEW_MODELS, connect, read_grades
+from pipeline.catalog import VIEW_MODELS, ask, connect, read_grades
 from pipeline.cli import app
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
@@ -224,6 +225,98 @@ def test_a_connection_opened_before_a_compaction_asks_to_connect_again(tmp_path)
     cli.close()
     assert_same(before, views(out))
     assert connect(str(out)).sql(count).fetchall() == graded_runs
+
+
+def test_a_question_a_compaction_outlived_is_asked_again_on_a_new_connection(tmp_path):
+    # `rungrade sql`, `trend`, `diff` and `report` ask through `catalog.ask`: nobody locks
+    # the results to read them, and a compaction may end between the views being made and
+    # the query. The answer is then that of the compacted results, not "connect again".
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 9, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "3")
+    scores = "select run_uri, overall_score from run_scores order by run_uri"
+    before = connect(str(out)).sql(scores).fetchall()
+    cons = []
+
+    def question(con):
+        cons.append(con)
+        if len(cons) == 1:
+            assert compact_module.compact(str(out)).batches
+        return con.sql(scores).fetchall()
+
+    assert ask(str(out), question) == before
+    assert len(cons) == 2 and len(before) > 0
+
+
+def test_a_part_gone_mid_question_is_asked_again_unless_its_batch_is_committed(tmp_path):
+    # A grade removes the parts a crash left of a batch it never committed; a query that
+    # listed them just before fails on the first it then opens (DuckDB: "Cannot open file").
+    # Here the question reads such a part itself, after it is gone, to meet that error
+    # where a race would: its batch is not committed, so a new connection is asked again.
+    # The same error on a part of a committed batch is the results' fault, not a race: it
+    # goes through at once, and the CLI says a store failed (exit 4), not a traceback.
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 6, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "3")
+    committed = sorted(out.glob("runs/grader=*/batch=*/*.parquet"))[0]
+    left = Path(str(committed.parent).replace("batch=", "batch=20000101T000000000000Z-")
+                ) / committed.name
+    shutil.copytree(committed.parent, left.parent)  # a crashed grade's uncommitted parts
+    count = "select count(*) from runs"
+    fresh = connect(str(out)).sql(count).fetchall()
+    asked = []
+
+    def question(part: Path):
+        def ask_it(con):
+            asked.append(part)
+            if len(asked) == 1:
+                if part == left:
+                    assert ResultStore(str(out)).discard_uncommitted() == [
+                        left.parent.name.removeprefix("batch=")]
+                else:
+                    part.unlink()
+                con.sql(f"select count(*) from read_parquet('{part}')").fetchall()
+            return con.sql(count).fetchall()
+        return ask_it
+
+    assert ask(str(out), question(left)) == fresh
+    assert len(asked) == 2
+    asked.clear()
+    with pytest.raises(duckdb.IOException, match=re.escape(committed.parent.name)):
+        ask(str(out), question(committed))
+    assert len(asked) == 1
+    # the views find the rest of that batch; a part not Parquet fails the views' making
+    committed.write_bytes(b"not a Parquet file")
+    for command in (["trend", str(out)], ["sql", "-r", str(out), count]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == exit_codes.STORAGE, result.output
+        assert "Traceback" not in result.output and committed.name in result.output
+        assert "could not be made" in result.output, result.output
+
+
+def test_commit_markers_removed_while_a_reader_reads_them_are_listed_again(tmp_path,
+                                                                          monkeypatch):
+    # A reader lists `_commits/`, then reads the markers; a compaction may remove the
+    # markers of the batches it merged in between. The reader lists them again, and sees
+    # the compacted batch, rather than failing on a marker gone (or reading without it).
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 9, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "3")
+    store = ResultStore(str(out))
+    listed = [c["batch_id"] for c in store.commits()]
+    assert len(listed) == 3
+    cat, compacted = type(store.fs).cat, []
+
+    def compacting_cat(fs, paths, *args, **kwargs):
+        if not compacted and isinstance(paths, list) and "_commits" in str(paths[0]):
+            compacted.append(None)  # (the compaction reads the markers too)
+            compacted[0] = compact_module.compact(str(out)).batches  # after the listing
+        return cat(fs, paths, *args, **kwargs)
+
+    monkeypatch.setattr(type(store.fs), "cat", compacting_cat)
+    commits = store.commits()
+    assert len(compacted) == 1 and len(compacted[0]) == 1  # (one batch made, read meanwhile)
+    assert len(commits) == 1 and commits[0]["replaces"] == listed
 
 
 def assert_catalog_reads(out: Path) -> None:
