@@ -32,7 +32,7 @@ T = TypeVar("T")
 
 # In dependency order: each model reads only tables and the models before it.
 VIEW_MODELS = (
-    "staging/run_days", "staging/grader_pairs",
+    "staging/run_days", "staging/paired_runs", "staging/grader_pairs",
     "marts/trends", "marts/version_diffs", "marts/verdict_flips", "marts/run_score_deltas",
     "marts/service_score_deltas", "marts/version_summary",
 )

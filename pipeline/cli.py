@@ -818,6 +818,10 @@ def diff(
     facts.add_column(style="bold")
     facts.add_column()
     facts.add_row("runs graded by both", str(s["shared_runs"]))
+    if s["changed_runs"]:  # (a grader is compared with another on the same files only)
+        facts.add_row("not compared", f"{s['changed_runs']} more runs graded by both whose "
+                      "files changed between the two grades; grade the runs again under both "
+                      "ids (each grade skips the runs unchanged since) to compare them")
     if s["mean_score_delta"] is None:
         facts.add_row("mean score delta", "— (no run has a score under both)")
     else:

@@ -405,6 +405,41 @@ def test_identical_checks_under_two_ids_show_no_change(tmp_path):
     assert result.exit_code == 0 and "no clause changed its verdict" in result.output
 
 
+def test_runs_whose_files_changed_between_the_two_grades_are_not_compared(tmp_path):
+    # The same checks under a second id, given runs whose outputs were emptied after the
+    # first grade: a diff of every shared run would show the emptied outputs as flips of the
+    # second id. Runs are compared on the same files only, and the others are counted.
+    runs = write_sample_runs(tmp_path / "runs")
+    results = tmp_path / "results"
+    copy_id = "analyst.contract-copy.grader/v1"
+    grade(runs, results, "--grader-id", BASE_ID)
+    con = analysis.open_results(str(results))
+    graded_uris = {u for u, in con.sql("select run_uri from runs where status = 'graded' "
+                                       "and source = 'prose'").fetchall()}
+    emptied = set()
+    for path in sorted(runs.rglob("bindings/*/*.md")):
+        run = path.parents[2]
+        if "caller" not in path.parts and len(emptied) < 3 and any(
+                uri.endswith(run.name) for uri in graded_uris):
+            path.write_text("\n")
+            emptied.add(run.name)
+    assert len(emptied) == 3
+    grade(runs, results, "--grader-id", copy_id)
+    diff = analysis.version_diff(analysis.open_results(str(results)), BASE_ID, copy_id)
+    s = diff.summary
+    assert s["changed_runs"] == 3 and s["shared_runs"] == len(graded_uris) - 3
+    assert (s["clauses_flipped"], s["runs_verdict_changed"], s["mean_score_delta"]) == (0, 0, 0)
+    assert not {u.rsplit("/", 1)[-1] for u in diff.clauses["run_uri"]} & emptied
+    assert s["runs_paired"] == diff.runs.height == s["shared_runs"]
+    result = cli("diff", str(results), BASE_ID, copy_id)
+    assert result.exit_code == 0 and "3 more runs graded by both" in result.output
+    # graded again under the first id (the changed runs only), they are compared again
+    assert grade(runs, results, "--grader-id", BASE_ID).stdout.count('"changed": 3') == 1
+    s = analysis.version_diff(analysis.open_results(str(results)), BASE_ID, copy_id).summary
+    assert (s["changed_runs"], s["shared_runs"]) == (0, len(graded_uris))
+    assert (s["clauses_flipped"], s["mean_score_delta"]) == (0, 0)
+
+
 def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     results = str(graded["results"])
     result = cli("diff", results, "--base", BASE_ID, "--head", HEAD_ID, "--out",

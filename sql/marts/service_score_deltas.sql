@@ -1,13 +1,15 @@
--- service_score_deltas: one row per pair of grader ids × run × service scored under both.
+-- service_score_deltas: one row per pair of grader ids × run × service scored under both,
+-- of the runs both graded from the same files (paired_runs).
 --   score_delta = head_score - base_score (service_score; null when either is null).
 --   passes_changed = whether the service passes differs between the two ids.
--- Reads: grader_pairs, service_scores.
+-- Reads: paired_runs, service_scores.
 
 with
 
-pairs as (
-    select base_grader_id, head_grader_id
-    from grader_pairs
+compared as (
+    select base_grader_id, head_grader_id, run_uri
+    from paired_runs
+    where same_files
 ),
 
 scores as (
@@ -17,8 +19,8 @@ scores as (
 
 paired as (
     select
-        pairs.base_grader_id,
-        pairs.head_grader_id,
+        compared.base_grader_id,
+        compared.head_grader_id,
         base.run_id,
         base.run_uri,
         base.service,
@@ -26,11 +28,11 @@ paired as (
         head.service_score as head_score,
         base.passes as base_passes,
         head.passes as head_passes
-    from pairs
+    from compared
     inner join scores as base
-        on base.grader_id = pairs.base_grader_id
+        on base.grader_id = compared.base_grader_id and base.run_uri = compared.run_uri
     inner join scores as head
-        on head.grader_id = pairs.head_grader_id
+        on head.grader_id = compared.head_grader_id
         and head.run_uri = base.run_uri
         and head.service = base.service
 )

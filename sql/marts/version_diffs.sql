@@ -1,15 +1,17 @@
 -- version_diffs: the same clause of the same run graded under two grader ids. One row per
--- (base_grader_id, head_grader_id, run, service, clause) for every pair in grader_pairs;
--- clauses graded under only one of the two ids are left out (version_summary counts them).
+-- (base_grader_id, head_grader_id, run, service, clause) of the runs both graded from the
+-- same files (paired_runs); clauses graded under only one of the two ids are left out
+-- (version_summary counts them).
 --   flipped = base_verdict differs from head_verdict; flip = 'base_verdict→head_verdict'.
 --   text = the clause as written in the run's contract.
--- Reads: grader_pairs, clause_verdicts, clauses.
+-- Reads: paired_runs, clause_verdicts, clauses.
 
 with
 
-pairs as (
-    select base_grader_id, head_grader_id
-    from grader_pairs
+compared as (
+    select base_grader_id, head_grader_id, run_uri
+    from paired_runs
+    where same_files
 ),
 
 verdicts as (
@@ -24,8 +26,8 @@ clause_texts as (
 
 paired as (
     select
-        pairs.base_grader_id,
-        pairs.head_grader_id,
+        compared.base_grader_id,
+        compared.head_grader_id,
         base.run_id,
         base.run_uri,
         base.service,
@@ -34,11 +36,11 @@ paired as (
         head.verdict as head_verdict,
         base.confidence as base_confidence,
         head.confidence as head_confidence
-    from pairs
+    from compared
     inner join verdicts as base
-        on base.grader_id = pairs.base_grader_id
+        on base.grader_id = compared.base_grader_id and base.run_uri = compared.run_uri
     inner join verdicts as head
-        on head.grader_id = pairs.head_grader_id
+        on head.grader_id = compared.head_grader_id
         and head.run_uri = base.run_uri
         and head.service = base.service
         and head.clause_id = base.clause_id

@@ -1,5 +1,7 @@
 -- version_summary: one row per ordered pair of grader ids: how far the head moved from the base.
---   runs_paired       runs with an overall_score under both ids
+--   shared_runs, changed_runs  from grader_pairs: runs graded under both ids from the same
+--                     files, and runs whose files changed between the two grades (left out)
+--   runs_paired       runs with an overall_score under both ids, from the same files
 --   mean_score_delta  mean of (head - base) overall_score over those runs (a paired difference)
 --   sd_score_delta    sample standard deviation of those differences
 --   ci95_low/high     mean_score_delta ± t × sd / sqrt(runs_paired), t = the 0.975 quantile of
@@ -10,12 +12,12 @@
 --   clauses_paired, clauses_flipped  from version_diffs
 --   clauses_only_base, clauses_only_head  clauses of the shared runs graded under one id only
 --                     (a contract parser change gave them new clause ids)
--- Reads: grader_pairs, run_score_deltas, version_diffs, clause_verdicts, runs.
+-- Reads: grader_pairs, paired_runs, run_score_deltas, version_diffs, clause_verdicts.
 
 with
 
 pairs as (
-    select base_grader_id, head_grader_id, shared_runs
+    select base_grader_id, head_grader_id, shared_runs, changed_runs
     from grader_pairs
 ),
 
@@ -32,12 +34,6 @@ clause_diffs as (
 verdicts as (
     select grader_id, run_uri
     from clause_verdicts
-),
-
-graded_runs as (
-    select grader_id, run_uri
-    from runs
-    where status = 'graded'
 ),
 
 t_quantiles as (
@@ -86,12 +82,9 @@ clause_moves as (
 ),
 
 shared_runs as (
-    select pairs.base_grader_id, pairs.head_grader_id, base.run_uri
-    from pairs
-    inner join graded_runs as base
-        on base.grader_id = pairs.base_grader_id
-    inner join graded_runs as head
-        on head.grader_id = pairs.head_grader_id and head.run_uri = base.run_uri
+    select base_grader_id, head_grader_id, run_uri
+    from paired_runs
+    where same_files
 ),
 
 clauses_graded as (
@@ -111,6 +104,7 @@ select
     pairs.base_grader_id,
     pairs.head_grader_id,
     pairs.shared_runs,
+    pairs.changed_runs,
     coalesce(intervals.runs_paired, 0) as runs_paired,
     intervals.mean_score_delta,
     intervals.sd_score_delta,

@@ -2,10 +2,13 @@
 -- common. The diff marts (version_diffs, verdict_flips, run_score_deltas,
 -- service_score_deltas, version_summary) hold one block of rows per pair: filter them on
 -- base_grader_id and head_grader_id to compare two versions.
---   shared_runs = runs graded (not refused) under both ids.
+--   shared_runs = runs graded (not refused) under both ids from the same files: the runs
+--   the diff marts compare (see paired_runs).
+--   changed_runs = runs graded under both ids whose files changed between the two grades,
+--   left out of the diff marts: grade the runs again under both ids to compare them.
 --   base_first_batch / head_first_batch: the first batch each id appears in (batch ids sort
 --   by time), so `where base_first_batch < head_first_batch` keeps old → new pairs only.
--- Reads: runs (whose batch_id column the results views add).
+-- Reads: runs (whose batch_id column the results views add), paired_runs.
 
 with
 
@@ -23,19 +26,19 @@ first_seen as (
 
 shared as (
     select
-        base.grader_id as base_grader_id,
-        head.grader_id as head_grader_id,
-        count(*) as shared_runs
-    from graded as base
-    inner join graded as head
-        on base.run_uri = head.run_uri and base.grader_id <> head.grader_id
-    group by base.grader_id, head.grader_id
+        base_grader_id,
+        head_grader_id,
+        count(*) filter (where same_files) as shared_runs,
+        count(*) filter (where not same_files) as changed_runs
+    from paired_runs
+    group by base_grader_id, head_grader_id
 )
 
 select
     shared.base_grader_id,
     shared.head_grader_id,
     shared.shared_runs,
+    shared.changed_runs,
     base_seen.first_batch as base_first_batch,
     head_seen.first_batch as head_first_batch
 from shared
