@@ -481,6 +481,31 @@ def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_buck
     assert connect(results, s3_server).sql(count).fetchall() == runs
 
 
+def test_a_question_a_compaction_outlived_on_s3_is_asked_again(runs_bucket: str,
+                                                               s3_bucket: str,
+                                                               s3_server: str, monkeypatch):
+    # As `rungrade sql` asks (`catalog.ask`): a compaction between the views being made and
+    # the query leaves the query a part that is gone; it is asked again on a new connection.
+    from pipeline import store as store_module
+    from pipeline.catalog import ask
+    from pipeline.compact import compact
+
+    results = f"s3://{s3_bucket}/asked-again"
+    graded_in_three_batches(runs_bucket, results, s3_server)
+    monkeypatch.setattr(store_module, "PART_KEPT_BYTES", 0)  # every part read again
+    asked = []
+
+    def question(con):
+        con.execute("set enable_external_file_cache = false")  # (see the test above)
+        asked.append(con)
+        if len(asked) == 1:
+            assert compact(results, s3_server).batches
+        return con.sql("select count(*) from runs").fetchall()
+
+    assert ask(results, question, s3_server) == [(RUNS,)]
+    assert len(asked) == 2
+
+
 def test_commands_without_s3_credentials_say_so(runs_bucket: str, s3_bucket: str,
                                                 s3_server: str, tmp_path: Path):
     # No credentials where the nightly job runs: `grade` and `compact` said so, but `sql`,
