@@ -8,6 +8,7 @@ computed here from the stored Parquet with polars and plain Python, never by the
 from __future__ import annotations
 
 import hashlib
+import random
 import shutil
 import statistics
 from pathlib import Path
@@ -25,6 +26,7 @@ from analyst_runs import (
     write_strict_grader,
 )
 from conftest import SAMPLE_RUNS
+from nightly_changes import change_night
 from test_faults import CATALOG
 from typer.testing import CliRunner
 
@@ -32,6 +34,7 @@ from pipeline import analysis
 from pipeline.cli import app
 from pipeline.exit_codes import LOCKED, USAGE
 from pipeline.store import ResultStore, grader_slug
+from pipeline.synth import synthesize
 from pipeline.tables import COLUMNS, TABLES
 
 KEY = ["run_uri", "service", "clause_id"]
@@ -438,6 +441,36 @@ def test_runs_whose_files_changed_between_the_two_grades_are_not_compared(tmp_pa
     s = analysis.version_diff(analysis.open_results(str(results)), BASE_ID, copy_id).summary
     assert (s["changed_runs"], s["shared_runs"]) == (0, len(graded_uris))
     assert (s["clauses_flipped"], s["mean_score_delta"]) == (0, 0)
+
+
+def test_the_same_checks_under_two_ids_never_differ_over_nights_of_changes(tmp_path):
+    # Two ids with the same checks, graded on nights of their own, the runs changing in
+    # between: the diff compares exactly the runs both ids graded from the same files (found
+    # here from the stored `runs` rows), and on those nothing may differ.
+    runs, spare_root, results = tmp_path / "runs", tmp_path / "spare", tmp_path / "results"
+    synthesize(str(runs), 40, seed=31, workers=1)
+    synthesize(str(spare_root), 8, seed=32, workers=1)
+    spare = sorted(p for p in spare_root.rglob("2026*") if p.is_dir())
+    copy_id = "analyst.contract-copy.grader/v1"
+    rnd = random.Random(7)
+    changed_seen = 0
+    for ids in ([BASE_ID, copy_id], [BASE_ID], [copy_id], [BASE_ID, copy_id]):
+        for grader_id in ids:
+            grade(runs, results, "--grader-id", grader_id, "--batch-size", "16")
+        # each run's latest row under each id, kept where it is graded (not refused)
+        latest = (stored(results, "runs").sort("batch").group_by("grader_id", "run_uri")
+                  .last().filter(pl.col("status") == "graded"))
+        both = (latest.filter(pl.col("grader_id") == BASE_ID)
+                .join(latest.filter(pl.col("grader_id") == copy_id), on="run_uri"))
+        same = both.filter(pl.col("fingerprint") == pl.col("fingerprint_right")).height
+        s = analysis.version_diff(analysis.open_results(str(results)), BASE_ID, copy_id).summary
+        assert (s["shared_runs"], s["changed_runs"]) == (same, both.height - same)
+        assert (s["clauses_flipped"], s["runs_verdict_changed"], s["mean_score_delta"]) == (
+            0, 0, 0)
+        assert s["runs_paired"] == same and s["clauses_paired"] > 0
+        changed_seen += both.height - same
+        change_night(runs, spare, rnd)
+    assert changed_seen > 0  # (the nights graded by one id left runs to leave out)
 
 
 def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
