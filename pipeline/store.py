@@ -216,11 +216,11 @@ PARTS_KEPT_BYTES = 256 << 20
 # under it (see `ResultStore._markers`): each time means a compaction finished meanwhile.
 MARKER_READS = 5
 
-# The error of a query that needs a part its connection listed, gone since (see
-# `_listed_parts_fs`).
 # What every error of a connection that outlived the batches it shows says (see also
 # `catalog._still_there`); `catalog.ask` asks again on a new connection when it reads it.
 CONNECT_AGAIN = "connect again"
+# The error of a query that needs a part its connection listed, gone since (see
+# `_listed_parts_fs`).
 PART_GONE = ("a part of these results was removed since this connection was opened (a "
              f"compaction merged its batch): {CONNECT_AGAIN} (`rungrade sql` and "
              "`catalog.connect` make a new connection)")
