@@ -817,11 +817,11 @@ def diff(
     facts = Table(title=f"{d.base} → {d.head}", show_header=False, box=None, pad_edge=False)
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("runs graded by both", str(s["shared_runs"]))
+    facts.add_row("runs compared", f"{s['shared_runs']} (graded by both from the same files)")
     if s["changed_runs"]:  # (a grader is compared with another on the same files only)
-        facts.add_row("not compared", f"{s['changed_runs']} more runs graded by both whose "
-                      "files changed between the two grades; grade the runs again under both "
-                      "ids (each grade skips the runs unchanged since) to compare them")
+        facts.add_row("runs not compared", f"{s['changed_runs']} (graded by both, their files "
+                      "changed between the two grades: grade the runs again under both ids, "
+                      "each grade skipping the runs unchanged since, to compare them)")
     if s["mean_score_delta"] is None:
         facts.add_row("mean score delta", "— (no run has a score under both)")
     else:
