@@ -290,12 +290,72 @@ def _read_where_written(catalog_file: str | None) -> str:
 
 
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every results view defined."""
+    """An in-memory DuckDB connection with every results view defined, over committed batches
+    that hold every part they committed (else ResultsDamaged, see `_open`)."""
+    store = ResultStore(results, endpoint_url)
+    for attempt in range(1, ASK_ATTEMPTS + 1):
+        try:
+            return _open(store)
+        except ResultsDamaged as exc:
+            if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
+                raise
+    raise AssertionError("unreachable")  # (the last attempt returns or raises)
+
+
+def _open(store: ResultStore) -> duckdb.DuckDBPyConnection:
+    """A new connection with the views of `store` (`create_views`), checked whole: every
+    committed batch holds a part of each table for each part of its `runs`, and as many
+    `runs` rows as its marker says. A part deleted, cut short or never copied (a results
+    folder copied in part) would leave the views short of its rows without a word; a batch
+    merged by a compaction since its marker was read is not damage (see `connect`, `ask`)."""
     import duckdb
 
     con = duckdb.connect()
-    create_views(con, ResultStore(results, endpoint_url))
+    try:
+        commits = store.commits()
+        create_views(con, store, commits=commits)
+        _check_whole(con, store, commits)
+    except BaseException:
+        con.close()
+        raise
     return con
+
+
+def _check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: list[dict]
+                 ) -> None:
+    """Raise ResultsDamaged when a committed batch lacks parts (see `_open`)."""
+    committed = {c["batch_id"]: c for c in commits}
+    files = store.tables_files(set(committed))
+    parts: dict[str, dict[str, set[str]]] = {}  # batch -> table -> part names
+    for table, urls in files.items():
+        for url in urls:
+            folder, _, name = url.rpartition("/")
+            parts.setdefault(folder.rpartition("/batch=")[2], {}).setdefault(table, set()).add(
+                name)
+    problems, damaged = [], set()
+    for batch in committed:
+        held = parts.get(batch, {})
+        for table in TABLES:
+            lacking = sorted(held.get("runs", set()) - held.get(table, set()))
+            problems += [f"{table}/…/batch={batch}/{name}" for name in lacking]
+            if lacking:
+                damaged.add(batch)
+    rows = dict(con.sql(f"select batch, count(*) from {_source(store, 'runs', files['runs'])} "
+                        "group by batch").fetchall()) if files["runs"] else {}
+    for batch, marker in committed.items():
+        said = marker.get("runs")
+        if isinstance(said, int) and said != rows.get(batch, 0) and batch not in damaged:
+            problems.append(f"runs/…/batch={batch}: {rows.get(batch, 0)} rows where its "
+                            f"marker says {said}")
+            damaged.add(batch)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if
+                                            len(problems) > 3 else "")
+        raise ResultsDamaged(
+            f"the results in {store.uri} lack parts of committed batches ({shown}): a part was "
+            "deleted or cut short, or the folder was copied in part, and the views would show "
+            "fewer rows than were committed. Restore the parts from a whole copy, or grade the "
+            "runs into fresh results", damaged)
 
 
 # Connections `ask` makes for one question before it lets the last error through.
@@ -323,21 +383,21 @@ def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
 
     store = ResultStore(results, endpoint_url)
     for attempt in range(1, ASK_ATTEMPTS + 1):
-        con = duckdb.connect()
         try:
-            try:
-                create_views(con, store)
-            except duckdb.Error as exc:
-                if attempt < ASK_ATTEMPTS and _changed_under(store, exc):
-                    continue
-                said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
-                raise ResultsUnreadable(f"the views of the results in {results} could not be "
-                                        f"made: {said}") from exc
-            try:
-                return question(con)
-            except duckdb.Error as exc:
-                if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
-                    raise
+            con = _open(store)
+        except (duckdb.Error, ResultsDamaged) as exc:
+            if attempt < ASK_ATTEMPTS and _changed_under(store, exc):
+                continue
+            if isinstance(exc, ResultsDamaged):
+                raise
+            said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
+            raise ResultsUnreadable(f"the views of the results in {results} could not be "
+                                    f"made: {said}") from exc
+        try:
+            return question(con)
+        except duckdb.Error as exc:
+            if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
+                raise
         finally:
             con.close()
     raise AssertionError("unreachable")  # (the last attempt returns or raises)
@@ -348,10 +408,20 @@ class ResultsUnreadable(Exception):
     Parquet) or unreadable. A store's failure, not the question's."""
 
 
+class ResultsDamaged(ResultsUnreadable):
+    """Committed batches (`batches`) lack parts they committed (see `_open`)."""
+
+    def __init__(self, message: str, batches: set[str]):
+        super().__init__(message)
+        self.batches = batches
+
+
 def _changed_under(store: ResultStore, exc: Exception) -> bool:
     """Whether `exc` says the results changed under a connection (see `ask`)."""
     import duckdb
 
+    if isinstance(exc, ResultsDamaged):  # (batches a compaction merged meanwhile are gone)
+        return not exc.batches <= store.committed_batches()
     text = str(exc)
     if CONNECT_AGAIN in text:
         return True

@@ -32,8 +32,9 @@ from test_faults import CATALOG
 from typer.testing import CliRunner
 
 from pipeline import analysis
+from pipeline.catalog import ResultsDamaged
 from pipeline.cli import app
-from pipeline.exit_codes import LOCKED, USAGE
+from pipeline.exit_codes import LOCKED, STORAGE, USAGE
 from pipeline.store import ResultStore, grader_slug
 from pipeline.synth import synthesize
 from pipeline.tables import COLUMNS, TABLES
@@ -201,6 +202,36 @@ def test_a_copied_or_moved_catalog_stops_until_written_for_its_folder(graded, tm
         refused = cli("catalog", nothing)
         assert refused.exit_code == USAGE and "no catalog written" in refused.output, nothing
     assert not (tmp_path / "none").exists()
+
+
+def test_results_missing_a_committed_part_are_refused_not_shown_short(graded, tmp_path):
+    # A part deleted, or a folder copied in part: the views, reading what the globs find,
+    # would show fewer rows than were committed and say nothing. Every committed batch holds
+    # a part of each table for each of its `runs` parts, and as many `runs` rows as its
+    # marker says; readers refuse results that do not (exit 4), naming what is missing.
+    count = "select count(*) from run_scores"
+    whole = analysis.open_results(str(graded["results"])).sql(count).fetchall()
+    short = tmp_path / "short"
+    shutil.copytree(graded["results"], short)
+    gone = sorted(short.glob("run_scores/grader=*/batch=*/part-*.parquet"))[-1]
+    gone.unlink()
+    cut = tmp_path / "cut"
+    shutil.copytree(graded["results"], cut)
+    part = sorted(cut.glob("runs/grader=*/batch=*/part-*.parquet"))[0]
+    rows = pl.read_parquet(part)
+    rows.head(rows.height - 1).write_parquet(part)  # a valid part, one row short
+    for results, said in ((short, f"run_scores/…/{gone.parent.name}/{gone.name}"),
+                          (cut, f"runs/…/{part.parent.name}: {rows.height - 1} rows where its "
+                                f"marker says")):
+        with pytest.raises(ResultsDamaged, match=re.escape(said)):
+            analysis.open_results(str(results))
+        for command in (["sql", "-r", str(results), count], ["trend", str(results)],
+                        ["diff", str(results)], ["report", str(results), "-o",
+                                                 str(tmp_path / "r.html")]):
+            result = cli(*command)
+            assert result.exit_code == STORAGE, (command, result.output)
+            assert said in result.output and "Traceback" not in result.output, result.output
+    assert analysis.open_results(str(graded["results"])).sql(count).fetchall() == whole
 
 
 def test_a_grade_that_commits_nothing_mends_a_copied_folders_catalog(graded, tmp_path):

@@ -294,6 +294,33 @@ def test_a_part_gone_mid_question_is_asked_again_unless_its_batch_is_committed(t
         assert "could not be made" in result.output, result.output
 
 
+def test_batches_a_compaction_merges_as_a_reader_checks_them_are_not_damage(tmp_path,
+                                                                           monkeypatch):
+    # A reader checks that each batch it read as committed holds its parts; a compaction
+    # ending between its reading the markers and its looking at the parts removed those of
+    # the batches it merged. They are not missing, they are merged: the reader connects
+    # again and shows the compacted batch.
+    from pipeline import catalog
+
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 9, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "3")
+    scores = "select run_uri, overall_score from run_scores order by run_uri"
+    before = connect(str(out)).sql(scores).fetchall()
+    views, made, compacted = catalog.create_views, [], []
+
+    def compacted_meanwhile(con, store, **kwargs):
+        made.append(views(con, store, **kwargs))
+        if not compacted:
+            compacted.append(True)  # (the compaction writes its catalog: views made again)
+            assert compact_module.compact(str(out)).batches
+        return made[-1]
+
+    monkeypatch.setattr(catalog, "create_views", compacted_meanwhile)
+    assert connect(str(out)).sql(scores).fetchall() == before
+    assert len(made) == 3  # the reader's, the compaction's catalog's, the reader's again
+
+
 def test_commit_markers_removed_while_a_reader_reads_them_are_listed_again(tmp_path,
                                                                           monkeypatch):
     # A reader lists `_commits/`, then reads the markers; a compaction may remove the
