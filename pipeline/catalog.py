@@ -292,11 +292,19 @@ def _read_where_written(catalog_file: str | None) -> str:
 def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with every results view defined, over committed batches
     that hold every part they committed (else ResultsDamaged, see `_open`)."""
-    store = ResultStore(results, endpoint_url)
+    return _opened(ResultStore(results, endpoint_url))
+
+
+def _opened(store: ResultStore) -> duckdb.DuckDBPyConnection:
+    """`_open`, tried again while it fails because the results changed under it (a
+    compaction or a grade's cleanup removing parts as the views were made or checked), up to
+    ASK_ATTEMPTS times; any other failure goes through at once."""
+    import duckdb
+
     for attempt in range(1, ASK_ATTEMPTS + 1):
         try:
             return _open(store)
-        except ResultsDamaged as exc:
+        except (duckdb.Error, ResultsDamaged) as exc:
             if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
                 raise
     raise AssertionError("unreachable")  # (the last attempt returns or raises)
@@ -384,12 +392,8 @@ def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
     store = ResultStore(results, endpoint_url)
     for attempt in range(1, ASK_ATTEMPTS + 1):
         try:
-            con = _open(store)
-        except (duckdb.Error, ResultsDamaged) as exc:
-            if attempt < ASK_ATTEMPTS and _changed_under(store, exc):
-                continue
-            if isinstance(exc, ResultsDamaged):
-                raise
+            con = _opened(store)
+        except duckdb.Error as exc:
             said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
             raise ResultsUnreadable(f"the views of the results in {results} could not be "
                                     f"made: {said}") from exc
