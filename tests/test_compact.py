@@ -285,7 +285,7 @@ def test_a_part_gone_mid_question_is_asked_again_unless_its_batch_is_committed(t
     with pytest.raises(duckdb.IOException, match=re.escape(committed.parent.name)):
         ask(str(out), question(committed))
     assert len(asked) == 1
-    # the views find the rest of that batch; a part not Parquet fails the views' making
+    # in the part's place, a file that is not Parquet fails the making of the views
     committed.write_bytes(b"not a Parquet file")
     for command in (["trend", str(out)], ["sql", "-r", str(out), count]):
         result = CliRunner().invoke(app, command)
