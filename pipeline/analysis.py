@@ -194,7 +194,8 @@ def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
 
 @dataclass
 class VersionDiff:
-    """Everything that changed from grader id `base` to `head` on the runs both graded."""
+    """Everything that changed from grader id `base` to `head` on the runs both graded
+    from the same files (`paired_runs`)."""
 
     base: str
     head: str

@@ -797,7 +797,7 @@ def diff(
                             "`flipped`) to this file: .csv or .parquet.")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
-    """What changed between two grader ids on the runs both graded.
+    """What changed between two grader ids on the runs both graded from the same files.
 
     Shows the paired mean score delta (95% CI), verdict flips, runs that moved, flipped clauses.
 
