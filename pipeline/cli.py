@@ -356,6 +356,9 @@ def _writing_results(nothing: str | None, doing: str, left: str,
     except Exception as exc:
         if not _store_failed(exc):
             raise
+        catalog = sys.modules.get("pipeline.catalog")
+        if catalog is not None and isinstance(exc, catalog.ResultsDamaged):  # (says what to do)
+            raise fail(f"{exc}. {left}.", exit_codes.STORAGE) from exc
         raise fail(f"a store failed while {doing}: {exc}. {left}; fix the cause (permissions, "
                    "credentials, endpoint) and rerun the same command.",
                    exit_codes.STORAGE) from exc

@@ -232,6 +232,7 @@ def test_results_missing_a_committed_part_are_refused_not_shown_short(graded, tm
             result = cli(*command)
             assert result.exit_code == STORAGE, (command, result.output)
             assert said in result.output and "Traceback" not in result.output, result.output
+            assert "credentials" not in result.output  # (what to do is said, not guessed)
     assert analysis.open_results(str(graded["results"])).sql(count).fetchall() == whole
 
 
