@@ -171,11 +171,12 @@ def _quoted(text: str) -> str:
 
 def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                  marts: bool = True, catalog_file: str | None = None,
-                 commits: list[dict] | None = None) -> list[str]:
+                 commits: list[dict] | None = None,
+                 files: dict[str, list[str]] | None = None) -> list[str]:
     """Create the committed-results views on `con`; return the names of the views made.
     `catalog_file`: the real path of the database file the views are written to, which they
     check they are read from (see `_read_where_written`). `commits`: the store's, if read
-    already."""
+    already; `files`: their parts (`store.tables_files`), if listed already."""
     commits = store.commits() if commits is None else commits
     if not commits:
         raise FileNotFoundError(
@@ -188,7 +189,8 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     if not store.local:
         # the committed parts named one by one, rather than a glob each query would list
         # again; DuckDB reads them through a filesystem that knows their sizes and keeps them
-        parts = store.tables_files({c["batch_id"] for c in commits})
+        parts = files if files is not None else store.tables_files(
+            {c["batch_id"] for c in commits})
         fs = store.query_filesystem()
         fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all
         con.register_filesystem(fs)
@@ -321,19 +323,21 @@ def _open(store: ResultStore) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     try:
         commits = store.commits()
-        create_views(con, store, commits=commits)
-        _check_whole(con, store, commits)
+        # listed once, for the views (on S3) and the check
+        files = store.tables_files({c["batch_id"] for c in commits}) if commits else None
+        create_views(con, store, commits=commits, files=files)
+        _check_whole(con, store, commits, files)  # (none without commits: refused above)
     except BaseException:
         con.close()
         raise
     return con
 
 
-def _check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: list[dict]
-                 ) -> None:
-    """Raise ResultsDamaged when a committed batch lacks parts (see `_open`)."""
+def _check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: list[dict],
+                 files: dict[str, list[str]]) -> None:
+    """Raise ResultsDamaged when a committed batch lacks parts (see `_open`); `files`, the
+    committed parts of each table (`store.tables_files`)."""
     committed = {c["batch_id"]: c for c in commits}
-    files = store.tables_files(set(committed))
     parts: dict[str, dict[str, set[str]]] = {}  # batch -> table -> part names
     for table, urls in files.items():
         for url in urls:
