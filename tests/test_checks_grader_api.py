@@ -144,6 +144,39 @@ def test_a_grader_whose_checks_never_apply_cannot_pass(tmp_path):
     assert (run["overall_verdict"], run["outcome_verdict"]) == ("not_evaluable", "undecided")
 
 
+def test_a_check_that_gives_no_outcome_settles_nothing(tmp_path):
+    # `when` without `otherwise` gives null where no branch holds: that row established
+    # nothing (before, a null outcome counted as no failure, and the clause was satisfied)
+    @check("long_enough")
+    def long_enough() -> Check:
+        return Check(applies=pl.col("has_output"),
+                     outcome=pl.when(pl.col("n_words") > 5).then(pl.lit("passed")),
+                     detail=pl.lit("more than 5 words"), evidence=pl.lit(""),
+                     confidence=pl.lit(90))
+
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    tables, _ = grade_folder(tmp_path, Grader("nulls.grader/v1", [long_enough()]))
+    assert tables["checks"]["outcome"].to_list() == ["undecided"]
+    verdict = tables["clause_verdicts"].row(0, named=True)
+    assert (verdict["verdict"], verdict["outcome"], verdict["reason"]) == (
+        "not_evaluable", "undecided", "more than 5 words")
+
+
+def test_a_check_outcome_outside_the_vocabulary_is_refused_naming_the_check(tmp_path):
+    @check("loose")
+    def loose() -> Check:
+        return Check(applies=pl.col("has_output"), outcome=pl.lit("pass"),
+                     detail=pl.lit("anything"), evidence=pl.lit(""), confidence=pl.lit(90))
+
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    with pytest.raises(GraderError, match=re.escape(
+            "check 'loose' of grader loose.grader/v1 gave the outcome 'pass'; a check's "
+            "outcome must be one of passed, failed, undecided")):
+        grade_folder(tmp_path, Grader("loose.grader/v1", [loose()]))
+
+
 def test_each_judges_one_row_per_element_and_precondition_sets_the_role(tmp_path):
     """`each` and `precondition`, the two Check options a user grader may need."""
     @check("word_cap")

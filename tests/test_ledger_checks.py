@@ -8,6 +8,7 @@ path that production uses.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +17,7 @@ import pytest
 from pipeline.checks import default_grader
 from pipeline.checks.grader import GraderError
 from pipeline.checks.ledger import (
+    LedgerCheck,
     LedgerGrader,
     at_most_words,
     bounded,
@@ -251,6 +253,37 @@ def test_verdict_is_the_strongest_outcome(tmp_path, outcomes_, verdict):
                        graders=(grader,))
     assert [c["outcome"] for c in reports["run-x"]["checks"]] == outcomes_
     assert reports["run-x"]["verdict"] == verdict
+
+
+def test_a_custom_check_with_no_outcome_settles_nothing(tmp_path):
+    # over final_single_text, null for an attachment-only reply, `when` without `otherwise`
+    # gives no outcome: that check established nothing (before, the report passed)
+    single = pl.col("final_single_text")
+    custom = LedgerCheck(kind="custom", name="apologises", detail="the reply apologises",
+                         outcome=pl.when(single.str.contains("(?i)sorry")).then(pl.lit("passed"))
+                         .when(~single.str.contains("(?i)sorry")).then(pl.lit("failed")),
+                         evidence=pl.format("final text: {}", single))
+    grader = LedgerGrader("apology.grader/v1", "evals.apology/v1", "eval-sender",
+                          "target-agent", 1, [custom])
+    replies = {"run-sorry": "Sorry, I can't.", "run-rude": "No.",
+               "run-image": [image("https://x/y.png")]}
+    tables, reports = grade(tmp_path, {rid: evaluation(rid, "evals.apology/v1", [r])
+                                       for rid, r in replies.items()}, graders=(grader,))
+    assert {rid: r["verdict"] for rid, r in reports.items()} == {
+        "run-sorry": "passed", "run-rude": "failed", "run-image": "undecided"}
+    verdicts = dict(tables["clause_verdicts"].select("run_id", "verdict").rows())
+    assert verdicts["run-image"] == "not_evaluable"
+
+
+def test_a_custom_check_outcome_outside_the_vocabulary_is_refused_naming_the_check(tmp_path):
+    custom = LedgerCheck(kind="custom", name="apologises", detail="the reply apologises",
+                         outcome=pl.lit("pass"), evidence=pl.lit(""))
+    grader = LedgerGrader("apology.grader/v1", "evals.apology/v1", "eval-sender",
+                          "target-agent", 1, [custom])
+    with pytest.raises(GraderError, match=re.escape(
+            "check 'apologises' of grader apology.grader/v1 gave the outcome 'pass'")):
+        grade(tmp_path, {"run-x": evaluation("run-x", "evals.apology/v1", ["x"])},
+              graders=(grader,))
 
 
 # -- the grader API ---------------------------------------------------------------------------

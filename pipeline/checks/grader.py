@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from ..tables import COLUMNS, collect, conform, empty
+from ..tables import COLUMNS, OUTCOMES, collect, conform, empty
 from .output_analysis import FACT_FAMILY, FAMILY, TEXT_ID, families_of, output_facts, with_text_ids
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
@@ -35,6 +35,25 @@ SECRET_MASK = "[secret masked]"
 
 class GraderError(ValueError):
     """A grader definition that cannot be used (bad id, no checks, unknown check)."""
+
+
+def settled(outcome: pl.Expr) -> pl.Expr:
+    """A check's outcome with null read as `undecided`: a check whose expression gave no
+    outcome (a `when` with no `otherwise` over a null column) established nothing."""
+    return outcome.fill_null("undecided")
+
+
+def refuse_unknown_outcomes(checks: pl.DataFrame, name: str = "check") -> pl.DataFrame:
+    """`checks` unchanged when every outcome is passed, failed or undecided; else GraderError
+    naming the grader, the check (column `name`) and the outcome it gave (its runs are then
+    refused)."""
+    wrong = checks.filter(~pl.col("outcome").is_in(list(OUTCOMES)))
+    if not wrong.is_empty():
+        grader_id, check_name, outcome = wrong.select("grader_id", name, "outcome").row(0)
+        raise GraderError(
+            f"check {check_name!r} of grader {grader_id} gave the outcome {outcome!r}; a "
+            f"check's outcome must be one of {', '.join(OUTCOMES)}: fix the check's expression")
+    return checks
 
 
 def validate_grader_id(grader_id: str) -> str:
@@ -268,7 +287,7 @@ def judged_rows(measured: pl.DataFrame, c: Check, order: int = 0) -> pl.LazyFram
                    c).select(
         *KEYS,
         pl.lit(c.name).alias("check"),
-        c.outcome.alias("outcome"),
+        settled(c.outcome).alias("outcome"),
         c.detail.alias("detail"),
         c.evidence.alias("evidence"),
         c.confidence.alias("confidence"),
@@ -299,9 +318,11 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("confidence").clip(0, 100).cast(pl.Int64)))
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
                    maintain_order=True)
-    out = out.drop("check_order", EACH_ROW)
-    return conform("checks", out.with_columns(pl.lit(grader.grader_id).alias("grader_id")))
+    out = out.drop("check_order", EACH_ROW).with_columns(
+        pl.lit(grader.grader_id).alias("grader_id"))
+    return conform("checks", refuse_unknown_outcomes(out))
 
 
 __all__ = ["COLUMNS", "EVIDENCE_CAP", "REGISTRY", "Check", "Grader", "GraderError", "Lets", "check",
-           "judged_rows", "measure", "run_checks", "validate_grader_id"]
+           "judged_rows", "measure", "refuse_unknown_outcomes", "run_checks", "settled",
+           "validate_grader_id"]

@@ -26,7 +26,7 @@ import polars as pl
 
 from ..tables import collect, conform, empty
 from .contract import excerpt, quoted
-from .grader import EVIDENCE_CAP, GraderError, validate_grader_id
+from .grader import EVIDENCE_CAP, GraderError, refuse_unknown_outcomes, settled, validate_grader_id
 
 LEDGER_CLAUSE_KIND = "ledger_check"
 LEDGER_SERVICE_KIND = "target"
@@ -320,11 +320,13 @@ def run_ledger_checks(graders: Sequence[LedgerGrader], clauses: pl.DataFrame,
                 "run_uri", "grader_id",
                 pl.lit(position, pl.Int64).alias("position"),
                 pl.lit(c.kind).alias("check"),
-                c.outcome.alias("outcome"),
+                pl.lit(c.name).alias("_name"),
+                settled(c.outcome).alias("outcome"),
                 pl.lit(c.detail).alias("detail"),
                 c.evidence.str.slice(0, EVIDENCE_CAP).alias("evidence"),
             ))
-    checks = collect(pl.concat(parts, how="vertical_relaxed")).with_columns(
+    checks = refuse_unknown_outcomes(collect(pl.concat(parts, how="vertical_relaxed")),
+                                     name="_name").drop("_name").with_columns(
         # code decides exactly what it decides; an undecided check established nothing
         pl.when(pl.col("outcome") == "undecided").then(0).otherwise(100).alias("confidence"),
     )
