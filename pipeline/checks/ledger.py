@@ -112,10 +112,65 @@ def exact_final_text(expected: str, name: str | None = None) -> LedgerCheck:
 _LOOKBEHIND = re.compile(r"\(\?<!(\[(?:\\.|[^\]\\])*\])\)")
 _LOOKAHEAD = re.compile(r"\(\?!(\[(?:\\.|[^\]\\])*\])\)")
 _CAPTURE = re.compile(r"(?<!\\)\((?!\?)")  # an unescaped '(' that opens a capturing group
+_FLAGS = re.compile(r"\(\?[a-zA-Z]+\)")  # inline flags opening a pattern, e.g. (?i)
+_LOOKAROUND = ("(?<!", "(?!", "(?<=", "(?=")
 
 
 def _negate(char_class: str) -> str:
     return "[" + char_class[2:] if char_class.startswith("[^") else "[^" + char_class[1:]
+
+
+def _scan(pattern: str) -> tuple[list[str], bool]:
+    """The top-level alternatives of `pattern` (split at each `|` outside groups, classes and
+    escapes), and whether a lookaround group opens anywhere in it."""
+    parts, start, depth, in_class, lookaround, i = [], 0, 0, 0, False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class += (char == "[") - (char == "]")
+        elif char == "[":  # a class: its '|' and '(' are literal, and so is a leading ']'
+            in_class, i = 1, i + 1 + pattern.startswith("^", i + 1)
+            i += pattern.startswith("]", i)
+            continue
+        elif char == "(":
+            depth += 1
+            lookaround |= pattern.startswith(_LOOKAROUND, i)
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]], lookaround
+
+
+def _bounds(alternative: str) -> tuple[str | None, str, str | None]:
+    """(class before, middle, class after) of one alternative: the negative lookbehind it
+    opens with and the negative lookahead it closes with, each around one character class
+    (None where it has none). GraderError when lookaround stands anywhere else."""
+    behind = _LOOKBEHIND.match(alternative)
+    middle = alternative[behind.end():] if behind else alternative
+    ahead = ([None, *_LOOKAHEAD.finditer(middle)])[-1]
+    if ahead is not None and ahead.end() == len(middle):
+        middle = middle[:ahead.start()]
+    else:
+        ahead = None
+    if _scan(middle)[1]:
+        raise GraderError(
+            f"pattern {alternative!r}: lookaround is supported only as the reference boundary, "
+            "a negative lookbehind opening the pattern (or one of its '|' alternatives) and a "
+            "negative lookahead closing it, each around one character class (for a phrase, "
+            "use bounded('refund approved'))")
+    return (behind.group(1) if behind else None, middle,
+            ahead.group(1) if ahead else None)
+
+
+def _bounded_by(behind: str | None, middle: str, ahead: str | None) -> str:
+    return ((f"(?:^|{_negate(behind)})" if behind else "") + middle
+            + (f"(?:{_negate(ahead)}|$)" if ahead else ""))
 
 
 def portable_pattern(pattern: str) -> str:
@@ -124,16 +179,22 @@ def portable_pattern(pattern: str) -> str:
     The regex engine behind polars has no lookaround, so the reference boundary
     `(?<![\\p{L}\\p{N}_])x(?![\\p{L}\\p{N}_])` becomes
     `(?:^|[^\\p{L}\\p{N}_])(x)(?:[^\\p{L}\\p{N}_]|$)`: it matches the same texts, and
-    group 1 is what the lookaround form would have matched.
+    group 1 is what the lookaround form would have matched. Each top-level alternative may
+    carry such a boundary (`(?<!C)a(?!C)|(?<!C)b(?!C)|c`); alternatives with the same one are
+    rewritten as one (`(?:^|[^C])(a|b)(?:[^C]|$)`). GraderError for lookaround elsewhere, which
+    a rewrite consuming a character could not match the same texts with.
     """
-    behind = _LOOKBEHIND.match(pattern)
-    ahead = ([None, *_LOOKAHEAD.finditer(pattern)])[-1]
-    if behind and ahead and ahead.end() == len(pattern) and behind.end() <= ahead.start():
-        middle = pattern[behind.end():ahead.start()]
-        return (f"(?:^|{_negate(behind.group(1))})({portable_pattern(middle)})"
-                f"(?:{_negate(ahead.group(1))}|$)")
-    pattern = _LOOKBEHIND.sub(lambda m: f"(?:^|{_negate(m.group(1))})", pattern)
-    return _LOOKAHEAD.sub(lambda m: f"(?:{_negate(m.group(1))}|$)", pattern)
+    flags = _FLAGS.match(pattern)
+    lead, body = (flags.group(0), pattern[flags.end():]) if flags else ("", pattern)
+    alternatives, lookaround = _scan(body)
+    if not lookaround:
+        return pattern
+    parts = [_bounds(alternative) for alternative in alternatives]
+    if len({(behind, ahead) for behind, _, ahead in parts}) == 1:
+        behind, _, ahead = parts[0]
+        return lead + _bounded_by(behind, "(" + "|".join(m for _, m, _ in parts) + ")", ahead)
+    return lead + "|".join(_bounded_by(behind, f"(?:{middle})", ahead)
+                           for behind, middle, ahead in parts)
 
 
 def bounded(term: str) -> str:
