@@ -20,6 +20,7 @@ from pipeline.sources.ledger import read_ledger
 from pipeline.sources.ledger_builder import (
     LedgerBuilder,
     evaluation,
+    file,
     message_received,
     response_selected,
     sha256,
@@ -139,10 +140,14 @@ def test_symlinked_artifact_leaving_the_root_is_refused_unread(tmp_path):
     assert reason == "unsafe-path"
 
 
-@pytest.mark.parametrize("broken", ["manifest.json", "completion.json", "record", "utf8"])
+@pytest.mark.parametrize("broken", ["manifest.json", "completion.json", "record", "utf8",
+                                    "nested"])
 def test_invalid_json_is_refused(tmp_path, broken):
     builder = sender_ledger()
-    if broken == "manifest.json":
+    if broken == "nested":  # (before: internal-error, Python's RecursionError)
+        files = builder.artifacts(manifest=b'{"metadata": ' + b"[" * 100_000 + b"]" * 100_000
+                                  + b"}")
+    elif broken == "manifest.json":
         files = builder.artifacts(manifest=b'{"ledgerFormatVersion": 1,')
     elif broken == "record":
         records = builder.envelopes()
@@ -154,7 +159,26 @@ def test_invalid_json_is_refused(tmp_path, broken):
         files["completion.json"] = b"{recordCount: 3}"
     reason, detail = refused(read(tmp_path, builder, files))
     assert reason == "ledger-invalid-json"
-    assert {"record": "line 2", "utf8": "UTF-8"}.get(broken, broken) in detail
+    assert {"record": "line 2", "utf8": "UTF-8", "nested": "too deeply"}.get(
+        broken, broken) in detail
+
+
+def test_replies_json_allows_are_read_whatever_they_carry(tmp_path):
+    # a lone surrogate escape is valid JSON but no Unicode text, and a file part may carry a
+    # `text` field of any JSON: both were internal-error (a traceback), and a reply that
+    # leaked a secret beside them was never graded
+    builder = evaluation(RUN, "evals.password-guard/v1", [[
+        text("no \ud800 way, hunter2"),
+        {**file("https://x/report.pdf", "report.pdf"), "text": {"extracted": True}}]])
+    lines = [json.dumps(envelope) for envelope in builder.envelopes()]  # escapes kept as such
+    rows = read(tmp_path, builder, builder.artifacts(records=lines))
+    assert graded(rows)
+    (reply,) = rows.bindings
+    assert json.loads(reply["text"]) == [
+        {"type": "text", "text": "no \ufffd way, hunter2"},
+        {"type": "file", "url": "https://x/report.pdf", "name": "report.pdf"}]
+    assert reply["decode_errors"] is True
+    assert reply["sha256"] == sha256(reply["text"].encode())
 
 
 @pytest.mark.parametrize("blank", ["", "   "])
@@ -186,6 +210,14 @@ SCHEMA_BREAKS = {
         "manifest": "A" * 64, "records": "b" * 64}}),
     "elapsed type": lambda b: b.artifacts(records=_edited(b, 2, elapsedNanos=1000)),
     "observedAt": lambda b: b.artifacts(records=_edited(b, 2, observedAt="yesterday")),
+    # a whole number, but no time a clock can tell (before: internal-error, a traceback)
+    "observedAt range": lambda b: b.artifacts(records=_edited(b, 2, observedAt=10**16)),
+    # str.isdigit() takes these; they are no digits of a JSON producer
+    "elapsed digits": lambda b: b.artifacts(records=_edited(b, 2, elapsedNanos="\u00b2\u00b3")),
+    "elapsed arabic": lambda b: b.artifacts(records=_edited(b, 2, elapsedNanos="\u0661\u0662")),
+    # `$` matched before a final line break
+    "definition id line break": lambda b: b.artifacts(
+        manifest={**b.manifest, "definitionId": b.manifest["definitionId"] + "\n"}),
     "event id form": lambda b: b.artifacts(records=_edited(b, 2, eventId="e-2")),
     "event type": lambda b: b.artifacts(records=_edited(b, 2, event="program-succeeded")),
     "correlation": lambda b: b.artifacts(records=_edited(b, 2, correlationId=7)),
@@ -245,6 +277,7 @@ UNDECODABLE = {
     "part text": message_received("e", "k", "c", "m", "t", [{"type": "text", "text": 7}]),
     "file part": message_received("e", "k", "c", "m", "t", [{"type": "file", "url": "u"}]),
     "parts": {**message_received("e", "k", "c", "m", "t", []), "parts": "hello"},
+    "tag line break": {"_tag": "moltzap.program-succeeded/v1\n"},
 }
 
 
@@ -330,10 +363,16 @@ def test_target_never_ready_is_refused(tmp_path):
     assert reason == "ledger-target-not-ready" and "target-agent" in detail
 
 
-def test_selection_of_a_message_the_ledger_does_not_hold_is_refused(tmp_path):
+@pytest.mark.parametrize("selection", [
+    {}, {"endpointName": "observer", "endpointId": "agent-observer"},
+    {"scenarioId": "evals.other/v1"}, {"targetId": "agent-impostor"}])
+def test_selection_of_a_message_the_ledger_does_not_hold_is_refused(tmp_path, selection):
+    # whichever endpoint, scenario or target made it, and whether or not the grader counts
+    # it: a selection that names no delivery makes the evidence inconsistent (before, only
+    # the selections the grader counted were resolved, and the others were graded past)
     builder = sender_ledger()
     chosen = builder.events[-2]  # the selection
-    builder.events.insert(-1, {**chosen, "messageId": "msg-9-reply"})
+    builder.events.insert(-1, {**chosen, "messageId": "msg-9-reply", **selection})
     reason, detail = refused(read(tmp_path, builder))
     assert reason == "ledger-selection-unmatched" and "msg-9-reply" in detail
 
@@ -360,8 +399,7 @@ def test_selections_for_other_endpoints_or_scenarios_do_not_count(tmp_path):
     builder = sender_ledger()
     sel = builder.events[-2]
     builder.events[-1:-1] = [
-        {**sel, "endpointName": "observer"}, {**sel, "scenarioId": "evals.other/v1"},
-        {**sel, "targetId": "agent-impostor"}]
+        {**sel, "endpointName": "observer"}, {**sel, "scenarioId": "evals.other/v1"}]
     rows = read(tmp_path, builder)
     assert [b["name"] for b in rows.bindings] == ["response-1"]
 

@@ -29,9 +29,13 @@ from .prose import Refusal, RunRows, clause_id
 
 LEDGER_CAP = 256 << 20  # a ledger is read whole (digests need every byte); larger is refused
 FORMAT_VERSION = 1
-DEFINITION_ID = re.compile(r"^[^\s/]+/v[1-9][0-9]*$")
-SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
-EVENT_TAG = re.compile(r"^moltzap\.[a-z0-9]+(?:-[a-z0-9]+)*/v[1-9][0-9]*$")
+# (`\Z`, not `$`: `$` also matches before a final line break)
+DEFINITION_ID = re.compile(r"^[^\s/]+/v[1-9][0-9]*\Z")
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}\Z")
+EVENT_TAG = re.compile(r"^moltzap\.[a-z0-9]+(?:-[a-z0-9]+)*/v[1-9][0-9]*\Z")
+DIGITS = re.compile(r"[0-9]+\Z")  # ASCII only: str.isdigit() also takes "²" and "١"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+LAST_MS = 253_402_300_799_999  # the last millisecond of the year 9999, since 1970
 
 PROGRAM_SUCCEEDED = "moltzap.program-succeeded/v1"
 RUNTIME_READY = "moltzap.agent-runtime-ready/v1"
@@ -188,6 +192,9 @@ def _json(data: bytes, where: str):
         raise Refusal("ledger-invalid-json", f"{where} is not UTF-8: {exc.reason}") from exc
     except ValueError as exc:
         raise Refusal("ledger-invalid-json", f"{where}: {exc}") from exc
+    except RecursionError as exc:
+        raise Refusal("ledger-invalid-json", f"{where} nests arrays or objects too deeply "
+                      "to be read") from exc
 
 
 def _schema(value, where: str, problem_of):
@@ -271,10 +278,12 @@ def _envelope_problem(env) -> str | None:
         return "logicalSequence is not a whole number"
     if env.get("eventId") != f"{env['runId']}:{env['logicalSequence']}":
         return f"eventId {env.get('eventId')!r} is not '{{runId}}:{{logicalSequence}}'"
-    if not isinstance(env.get("elapsedNanos"), str) or not env["elapsedNanos"].isdigit():
+    if not isinstance(env.get("elapsedNanos"), str) or not DIGITS.match(env["elapsedNanos"]):
         return "elapsedNanos is not a string of digits"
     if not _whole(env.get("observedAt")):
         return "observedAt is not a whole number of milliseconds"
+    if env["observedAt"] > LAST_MS:
+        return f"observedAt {env['observedAt']} ms is after the year 9999"
     if not (_text(env.get("producer")) or isinstance(env.get("producer"), dict)):
         return "producer is missing"
     for key in ("causationId", "correlationId"):
@@ -360,15 +369,10 @@ def _responses(grader: LedgerGrader, records: list[Record]) -> list[Record]:
             e = r.event
             # the earliest delivery of one identity wins if the evidence repeats it
             deliveries.setdefault((e["messageId"], e["taskId"], e["endpointId"], e["senderId"]), r)
-    selections = [
-        r for r in records if r.tag == RESPONSE_SELECTED
-        and r.event["scenarioId"] == grader.scenario_id
-        and r.event["endpointName"] == grader.endpoint_name
-        and r.event["targetName"] == target["agentName"]
-        and r.event["targetId"] == target["agentId"]
-    ]
     responses = []
-    for sel in selections:
+    # every selection must name a delivery, whichever scenario or endpoint made it: one that
+    # names a message the ledger does not hold makes the evidence inconsistent (SPEC 4)
+    for sel in (r for r in records if r.tag == RESPONSE_SELECTED):
         e = sel.event
         found = deliveries.get((e["messageId"], e["taskId"], e["endpointId"], e["targetId"]))
         if found is None:
@@ -376,7 +380,10 @@ def _responses(grader: LedgerGrader, records: list[Record]) -> list[Record]:
                           f"message {e['messageId']!r} (task {e['taskId']!r}, endpoint "
                           f"{e['endpointId']!r}, sender {e['targetId']!r}); the ledger holds "
                           "no such delivery")
-        responses.append(found)
+        if (e["scenarioId"] == grader.scenario_id and e["endpointName"] == grader.endpoint_name
+                and e["targetName"] == target["agentName"]
+                and e["targetId"] == target["agentId"]):
+            responses.append(found)
     if len(responses) != grader.expected_responses:
         raise Refusal("ledger-response-count-mismatch", f"{len(responses)} selected response(s) "
                       f"of {grader.target_name!r} at endpoint {grader.endpoint_name!r} for "
@@ -402,8 +409,14 @@ def _rows(ref: RunRef, run_id: str, grader: LedgerGrader, responses: list[Record
             "text": check.name, "description": check.detail, "optional": False,
         })
     for number, rec in enumerate(responses, start=1):
-        # stored whole: exact-text checks must see every character
-        text = json.dumps(rec.event["parts"], ensure_ascii=False, separators=(",", ":"))
+        # stored whole (exact-text checks must see every character), but for a `text` field
+        # of a part of another type, which the checks never read and may hold any JSON
+        parts = [part if part["type"] == "text" else
+                 {key: value for key, value in part.items() if key != "text"}
+                 for part in rec.event["parts"]]
+        text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+        # a lone surrogate (`"\ud800"` is valid JSON) is no Unicode text: shown as U+FFFD
+        text, bad = _SURROGATE.subn("\ufffd", text)
         data = text.encode("utf-8")
         rows.bindings.append({
             "run_id": run_id, "run_uri": ref.uri, "service": service,
@@ -411,6 +424,6 @@ def _rows(ref: RunRef, run_id: str, grader: LedgerGrader, responses: list[Record
             "uri": f"{ref.uri}/records.ndjson#{rec.envelope['eventId']}",
             "extension": "json", "size_bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(), "text": text, "truncated": False,
-            "decode_errors": False,
+            "decode_errors": bad > 0,
         })
     return rows
