@@ -18,13 +18,14 @@ first appearance.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .catalog import tidy_compacted
-from .store import ResultStore, grader_slug, new_attempt
+from .store import LEDGER_GRADERS, ResultStore, grader_slug, new_attempt
 from .tables import TABLES
 
 ROWS_PER_GROUP = 100_000  # rows per Parquet row group of a compacted part
@@ -73,9 +74,11 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
             tidy_compacted(store)
         by_grader: dict[str, list[str]] = {}
         earlier: dict[str, list[str]] = {}  # a compacted batch -> the batches it replaces
+        markers: dict[str, dict] = {}
         for commit in store.commits():
             by_grader.setdefault(commit["grader_id"], []).append(commit["batch_id"])
             earlier[commit["batch_id"]] = commit.get("replaces", [])
+            markers[commit["batch_id"]] = commit
         con = duckdb.connect()
         try:
             if not store.local:
@@ -87,7 +90,8 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
                     todo[grader_id] = merged
             steps = _Steps(progress, len(todo) * len(TABLES))
             for grader_id, merged in todo.items():
-                _compact(con, store, grader_id, merged, earlier, done, still_locked, steps)
+                _compact(con, store, grader_id, merged, earlier, done, still_locked, steps,
+                         markers)
         finally:
             con.close()
         if done.batches:
@@ -110,7 +114,7 @@ class _Steps:
 
 def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
              earlier: dict[str, list[str]], done: Compaction, still_locked: Callable[[], None],
-             steps: _Steps) -> None:
+             steps: _Steps, markers: dict[str, dict]) -> None:
     """Stage, publish and commit the rows of `batches` (one grader id's) as one batch. Its
     marker's `replaces` names `batches` and the batches those among them that are compacted
     replace (`earlier`): every batch whose rows it holds, so that a grade log's batches are
@@ -126,9 +130,15 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
             counts[table] = _stage(con, store, batch_id, attempt, table, parts, files["runs"])
         steps.step(f"compacting {grader_id}: {table}")
     still_locked()
+    # the ledger graders its refused ledgers were read with, where the batches agree (see
+    # `ledger_graders_changed`)
+    ledger_sets = {json.dumps(markers[batch].get(LEDGER_GRADERS)) for batch in batches}
+    same = json.loads(ledger_sets.pop()) if len(ledger_sets) == 1 else None
+    kept = {} if same is None else {LEDGER_GRADERS: same}
     store.publish(batch_id, grader_id, {
         "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
-        "replaces": sorted({*batches, *(b for batch in batches for b in earlier.get(batch, ()))})
+        "replaces": sorted({*batches, *(b for batch in batches for b in earlier.get(batch, ()))}),
+        **kept,
     }, {attempt})
     done.merged[grader_id] = len(batches)
     done.batches.append(batch_id)

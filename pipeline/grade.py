@@ -63,7 +63,16 @@ from .sources.prose import (
     read_run,
     refuse,
 )
-from .store import ListingIndex, ReportOwners, ResultStore, new_attempt, new_batch_id, pack_listing
+from .store import (
+    LEDGER_GRADERS,
+    ListingIndex,
+    ReportOwners,
+    ResultStore,
+    ledger_graders_changed,
+    new_attempt,
+    new_batch_id,
+    pack_listing,
+)
 from .tables import SOURCE_TABLES, conform, frame
 
 if TYPE_CHECKING:
@@ -1029,8 +1038,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         with ThreadPoolExecutor(1) as pool:
             discarded = pool.submit(store.discard_uncommitted)
             commits = store.commits()  # (and, as they commit, this grade's batches)
-            known = store.fingerprints({main_id, *(g.grader_id for g in ledger_graders)},
-                                       commits)
+            ledger_ids = [g.grader_id for g in ledger_graders]
+            known = store.fingerprints({main_id, *ledger_ids}, commits,
+                                       ledger_graders_changed(commits, main_id, ledger_ids))
             summary.discarded = discarded.result()
         if store.replaced_left:  # what a compaction, killed, left (see pipeline/compact.py)
             tidy_compacted(store)
@@ -1106,6 +1116,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 stats = [shard.stats[grader_id] for shard in shards if grader_id in shard.stats]
                 counts = {"runs": sum(s["runs"] for s in stats),
                           "refused": sum(s["refused"] for s in stats)}
+                if grader_id == main_id:  # (its refused ledgers were read with these)
+                    counts[LEDGER_GRADERS] = sorted(g.grader_id for g in ledger_graders)
                 committed = batch_for(batch_id, grader_id, main_id)
                 if counts["runs"]:
                     store.publish(committed, grader_id, counts, attempts, owners)

@@ -38,7 +38,7 @@ import socket
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -210,6 +210,23 @@ def new_attempt(part: int | str) -> str:
 # PART_KEPT_BYTES, all together at most PARTS_KEPT_BYTES (the least recently read go first).
 PART_KEPT_BYTES = 16 << 20
 PARTS_KEPT_BYTES = 256 << 20
+
+
+# The commit marker's key for the ids of the ledger graders a grade read its ledgers with.
+LEDGER_GRADERS = "ledger_graders"
+
+
+def ledger_graders_changed(commits: list[dict], grader_id: str,
+                           ledger_grader_ids: Collection[str]) -> set[str]:
+    """The batches of `grader_id` (the contract grader's: refused ledgers are committed under
+    it) whose ledgers were read with other ledger graders than `ledger_grader_ids`, or with
+    graders no marker recorded (batches written before markers did).
+
+    A ledger refused in such a batch may be graded now (its scenario has a grader since, or a
+    new version of its grader expects what it holds), so a grade reads it again."""
+    wanted = sorted(ledger_grader_ids)
+    return {c["batch_id"] for c in commits
+            if c["grader_id"] == grader_id and c.get(LEDGER_GRADERS) != wanted}
 
 
 # Times the commit markers are listed and read before a reader gives up on their vanishing
@@ -744,23 +761,37 @@ class ResultStore:
                 raise OSError(errno.EIO, f"S3 did not delete {error.get('Key')}: "
                                          f"{error.get('Code')} {error.get('Message')}")
 
-    def fingerprints(self, grader_ids: set[str], commits: list[dict] | None = None
-                     ) -> dict[str, str]:
+    def fingerprints(self, grader_ids: set[str], commits: list[dict] | None = None,
+                     reread_refused_ledgers: Collection[str] = ()) -> dict[str, str]:
         """{run_uri: fingerprint} of every run committed under one of `grader_ids` (in
         `commits`, the committed batches, when the caller has read them).
 
         A run stored in several batches keeps the fingerprint of its latest batch, the one the
-        catalog shows. Reads two columns of the committed `runs` parts, nothing else.
+        catalog shows; a run whose latest row is a ledger refused in one of the batches
+        `reread_refused_ledgers` is left out (see `ledger_graders_changed`). Reads two columns
+        of the committed `runs` parts (four, and the parts' paths, with such batches).
         """
-        found = self.committed_runs({"run_uri": pl.String, "fingerprint": pl.String}, commits,
-                                    grader_ids)
-        return dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
-                        strict=True))
+        columns = {"run_uri": pl.String, "fingerprint": pl.String}
+        if not reread_refused_ledgers:
+            found = self.committed_runs(columns, commits, grader_ids)
+        else:
+            found = self.committed_runs(
+                {**columns, "source": pl.String, "status": pl.String}, commits, grader_ids,
+                with_batch=True,
+            ).select("run_uri", pl.when(
+                (pl.col("source") == "ledger") & (pl.col("status") == "refused")
+                & pl.col("batch_id").is_in(list(reread_refused_ledgers))
+            ).then(None).otherwise(pl.col("fingerprint")).alias("fingerprint"))
+        latest = dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
+                          strict=True))
+        return {uri: fingerprint for uri, fingerprint in latest.items() if fingerprint}
 
     def committed_runs(self, columns: dict[str, pl.DataType], commits: list[dict] | None = None,
-                       grader_ids: set[str] | None = None) -> pl.DataFrame:
+                       grader_ids: set[str] | None = None, with_batch: bool = False
+                       ) -> pl.DataFrame:
         """`columns` of the committed `runs` parts of `grader_ids` (default: every grader id's),
-        oldest batch first (`commits`: the committed batches, when the caller has read them).
+        oldest batch first (`commits`: the committed batches, when the caller has read them),
+        and with `with_batch` the `batch_id` of each row's part.
         Locally in one scan (polars reads the parts side by side and keeps their order), from
         S3 fetched whole, many at a time (a part is a few tens of KB)."""
         commits = self.commits() if commits is None else commits
@@ -772,18 +803,24 @@ class ResultStore:
             parts = [p for p in parts if p.split("/")[-3] in slugs]
         paths = [url if self.local else url.split("://", 1)[1]
                  for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1])]
+        batch = pl.col("_part").str.extract(r"/batch=([^/]+)/", 1).alias("batch_id")
         if not paths:
-            return pl.DataFrame(schema=columns)
+            return pl.DataFrame(schema={**columns, **({"batch_id": pl.String}
+                                                      if with_batch else {})})
         # parts written by other versions may hold other columns: only these are read
         if self.local:
-            return pl.scan_parquet(paths, schema=columns, extra_columns="ignore",
-                                   hive_partitioning=False).collect()
+            found = pl.scan_parquet(paths, schema=columns, extra_columns="ignore",
+                                    hive_partitioning=False,
+                                    include_file_paths="_part" if with_batch else None)
+            return (found.with_columns(batch).drop("_part") if with_batch else found).collect()
         frames = []
         for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
             some = paths[chunk:chunk + self.FETCHED_TOGETHER]
             blobs = self.fs.cat(some)
-            frames += [pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
-                       for path in some]
+            for path in some:
+                frame = pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
+                frames.append(frame.with_columns(pl.lit(path).alias("_part")).with_columns(
+                    batch).drop("_part") if with_batch else frame)
         return pl.concat(frames, how="vertical_relaxed")
 
     FETCHED_TOGETHER = 256  # committed `runs` parts read at once by `fingerprints`

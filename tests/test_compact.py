@@ -30,6 +30,7 @@ from pipeline import exit_codes
 from pipeline.analysis import grader_ids
 from pipeline.catalog import VIEW_MODELS, ask, connect, read_grades
 from pipeline.cli import app
+from pipeline.grade import default_ledger_graders
 from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 from pipeline.tables import TABLES
@@ -141,6 +142,10 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
     synthesize(str(runs), 12, seed=5, workers=1)
     graded_in = [grade(runs, out, "--batch-size", "4")["batches"]]  # each grade's batches
     first = compact_module.compact(str(out)).batches
+    # the ledger graders the merged batches read their ledgers with, the same in all: kept,
+    # so ledgers refused in them are not read again (see store.ledger_graders_changed)
+    builtin = sorted(g.grader_id for g in default_ledger_graders())
+    assert [c["ledger_graders"] for c in ResultStore(str(out)).commits()] == [builtin]
     kept = {p: p.read_bytes() for p in out.glob(f"*/grader=*/batch={first[0]}/*.parquet")}
     outputs = [p for p in sorted(runs.rglob("bindings/*/*.md")) if "caller" not in p.parts]
     changed = []

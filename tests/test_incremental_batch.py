@@ -317,6 +317,39 @@ def test_refused_runs_are_skipped_until_they_change(tmp_path: Path, make_run, ru
     assert con.sql("select count(*) from refusals").fetchall()[0][0] == 0
 
 
+def test_a_refused_ledger_is_read_again_when_the_ledger_graders_change(tmp_path: Path):
+    # refused ledgers are committed under the contract grader's id, whose fingerprints every
+    # grade skips by: a ledger refused for want of a grader was skipped as unchanged once its
+    # grader came, and so was one refused by a grader version a newer one would grade
+    from pipeline.checks.ledger import LedgerGrader, valid_messages
+    from pipeline.sources.ledger_builder import evaluation
+
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    evaluation("ledger-1", "evals.nightly/v1", ["hello"]).write(runs / "ledger-1")
+
+    def nightly(*graders: LedgerGrader):
+        return grade_runs(str(runs), str(out), default_grader(), workers=1,
+                          ledger_graders=graders)
+
+    def grader(version: int, expected: int) -> LedgerGrader:
+        return LedgerGrader(f"nightly.grader/v{version}", "evals.nightly/v1", "eval-sender",
+                            "target-agent", expected, [valid_messages()])
+
+    first = nightly()
+    assert dict(first.refusals) == {"ledger-no-grader": 1}
+    assert nightly().skipped == 1  # the same graders: nothing to read again
+    wrong = nightly(grader(1, expected=2))
+    assert (wrong.new, wrong.skipped, dict(wrong.refusals)) == (
+        1, 0, {"ledger-response-count-mismatch": 1})
+    assert nightly(grader(1, expected=2)).skipped == 1
+    fixed = nightly(grader(2, expected=1))
+    assert (fixed.new, fixed.graded, fixed.refused) == (1, 1, 0)
+    assert nightly(grader(2, expected=1)).skipped == 1
+    con = connect(str(out))
+    assert con.sql("select grader_id, status from runs where grader_id like 'nightly%'"
+                   ).fetchall() == [("nightly.grader/v2", "graded")]
+
+
 def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
     # Memory stays flat as the bucket grows: at no point does the grading process hold more
     # than the runs discovery found ahead, one discovery chunk and two batches of runs,

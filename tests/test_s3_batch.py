@@ -99,7 +99,15 @@ def test_grade_s3_to_s3_incremental_and_sql(runs_bucket: str, s3_bucket: str, s3
         assert store.lock_held() is True and store.lock_held(stale_after=0) is False
         assert read_grades(results, s3_server)["status"].to_list()[-1] == "running"
 
-    # nothing changed: everything is skipped and nothing is committed
+    # nothing changed: everything is skipped and nothing is committed, also where a marker
+    # does not say which ledger graders its batch read ledgers with, as older ones do not
+    # (the grade then reads which runs of that batch are refused ledgers: none here)
+    marker = f"{s3_bucket}/results/_commits/{summary['batches'][0]}.json"
+    unsaid = json.loads(s3fs_client.cat_file(marker))
+    del unsaid["ledger_graders"]
+    s3fs_client.pipe_file(marker, json.dumps(unsaid).encode())
+    stored = store.committed_runs({"run_uri": pl.String}, with_batch=True)
+    assert sorted(set(stored["batch_id"])) == summary["batches"]
     again = json.loads(cli.invoke(app, args).output)
     assert (again["skipped"], again["graded"] + again["refused"], again["batches"]) == (
         RUNS, 0, [])
