@@ -48,7 +48,10 @@ REFUSAL_REASONS = {
 OUTCOMES = ("passed", "failed", "undecided")
 VERDICTS = ("satisfied", "partially_satisfied", "violated", "not_evaluable")
 RUN_VERDICTS = ("satisfied", "partial", "violated", "not_evaluable")
-CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail", "ledger_check")
+# A service whose contract the run does not hold gets one clause of this kind, never graded
+MISSING_CONTRACT = "missing_contract"
+CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail", "ledger_check",
+                MISSING_CONTRACT)
 
 Str, Int, Bool, F64 = pl.String, pl.Int64, pl.Boolean, pl.Float64
 

@@ -141,6 +141,38 @@ def test_a_program_conditional_reads_the_output_a_service_published(tmp_path):
         "passed", "“Claim A (unverified). Claim B (unverified).”")
 
 
+@pytest.mark.parametrize("where", ["service", "manifest"])
+def test_a_program_conditional_is_triggered_by_an_error_its_service_declared(tmp_path, where):
+    # the program declares no error of its own: the error is declared by the service that
+    # raised it, in its contract or (an em dash parting name and text) in the manifest. v13
+    # looked for it among the program's errors, or read the manifest's whole item as its
+    # name, and violated the conditional ("declared: " naming nothing)
+    run = write_service_run(
+        tmp_path, run_id(1), ensures="- `report`: a brief",
+        errors=ERRORS if where == "service" else "",
+        outputs={"report.md": "Claim A (unverified).\n\nClaim B (unverified)."},
+        error=("no-results", "nothing"),
+        program_ensures="- `report`: at least 2 paragraphs\n"
+                        "- if fact-checking finds no sources: every claim in `report` is "
+                        "marked “unverified”")
+    program = (run / "program.md").read_text()
+    (run / "program.md").write_text(program[:program.index("### Errors")])
+    if where == "manifest":
+        manifest = (run / "manifest.md").read_text()
+        (run / "manifest.md").write_text(manifest.replace(
+            "\n\n## Execution Order", "\nerrors:\n- `no-results` — nothing was found\n\n"
+            "## Execution Order"))
+    tables, frame = grade_folder(tmp_path)
+    services = dict(tables["services"].select("service", "declared_errors").rows())
+    assert services == {"demo": ["no-results"], "svc": ["no-results"]}
+    program_rows = frame.filter(pl.col("service") == "demo")
+    verdicts = dict(tables["clause_verdicts"].join(program_rows.select("clause_id", "kind"),
+                                                   on="clause_id").select("kind", "verdict")
+                    .rows())
+    # graded on its degraded path: the conditional met, the primary ensures set aside
+    assert verdicts == {"conditional": "satisfied", "program_ensures": "not_evaluable"}
+
+
 def test_a_conditional_naming_no_output_is_judged_on_all_the_service_published(tmp_path):
     ensures = ('- `data`: the account data\n'
                '- if the crm api is unavailable: cached data flagged as "stale"')

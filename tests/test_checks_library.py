@@ -54,6 +54,11 @@ CASES = [
          "failed", "violated", "no markdown table"),
     Case("table-fails", "a markdown table", "claim, severity\nrates fell, high", "format",
          "failed", "violated", "no markdown table"),
+    # GFM's delimiter cells of one hyphen or more (v13 asked three)
+    Case("table-short-delimiters-pass", "a markdown table", "| a | b |\n|:-|-:|\n| c | d |\n",
+         "format", "passed", "satisfied", "table header “| a | b |”"),
+    Case("table-not-a-delimiter-row-fails", "a markdown table", "a | b\n| - c\n", "format",
+         "failed", "violated", "no markdown table"),
     Case("numbered-passes", "a numbered list", "1. first\n2. second", "format", "passed",
          "satisfied", "2 numbered and 0 bulleted items; first: “first”"),
     Case("numbered-fails-on-bullets", "a numbered list", "- first\n- second", "format",
@@ -73,6 +78,13 @@ CASES = [
     Case("yaml-passes", "a YAML document", "name: rungrade\nversion: 2\ntags:\n  - a\n",
          "format", "passed", "satisfied", "“name: rungrade"),
     Case("yaml-fails", "a YAML document", "This is a sentence about YAML.", "format", "failed",
+         "violated", "no YAML in `out`"),
+    # lines shaped like YAML that a YAML parser refuses (v13 matched the lines only)
+    Case("yaml-unclosed-fails", "a YAML file", "key: [unclosed\nother: 1\n", "format",
+         "failed", "violated", "no YAML in `out`"),
+    Case("yaml-nested-mapping-fails", "a YAML file", "a: b: c\n", "format", "failed",
+         "violated", "no YAML in `out`"),
+    Case("yaml-tab-indent-fails", "a YAML file", "a:\n\tb: 2\n", "format", "failed",
          "violated", "no YAML in `out`"),
     Case("csv-passes", "a CSV file", 'name,score\nann,3\n"bo, jr",4\n', "format", "passed",
          "satisfied", "“name,score"),
@@ -1175,6 +1187,10 @@ CASES = [
          "undecided", "not_evaluable", "“This is prose, not a poem.”", select="“haiku”"),
     Case("judgment-deferred", "a critically evaluated review", "It is fine.", "judgment",
          "undecided", "not_evaluable", "“It is fine.”"),
+    Case("vague-clause-article", "a nice answer", "All went well.", "testable", "undecided",
+         "not_evaluable", "All went well."),
+    Case("vague-clause-cut-short", "a report that is good", "All went well.", "testable",
+         "undecided", "not_evaluable", "All went well."),
     Case("vague-clause", "a good report", "All went well.", "testable", "undecided",
          "not_evaluable", "“All went well.”"),
     Case("unchecked-rest-deferred", "the queries that were issued to the search engine",
@@ -1250,6 +1266,17 @@ def test_vague_clause_gets_reason_and_testable_rewrite(graded):
     assert verdict["reason"].startswith("too vague to check: “good”")
     assert verdict["recommendation"].startswith("rewrite as a testable clause, e.g. \"- `out`: "
                                                 "a report, as a bulleted list")
+
+
+@pytest.mark.parametrize(("case", "rewrite"), [
+    ("vague-clause-article", "an answer"), ("vague-clause-cut-short", "a report")])
+def test_a_vague_clause_is_rewritten_in_grammar(graded, case, rewrite):
+    # the vague words go, and what they leave reads as English (v13: "a answer", "a report
+    # that is, as a bulleted list")
+    n = next(i for i, c in enumerate(CASES) if c.id == case)
+    verdict = graded["clause_verdicts"].filter(pl.col("run_id") == run_id(n)).row(0, named=True)
+    assert verdict["recommendation"].startswith(
+        f"rewrite as a testable clause, e.g. \"- `out`: {rewrite}, as a bulleted list")
 
 
 def test_evidence_is_capped(tmp_path):

@@ -29,6 +29,7 @@ from pipeline import compact as compact_module
 from pipeline import exit_codes
 from pipeline.analysis import grader_ids
 from pipeline.catalog import VIEW_MODELS, ask, connect, read_grades
+from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.cli import app
 from pipeline.grade import default_ledger_graders
 from pipeline.store import ResultStore
@@ -168,7 +169,7 @@ def test_later_compactions_rewrite_only_what_came_since(tmp_path):
     assert list(since.merged.values()) == [2] and since.batches[0] > first[0]
     assert [(n, total) for _, n, total in told] == [(n, len(TABLES)) for n in
                                                     range(1, len(TABLES) + 1)]
-    assert told[-1][0] == f"compacting prose.contract.grader/v13: {TABLES[-1]}"
+    assert told[-1][0] == f"compacting {DEFAULT_GRADER_ID}: {TABLES[-1]}"
     assert_same(before, views(out))
     assert {p: p.read_bytes() for p in kept} == kept  # the first compacted batch untouched
     assert [c["batch_id"] for c in ResultStore(str(out)).commits()] == [*first, *since.batches]

@@ -31,6 +31,18 @@ def test_heading_section_wins_over_colon_block():
     assert [i.name for i in items] == ["new"]
 
 
+def test_a_colon_block_ends_at_another_block():
+    # `notes:` and `examples:` on a line of their own start blocks of their own: their items
+    # are not ensures (v13 made clauses of them, each violated for want of an output)
+    items = ensures("ensures:\n- summary: exactly 2 paragraphs\n\nnotes:\n- tone: friendly\n"
+                    "- audience: managers\n\nExample output:\n- input: climate\n\n"
+                    "requires:\n- topic: a subject\n")
+    assert [(i.name, i.description) for i in items] == [("summary", "exactly 2 paragraphs")]
+    # an `### Ensures` section keeps its items whatever lines stand among them
+    items = ensures("### Ensures\n- `a`: one\nnotes:\n- `b`: two\n")
+    assert [i.name for i in items] == ["a", "b"]
+
+
 def test_sections_match_case_insensitively():
     items = ensures("### ENSURES\n- `a`: x\n")
     assert [i.name for i in items] == ["a"]

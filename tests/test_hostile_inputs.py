@@ -30,12 +30,13 @@ from run_folders import BINDINGS, RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
 from pipeline.catalog import connect
+from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.cli import app
 from pipeline.names import shown
 from pipeline.sources.bucket import Bucket, group_runs
 from pipeline.sources.ledger_builder import evaluation
 from pipeline.sources.prose import DEFAULT_BINDING_CAP, read_run
-from pipeline.store import ROW_GROUP_BYTES
+from pipeline.store import ROW_GROUP_BYTES, grader_slug
 from pipeline.tables import TABLES
 
 SECRET = "OUTSIDE-THE-ROOT-7f3a9c"  # planted outside the runs root; must never be read
@@ -700,7 +701,7 @@ def test_a_run_named_as_long_as_a_file_name_may_be_has_its_report(corpus):
     (report,) = (out / "reports").glob("20261112-000027-*.json")
     assert len(report.name.encode()) <= 255 and report.stem.startswith(run_id[:180])
     assert json.loads(report.read_text())["run_id"] == run_id
-    assert (out / "reports" / "grader=prose.contract.grader-v13" / report.name).exists()
+    assert (out / "reports" / f"grader={grader_slug(DEFAULT_GRADER_ID)}" / report.name).exists()
 
 
 def test_same_run_id_under_two_prefixes_is_kept_twice(corpus):
@@ -735,7 +736,7 @@ def test_each_report_of_one_run_id_under_three_prefixes_is_named_by_its_own_uri(
     scores = dict(load(out, "run_scores").filter(pl.col("run_id") == run_id)
                   .select("run_uri", "overall_score").iter_rows())
     assert len(set(scores.values())) == 3  # three reports that tell the runs apart
-    for folder in (out / "reports", out / "reports" / "grader=prose.contract.grader-v13"):
+    for folder in (out / "reports", out / "reports" / f"grader={grader_slug(DEFAULT_GRADER_ID)}"):
         named = {path.name: json.loads(path.read_text())["overall_score"]
                  for path in folder.glob(f"{run_id}*.json")}
         tagged = {f"{run_id}~{hashlib.sha1(uri.encode()).hexdigest()[:8]}.json": score
@@ -749,7 +750,7 @@ def test_each_report_of_one_run_id_under_three_prefixes_is_named_by_its_own_uri(
 def _reports(out: Path, run_id: str) -> dict[str, dict[str, bytes]]:
     """{folder: {name: bytes}} of the reports of `run_id`, top level and per grader id."""
     folders = {"reports": out / "reports",
-               "grader": out / "reports" / "grader=prose.contract.grader-v13"}
+               "grader": out / "reports" / f"grader={grader_slug(DEFAULT_GRADER_ID)}"}
     return {key: {p.name: p.read_bytes() for p in folder.glob(f"{run_id}*.json")}
             for key, folder in folders.items()}
 
@@ -941,7 +942,7 @@ def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_
     assert connect(str(out)).sql(
         "select grader_id, status from runs where run_id = '20261112-091500-pwguard' "
         "order by 1").fetchall() == [("moltzap.password-guard.grader/v1", "graded"),
-                                     ("prose.contract.grader/v13", "refused")]
+                                     (DEFAULT_GRADER_ID, "refused")]
 
 
 def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):

@@ -18,10 +18,11 @@ from typer.testing import CliRunner
 
 from pipeline import exit_codes
 from pipeline.catalog import connect, read_grades
+from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
 from pipeline.sources.bucket import Bucket
-from pipeline.store import ResultsLocked, ResultStore, new_batch_id
+from pipeline.store import ResultsLocked, ResultStore, grader_slug, new_batch_id
 from pipeline.synth import synthesize
 
 RUNS = 8
@@ -582,7 +583,7 @@ def test_a_run_refused_after_it_was_graded_loses_its_reports_on_s3(
 
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
-    grader = "grader=prose.contract.grader-v13"
+    grader = f"grader={grader_slug(DEFAULT_GRADER_ID)}"
     assert reports() == ["20261112-000001-kept.json", "20261112-000002-refused-later.json",
                          f"{grader}/20261112-000001-kept.json",
                          f"{grader}/20261112-000002-refused-later.json"]

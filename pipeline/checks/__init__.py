@@ -375,7 +375,23 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      "A CSV with a header row" is checked by a new check, csv_header: no cell of the first line
 #      is a number (v12: asked). "A subject line, a blank line, then a body" is checked by a new
 #      check, blank_line: the second line is blank, more text after it (v12 dropped it).
-DEFAULT_GRADER_ID = "prose.contract.grader/v13"
+# v14: v13 gave wrong verdicts where a run's files name things otherwise than it expected:
+#      an item marked "(optional)" whose output is absent is not_evaluable (v13: violated);
+#      "a YAML file" must parse as YAML (v13 matched its lines only: "key: [unclosed"
+#      satisfied it); a program's conditional is triggered by an error the erroring service
+#      declared (v13 looked for it among the program's own errors and violated it); a
+#      manifest's `errors:` item "`no-results` — why" declares `no-results` (v13: the whole
+#      text); an item naming its file's extension ("`report.md`") is its binding `report`
+#      (v13: none found); an old-style `ensures:` block ends at another block ("notes:",
+#      "examples:"), whose items were clauses in v13; a service's name compares with its
+#      bindings' folder, its workspace and its log steps as output names do (`Fact_Checker`
+#      publishes in bindings/fact-checker/; v13: no binding, log 'absent'); a service whose
+#      contract the run does not hold has one not_evaluable clause saying so (v13 dropped
+#      it silently); a table's delimiter cells may hold one or two hyphens (`|-|:-:|`, v13:
+#      "no markdown table"). A not_evaluable clause's reason and recommendation name every
+#      open question (v13: the first), and a rewrite of a vague clause keeps its grammar
+#      ("an answer", v13 "a answer").
+DEFAULT_GRADER_ID = "prose.contract.grader/v14"
 
 
 def builtin_checks() -> list[Check]:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..tables import MISSING_CONTRACT
 from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
 PRIMARY = pl.col("kind").is_in(["ensures", "program_ensures"]) & ~pl.col("on_degraded_path")
+# An output its ensures item marks `(optional)` that was not published (or is empty).
+OPTIONAL_ABSENT = pl.col("optional").fill_null(False) & ~pl.col("has_output")
 # An error the log records without a name (`---error … timeout`) is still told apart.
 ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
@@ -54,12 +57,48 @@ def output_published() -> Check:
     )
     return Check(
         precondition=True,
-        applies=PRIMARY & pl.col("output_name").is_not_null(),
+        applies=PRIMARY & pl.col("output_name").is_not_null() & ~OPTIONAL_ABSENT,
         outcome=pl.when(pl.col("has_output")).then(PASSED).otherwise(FAILED),
         detail=pl.format("output `{}` is published and non-empty", pl.col("output_name")),
         evidence=pl.when(pl.col("has_output")).then(quoted(excerpt(pl.col("binding_text"))))
         .otherwise(absent_note),
         confidence=pl.when(pl.col("has_output")).then(95).otherwise(90),
+    )
+
+
+@check("optional_output")
+def optional_output() -> Check:
+    """An output its item marks `(optional)` may be absent: absent, nothing of it is graded,
+    and its clause is not held against the service."""
+    return Check(
+        applies=PRIMARY & pl.col("output_name").is_not_null() & OPTIONAL_ABSENT,
+        outcome=UNDECIDED,
+        detail=pl.format("optional output `{}` was not published: there is nothing of it to "
+                         "grade", pl.col("output_name")),
+        evidence=pl.when(pl.col("binding_uri").is_not_null())
+        .then(pl.format("{} is empty", pl.col("binding_uri")))
+        .otherwise(pl.format("no binding {}.* in the run", where(pl.col("output_name")))),
+        confidence=pl.lit(0),
+    )
+
+
+@check("contract_found")
+def contract_found() -> Check:
+    """A service the manifest lists whose contract the run does not hold: what it ensures
+    cannot be known, so nothing of it is graded, and the report says so."""
+    return Check(
+        applies=pl.col("kind") == MISSING_CONTRACT,
+        outcome=UNDECIDED,
+        detail=pl.format("the run holds no contract of `{}` ({} is not in it): its ensures "
+                         "clauses cannot be graded", pl.col("service"), pl.col("description")),
+        evidence=pl.when(pl.col("service_outputs").list.len() > 0)
+        .then(pl.format("`{}` published {}, graded against nothing", pl.col("service"),
+                        pl.col("service_outputs").list.join(", ")))
+        .otherwise(pl.format("`{}` published nothing", pl.col("service"))),
+        confidence=pl.lit(0),
+        recommendation=pl.format(
+            "keep {} in the run: the wiring phase copies each service's contract there, and "
+            "without it what `{}` ensures is unknown", pl.col("description"), pl.col("service")),
     )
 
 
@@ -161,6 +200,6 @@ def error_declared() -> Check:
 def contract_checks() -> list[Check]:
     """Existence and error-path checks, in the order the built-in grader runs them."""
     return [
-        output_published(), output_named(), degraded_path(), condition_triggered(),
-        degraded_output_provided(), error_declared(),
+        output_published(), optional_output(), contract_found(), output_named(),
+        degraded_path(), condition_triggered(), degraded_output_provided(), error_declared(),
     ]

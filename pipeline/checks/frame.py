@@ -36,6 +36,12 @@ def normalised(expr: pl.Expr) -> pl.Expr:
     )
 
 
+def output_key(expr: pl.Expr) -> pl.Expr:
+    """The key of an output a clause names: its name as `normalised`, without the extension
+    of a binding's file (an item may name `report.md`; the binding's name is `report`)."""
+    return normalised(expr.str.replace(r"(?i)\.(?:md|markdown|json|txt|ya?ml|csv)\s*$", ""))
+
+
 BACKTICKED = r"`([^`\n]+)`"
 
 
@@ -143,7 +149,7 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame) -
     """
     top = top.with_row_index("_row")
     declared = top.filter(pl.col("output_name").is_not_null()).select(
-        "run_uri", "service", normalised(pl.col("output_name")).alias("key"))
+        "run_uri", "service", output_key(pl.col("output_name")).alias("key"))
     published = pl.concat([
         outputs.select("run_uri", "service", pl.col("output_key").alias("key")),
         outputs.join(programs, on="run_uri")
@@ -157,7 +163,7 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame) -
         .explode("ref").drop_nulls("ref")
         .with_columns(pl.col("ref").str.strip_chars("`").str.strip_chars())
         .with_row_index("_order")
-        .with_columns(normalised(pl.col("ref")).alias("key"))
+        .with_columns(output_key(pl.col("ref")).alias("key"))
         .join(known, on=["run_uri", "service", "key"], how="inner")
         .sort("_order").unique("_row", keep="first")
         .select("_row", pl.col("ref").alias("_ref"))
@@ -169,7 +175,7 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame) -
     return (
         top.join(refs, on="_row", how="left")
         .with_columns(pl.coalesce("output_name", "_ref").alias("target_output"))
-        .with_columns(normalised(pl.col("target_output")).alias("output_key"))
+        .with_columns(output_key(pl.col("target_output")).alias("output_key"))
         .join(publisher, on=["run_uri", "output_key"], how="left")
         .join(programs.rename({"program": "service"}).with_columns(pl.lit(True).alias("_prog")),
               on=["run_uri", "service"], how="left")

@@ -1596,7 +1596,12 @@ def testable() -> Check:
     words = pl.col("vague_words").list.eval(
         pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”"))).list.join(", ")
     core = (pl.col("description").fill_null("").str.replace_all(VAGUE_WORDS + r",?\s*", "")
-            .str.replace_all(r"\s+", " ").str.strip_chars())
+            .str.replace_all(r"\s+", " ").str.strip_chars().str.strip_chars(" ,;")
+            # what the vague words leave: an article before another sound, a clause cut short
+            .str.replace(r"(?i)(?:\s+(?:that|which|who))?\s+(?:is|are|be|and|or)$", "")
+            .str.replace_all(r"(?i)\b(an?|the) (?:and|or),? ", "$1 ")
+            .str.replace_all(r"\b([Aa])n? ([aeiouAEIOU])", "${1}n $2")
+            .str.replace_all(r"\b([Aa])n ([b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z])", "$1 $2"))
     name = pl.coalesce(pl.col("target_output"), pl.lit("output"))
     return Check(
         applies=JUDGED & (pl.col("vague_words").list.len() > 0) & ~pl.col("decidable"),

@@ -78,6 +78,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
+import yaml
 
 from ..scratch import scratch
 from ..tables import collect
@@ -86,8 +87,13 @@ from .clause_analysis import normalise_key
 LIST_ITEM = r"(?m)^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]+\S[^\n]*"
 HEADING = r"(?m)^[ ]{0,3}#{1,6}[ \t]+[^\n]*"
 FENCED = r"(?ms)^[ \t]*(?:```|~~~)[^\n]*\n.*?^[ \t]*(?:```|~~~)[ \t]*$"
-TABLE_SEPARATOR = r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*"
-TABLE = r"(?m)^([^\n]*\|[^\n]*)\n" + TABLE_SEPARATOR + r"\n?((?:[^\n]*\|[^\n]*(?:\n|$))*)"
+# A table's delimiter row: cells of one hyphen or more (GFM's `|-|:-:|`) where a pipe parts
+# them, three or more in a row without one
+_CELL = r"[ \t]*:?-+:?[ \t]*"
+TABLE_SEPARATOR = (rf"[ \t]*(?:\|{_CELL}(?:\|{_CELL})*\|?|{_CELL}(?:\|{_CELL})+\|?"
+                   r"|:?-{3,}:?)[ \t]*")
+TABLE = (r"(?m)^([^\n]*\|[^\n]*)\n" + TABLE_SEPARATOR
+         + r"(?:\n|$)((?:[^\n]*\|[^\n]*(?:\n|$))*)")
 URL = r"https?://[^\s<>()\[\]\"'`]+"
 # DuckDB's json_type of an array element, as json_element_kinds names it
 DUCKDB_KINDS = {"VARCHAR": "string", "BIGINT": "integer", "UBIGINT": "integer",
@@ -604,12 +610,34 @@ def _union(a: pl.Series | bool, b: pl.Series | bool) -> pl.Series | bool:
 
 
 def _yaml_like(text: pl.Expr) -> pl.Expr:
+    """Block YAML with at least one key, that a YAML parser reads (`parses_as_yaml`)."""
     lines = text.str.split("\n").list.eval(
         pl.element().filter(pl.element().str.strip_chars().str.len_chars() > 0))
     keyed = text.str.contains(r"(?m)^[ \t]*(?:-[ \t]+)?[\"']?[\p{L}\p{N}_][\p{L}\p{N}_ .\-]*"
                               r"[\"']?[ \t]*:(?:[ \t]|$)")
-    return (lines.list.eval(pl.element().str.contains(YAML_LINE)).list.all() & keyed
-            & ~text.str.contains(r"^[\[{]"))
+    shaped = (lines.list.eval(pl.element().str.contains(YAML_LINE)).list.all() & keyed
+              & ~text.str.contains(r"^[\[{]"))
+    # the parse only where the lines have the shape (polars has no YAML reader: this family
+    # is computed only for clauses that name YAML)
+    return pl.when(shaped).then(
+        text.map_elements(parses_as_yaml, return_dtype=pl.Boolean, skip_nulls=True)
+    ).otherwise(shaped)
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, where installed
+
+
+def parses_as_yaml(text: str) -> bool:
+    """Whether YAML's safe parser reads `text` (every document of it) without an error.
+
+    Only composed into nodes, never constructed into Python objects: aliases are not
+    expanded and no tag is resolved, so no content of a run can cost more than its size."""
+    try:
+        for _ in yaml.compose_all(text, Loader=_YAML_LOADER):
+            pass
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return False
+    return True
 
 
 def csv_unquoted(line: pl.Expr) -> pl.Expr:

@@ -64,8 +64,9 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
         # evidence of a failure first, then of a pass, then whatever an open check quoted
         pl.col("evidence").sort_by(rank, "_order").first().alias("evidence"),
         pl.col("detail").filter(failed).alias("failed_details"),
-        pl.col("detail").filter(undecided).first().alias("open_question"),
-        pl.col("recommendation").filter(undecided).drop_nulls().first().alias("recommendation"),
+        # every question left open, and every rewrite suggested, once each
+        _joined(pl.col("detail").filter(undecided)).alias("open_question"),
+        _joined(pl.col("recommendation").filter(undecided).drop_nulls()).alias("recommendation"),
         pl.col("judge_id").drop_nulls().first().alias("judge_id"),
     )
     n_failed, n_passed, n_open = pl.col("n_failed"), pl.col("n_passed"), pl.col("n_open")
@@ -109,6 +110,12 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
                       pl.lit(grader_id).alias("grader_id"))
     )
     return conform("clause_verdicts", out)
+
+
+def _joined(texts: pl.Expr) -> pl.Expr:
+    """`texts` (of one clause) once each, in order, joined by "; "; null when there are none."""
+    once = texts.unique(maintain_order=True)
+    return pl.when(once.len() > 0).then(once.str.join("; "))
 
 
 def _reason() -> pl.Expr:

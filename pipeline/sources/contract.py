@@ -23,6 +23,9 @@ COLON_SECTIONS = ("requires", "ensures", "errors", "invariants", "strategies")
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _COLON_BLOCK = re.compile(r"^(" + "|".join(COLON_SECTIONS) + r")\s*:\s*$", re.IGNORECASE)
+# Any other block of that form (`notes:`, `examples:` on a line of their own) ends a colon
+# block: its items are not the section's.
+_OTHER_BLOCK = re.compile(r"^[A-Za-z][\w -]*:$")
 _ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _IF = re.compile(r"if\s", re.IGNORECASE)
 # Possessive `*+` and `++` never give back what they took, so a long run of spaces before a
@@ -233,6 +236,11 @@ def _parse_component(name: str, kind: str, lines: list[str]) -> Component:
             c = _COLON_BLOCK.match(line.strip()) if not line[:1].isspace() else None
             if c:
                 current = colon_blocks.setdefault(c.group(1).lower(), [])
+                continue
+            if (current is not None and not line[:1].isspace()
+                    and _OTHER_BLOCK.match(line.strip())
+                    and not any(current is block for block in heading_blocks.values())):
+                current = None
                 continue
         if current is not None:
             current.append(line)

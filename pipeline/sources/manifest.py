@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .contract import parse_item_text
+
 # (split at the first arrow from a run of spaces' start, as `\s*(?:→|->|=>)\s*` did without
 # trying the rest of a long run from each of its spaces: quadratic)
 _ARROW_RIGHT = re.compile(r"(?<!\s)\s*(?:→|->|=>)\s*")
@@ -134,7 +136,9 @@ def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
             elif key == "outputs":
                 svc.outputs.append(_parse_output(value))
             elif key == "errors":
-                svc.errors.append(_strip_name(_NAME_END.split(value, maxsplit=1)[0]))
+                # named as a contract's item is (`` `no-results` — why ``), else up to ": "
+                svc.errors.append(parse_item_text(value)[0]
+                                  or _strip_name(_NAME_END.split(value, maxsplit=1)[0]))
             elif key == "delegates":
                 svc.delegates.append(_strip_name(value))
             continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from ..tables import MISSING_CONTRACT
 from .bucket import Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, parse_contract
 from .forme import parse_forme_manifest
@@ -305,12 +306,23 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             "decode_errors": bad or b"\x00" in data,
         })
 
-    statuses = log.service_status()
+    wirings = manifest.services
+    # A service's name compares as output names do (case, '-', '_' and spaces alike) with
+    # its bindings' folder, its workspace and its log steps: `### Fact_Checker` publishes
+    # in bindings/fact-checker/. Its bindings then carry the manifest's name.
+    wired = {normalise_name(w.name): w.name for w in wirings}
+    exact = {w.name for w in wirings}
+    for b in rows.bindings:
+        if b["service"] not in exact:
+            b["service"] = wired.get(normalise_name(b["service"]), b["service"])
+    statuses = {normalise_name(name): step for name, step in log.service_status().items()}
+    error_files = {normalise_name(rel.split("/")[1]): rel for rel in sorted(files, reverse=True)
+                   if rel.count("/") == 2 and rel.startswith("workspace/")
+                   and rel.endswith(f"/{ERROR_FILE}")}
     published = {}
     for b in rows.bindings:
         published.setdefault(normalise_name(b["name"]), b["service"])
-    wirings = manifest.services
-    errored_names: list[tuple[str, str | None, str]] = []
+    errored_names: list[tuple[str, str | None, str, list[str]]] = []
 
     for position, wiring in enumerate(wirings):
         comp, source = _service_contract(layout, files, text_of, wiring.name, wiring.source,
@@ -318,16 +330,17 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         declared = [*(comp_error_names(comp) if comp else []), *wiring.errors]
         declared = list(dict.fromkeys(declared))
         err_rel = f"workspace/{wiring.name}/{ERROR_FILE}"
+        err_rel = err_rel if err_rel in files else error_files.get(normalise_name(wiring.name))
         error_name = error_detail = None
-        if err_rel in files:
+        if err_rel is not None:
             err = parse_error_file(text_of(err_rel))
             error_name, error_detail = err.name, err.detail[:2000]
-        step = statuses.get(wiring.name)
+        step = statuses.get(normalise_name(wiring.name))
         if step and step.status == "errored" and error_name is None:
             error_name, error_detail = step.error_name, step.note
-        errored = err_rel in files or bool(step and step.status == "errored")
+        errored = err_rel is not None or bool(step and step.status == "errored")
         if errored:
-            errored_names.append((wiring.name, error_name, error_detail or ""))
+            errored_names.append((wiring.name, error_name, error_detail or "", declared))
         rows.services.append({
             "run_id": ref.run_id, "run_uri": ref.uri, "service": wiring.name, "kind": "service",
             "contract_source": source, "declared_errors": declared, "errored": errored,
@@ -336,18 +349,22 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         })
         if comp:
             rows.clauses.extend(_clause_rows(ref, wiring.name, comp, "ensures", wiring.name))
+        else:
+            rows.clauses.append(_missing_contract_row(ref, wiring.name, wiring.source))
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
         # The program is a component of the run; its name must not merge it with a service.
         taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
         component = program_name if program_name not in taken else f"{program_name} (program)"
-        first_error = errored_names[0] if errored_names else (None, None, None)
+        first_error = errored_names[0] if errored_names else (None, None, None, [])
         log_error = log.errors[0] if log.errors else None
         rows.services.insert(0, {
             "run_id": ref.run_id, "run_uri": ref.uri, "service": component,
             "kind": "program", "contract_source": layout.program,
-            "declared_errors": comp_error_names(program.main),
+            # the error it carries is declared where the service that raised it declares it
+            "declared_errors": list(dict.fromkeys([*comp_error_names(program.main),
+                                                   *first_error[3]])),
             "errored": bool(errored_names or log.errors), "error_name": first_error[1],
             "error_detail": first_error[2] or log_error, "log_status": "completed",
             "position": 0,
@@ -359,8 +376,11 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                 row["output_service"] = returned_by or published.get(key)
             rows.clauses.append(row)
 
-    if not any(c["kind"] != "detail" for c in rows.clauses):
-        raise Refusal("no-ensures", "no service or program declares an ensures clause")
+    if not any(c["kind"] not in ("detail", MISSING_CONTRACT) for c in rows.clauses):
+        missing = [c["description"] for c in rows.clauses if c["kind"] == MISSING_CONTRACT]
+        raise Refusal("no-ensures", "no service or program declares an ensures clause" + (
+            f" (the run holds no contract of {len(missing)} service(s): "
+            f"{', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})" if missing else ""))
     run["status"] = "graded"
     rows.runs.append(run)
     return rows
@@ -398,6 +418,19 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     if inline is not None:
         return inline, f"{layout.program}#{inline.name}"
     return None, None
+
+
+def _missing_contract_row(ref: RunRef, service: str, source: str | None) -> dict:
+    """The one clause of a service whose contract the run does not hold: its ensures cannot
+    be graded, and the report says so (check `contract_found`)."""
+    where = source or f"services/{service}.md"
+    return {
+        "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
+        "clause_id": clause_id(service, MISSING_CONTRACT, 0, where), "position": 0,
+        "parent_position": None, "kind": MISSING_CONTRACT, "output_name": None,
+        "output_service": service, "condition": None, "text": f"(the contract at {where})",
+        "description": where, "optional": False,
+    }
 
 
 def _clause_rows(ref: RunRef, service: str, comp: Component, kind: str,

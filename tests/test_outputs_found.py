@@ -1,0 +1,129 @@
+"""Which binding, log step and contract belong to a clause, as a run's authors write names:
+optional outputs, an item naming its file's extension, service names in another case or
+with other dashes, and a service whose contract the run does not hold."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from check_runs import grade_folder, run_id, write_service_run
+
+from pipeline.grade import read_runs
+from pipeline.names import REFUSED_MARK
+from pipeline.reports import build_reports
+from pipeline.sources.bucket import Bucket, group_runs
+
+
+def reports(tables, frame) -> dict[str, dict]:
+    return {json.loads(text)["run_id"]: json.loads(text)
+            for name, text in build_reports(tables, frame).items()
+            if not name.endswith(REFUSED_MARK)}
+
+
+def verdicts(tables) -> dict[str, tuple[str, str | None]]:
+    rows = tables["clause_verdicts"].join(tables["clauses"].select("clause_id", "text"),
+                                          on="clause_id")
+    return {text: (verdict, reason)
+            for text, verdict, reason in rows.select("text", "verdict", "reason").rows()}
+
+
+def test_an_optional_output_not_published_is_not_held_against_its_service(tmp_path):
+    write_service_run(tmp_path, run_id(1),
+                      ensures="- `main`: a JSON object\n- `extra` (optional): a JSON object\n"
+                              "- `notes` (optional): a JSON object",
+                      outputs={"main.json": '{"ok": true}', "notes.json": "[1, 2]"})
+    tables, _ = grade_folder(tmp_path)
+    found = verdicts(tables)
+    assert found["`extra` (optional): a JSON object"] == (
+        "not_evaluable", "optional output `extra` was not published: there is nothing of it "
+        "to grade")
+    # published, an optional output is graded as any other
+    assert found["`notes` (optional): a JSON object"][0] == "partially_satisfied"
+    assert found["`main`: a JSON object"][0] == "satisfied"
+    # v13 violated `extra` (no binding): 2 of 3 clauses failed or partly failed
+    assert tables["service_scores"]["service_score"].item() == 75.0
+
+
+def test_an_item_naming_its_files_extension_finds_its_binding(tmp_path):
+    write_service_run(tmp_path, run_id(1),
+                      ensures="- `report.md`: at least 2 paragraphs\n- `data.json`: a JSON object",
+                      outputs={"report.md": "One.\n\nTwo.", "data.json": '{"a": 1}'})
+    tables, _ = grade_folder(tmp_path)
+    assert {text: v for text, (v, _) in verdicts(tables).items()} == {
+        "`report.md`: at least 2 paragraphs": "satisfied",
+        "`data.json`: a JSON object": "satisfied"}
+
+
+def write_two_service_run(root, *, ghost_contract: bool) -> None:
+    """A run whose manifest names `Fact_Checker` (bindings/fact-checker/, workspace
+    fact_checker/, log step `Fact-Checker`) and `ghost` (services/ghost.md when asked)."""
+    rid = run_id(1)
+    files = {
+        "program.md": "---\nname: demo\nkind: program\n---\n# Demo\n",
+        "manifest.md": "# Manifest: demo\n\n## Graph\n\n### Fact_Checker\n"
+                       "source: services/Fact_Checker.md\noutputs:\n"
+                       "- (public) checks → bindings/fact-checker/checks.json\n\n### ghost\n"
+                       "source: services/ghost.md\noutputs:\n- (public) y → bindings/ghost/y.md\n"
+                       "\n## Execution Order\n1. Fact_Checker\n2. ghost\n",
+        "services/Fact_Checker.md": "---\nname: Fact_Checker\n---\n### Ensures\n"
+                                    "- `checks`: a JSON object\n"
+                                    "- if no sources are found: `checks` stating \"none\"\n"
+                                    "### Errors\n- `no-sources`: nothing to check against\n",
+        "bindings/fact-checker/checks.json": "none",
+        "workspace/fact_checker/__error.md": "# Error: no-sources\n\nThe index was empty.\n",
+        "bindings/ghost/y.md": "not graded against anything",
+        "state.md": f"# run:{rid} demo\nprogram: demo\n1→ Fact-Checker ✗ no-sources\n"
+                    "2→ ghost ✓\n---end 2026-11-12T03:20:11Z\n",
+    }
+    if ghost_contract:
+        files["services/ghost.md"] = "### Ensures\n- `y`: at least 3 words\n"
+    for rel, text in files.items():
+        path = root / rid / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_a_service_name_compares_with_its_folders_and_log_as_output_names_do(tmp_path):
+    # v13 matched the manifest's name exactly: no binding, no error, the log 'absent'
+    write_two_service_run(tmp_path, ghost_contract=True)
+    tables, _ = grade_folder(tmp_path)
+    service = tables["services"].filter(pl.col("service") == "Fact_Checker").row(0, named=True)
+    assert (service["errored"], service["error_name"], service["log_status"]) == (
+        True, "no-sources", "errored")
+    binding = tables["bindings"].filter(pl.col("name") == "checks").row(0, named=True)
+    assert binding["service"] == "Fact_Checker"  # the manifest's name; its uri the folder's
+    assert binding["uri"].endswith("/bindings/fact-checker/checks.json")
+    found = verdicts(tables)
+    assert found['if no sources are found: `checks` stating "none"'][0] == "satisfied"
+    assert found["`checks`: a JSON object"][0] == "not_evaluable"  # its degraded path
+
+
+def test_a_service_whose_contract_the_run_does_not_hold_is_reported(tmp_path):
+    # v13 dropped such a service without a word: the run was satisfied at 100
+    write_two_service_run(tmp_path, ghost_contract=False)
+    tables, frame = grade_folder(tmp_path)
+    ghost = tables["clauses"].filter(pl.col("service") == "ghost").row(0, named=True)
+    assert (ghost["kind"], ghost["text"]) == ("missing_contract",
+                                              "(the contract at services/ghost.md)")
+    (report,) = reports(tables, frame).values()
+    assert report["unevaluable_clauses"][-1] == {
+        "clause": "(the contract at services/ghost.md)", "service": "ghost",
+        "why": "the run holds no contract of `ghost` (services/ghost.md is not in it): its "
+               "ensures clauses cannot be graded"}
+    assert ("ghost: keep services/ghost.md in the run: the wiring phase copies each service's "
+            "contract there, and without it what `ghost` ensures is unknown"
+            in report["recommendations"])
+    evidence = tables["clause_verdicts"].filter(pl.col("service") == "ghost")["evidence"]
+    assert evidence.to_list() == ["`ghost` published y, graded against nothing"]
+
+
+def test_a_run_holding_no_contract_at_all_is_refused_naming_what_is_missing(tmp_path):
+    write_two_service_run(tmp_path, ghost_contract=False)
+    (tmp_path / run_id(1) / "services" / "Fact_Checker.md").unlink()
+    bucket = Bucket(str(tmp_path))
+    rows = read_runs(str(tmp_path), group_runs(bucket, bucket.walk()))
+    (refusal,) = rows.refusals
+    assert (refusal["reason"], refusal["detail"]) == (
+        "no-ensures", "no service or program declares an ensures clause (the run holds no "
+        "contract of 2 service(s): services/Fact_Checker.md, services/ghost.md)")
