@@ -155,9 +155,10 @@ def version_changes(log: pl.DataFrame, last: int = 14) -> list[tuple[str, str]]:
 
 def newest_pair(con: duckdb.DuckDBPyConnection,
                 known: list[str] | None = None) -> tuple[str, str] | None:
-    """(base, head): the latest grader id and the latest other id that graded a run in common
-    with it, among `known` (default: every grader id of the results); None where no two
-    graded a run in common."""
+    """(base, head): the latest grader id that can be compared with another, and the latest
+    other id that graded (not refused) some of its runs from the same files, among `known`
+    (default: every grader id of the results, by first committed batch); None where no two
+    can be compared."""
     known = grader_ids(con) if known is None else known
     # one grading stamps several ids (each ledger carries its ledger grader's), so the two
     # newest ids need not share a run: pair the newest id with the newest that does
@@ -182,12 +183,12 @@ def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
 
 def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
                     known: list[str]) -> str | None:
-    """The newest grader id other than `grader_id` that graded one of its runs, if any."""
+    """The newest grader id other than `grader_id` with which it can be compared: that
+    graded (not refused) one of its runs from the same files (`paired_runs`), if any."""
     sharing = {g for (g,) in con.sql("""
-        select distinct other.grader_id
-        from runs as mine
-        join runs as other on other.run_uri = mine.run_uri
-        where mine.grader_id = $id and other.grader_id <> $id
+        select distinct base_grader_id
+        from paired_runs
+        where head_grader_id = $id and same_files
     """, params={"id": grader_id}).fetchall()}
     return next((g for g in reversed(known) if g in sharing), None)
 
@@ -228,8 +229,9 @@ def version_diff(con: duckdb.DuckDBPyConnection, base: str | None = None,
         given = _known(con, base or head)
         other = _latest_sharing(con, given, grader_ids(con))
         if other is None:
-            raise ResultsQueryError(f"no other grader id graded a run that {given} graded; "
-                                    "grade the same runs under a second grader id")
+            raise ResultsQueryError(f"no other grader id graded (not refused) a run that "
+                                    f"{given} graded from the same files; grade the same runs "
+                                    "under a second grader id")
         base, head = (other, given) if base is None else (given, other)
     _known(con, base)
     _known(con, head)
@@ -244,8 +246,9 @@ def version_diff(con: duckdb.DuckDBPyConnection, base: str | None = None,
 
     summary = view("version_summary")
     if summary.is_empty():
-        raise ResultsQueryError(f"{base} and {head} graded no run in common; grade the same "
-                                "runs under both to compare them")
+        raise ResultsQueryError(f"{base} and {head} graded (not refused) no run in common "
+                                "from the same files; grade the same runs under both to "
+                                "compare them")
     return VersionDiff(
         base=base, head=head, summary=summary.row(0, named=True),
         flips=view("verdict_flips"), clauses=view("version_diffs"),

@@ -63,31 +63,57 @@ BATCHES_NOW = """case when g.batches is not null then coalesce((
         on c.replaced = u.b), []) end"""
 
 
-def _records_json(files: str) -> str:
-    """The grade records in the JSON files `files` (a glob) as a relation with RECORD_COLUMNS."""
+def _records_json(files: str | list[str]) -> str:
+    """The grade records in the JSON files `files` (a glob, or a list of files) as a relation
+    with RECORD_COLUMNS."""
     columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in RECORD_COLUMNS.items())
-    return f"read_json({_quoted(files)}, format = 'auto', columns = {{{columns}}})"
+    where = (_quoted(files) if isinstance(files, str)
+             else "[" + ", ".join(map(_quoted, files)) + "]")
+    return f"read_json({where}, format = 'auto', columns = {{{columns}}})"
 
 
 @contextlib.contextmanager
-def _fetched_records(store: ResultStore) -> Iterator[str | None]:
+def _fetched_records(store: ResultStore, damaged: list[str] | None = None
+                     ) -> Iterator[str | None]:
     """The grade records as a relation with RECORD_COLUMNS (None when there is none yet);
     those of remote results read from a local copy: DuckDB asks S3 for each record's size
     before it reads it (three HEAD requests a record, then the GET: 100 records took 4 s
     against the loopback server, a year of nightly grades would take several times that),
     where one listing and every record's GET side by side take one round trip or two. Each
-    record is copied whole, as S3 served it."""
+    record is copied whole, as S3 served it.
+
+    With `damaged` (a list), each record is read first, and those that are not a JSON object
+    (cut short by a full disk, a copy stopped midway) are left out and named in it: one
+    such record fails every query of the whole log otherwise."""
     records = store.path(GRADES, "*.json")
     paths = store.fs.glob(records)
-    if not paths or store.local:
-        yield _records_json(store.url(records)) if paths else None
+    if not paths:
+        yield None
         return
-    blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile is left out
-    with tempfile.TemporaryDirectory(prefix="rungrade-grades-") as copy:
-        for path, blob in blobs.items():
-            with open(os.path.join(copy, path.rsplit("/", 1)[-1]), "wb") as out:
-                out.write(blob)
-        yield _records_json(os.path.join(copy, "*.json")) if blobs else None
+    with contextlib.ExitStack() as stack:
+        if not store.local:
+            blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile: left out
+            copy = stack.enter_context(tempfile.TemporaryDirectory(prefix="rungrade-grades-"))
+            for path, blob in blobs.items():
+                with open(os.path.join(copy, path.rsplit("/", 1)[-1]), "wb") as out:
+                    out.write(blob)
+            records = os.path.join(copy, "*.json")
+            paths = sorted(os.path.join(copy, p.rsplit("/", 1)[-1]) for p in blobs)
+        if damaged is None or not paths:
+            yield (_records_json(store.url(records) if store.local else records) if paths
+                   else None)
+            return
+        whole = []
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    whole.append(path) if isinstance(json.loads(handle.read()), dict) else (
+                        damaged.append(path.rsplit("/", 1)[-1]))
+            except FileNotFoundError:
+                continue  # (removed meanwhile)
+            except (OSError, ValueError):
+                damaged.append(path.rsplit("/", 1)[-1])
+        yield _records_json(whole) if whole else None
 
 
 def _grades_query(records: str | None, where: str = "") -> str:
@@ -117,20 +143,37 @@ def _no_records() -> str:
     return f"(select {nulls} limit 0)"
 
 
-def read_grades(results: str, endpoint_url: str | None = None, flat: bool = False):
+def flat_columns(types: dict[str, str]) -> str:
+    """A select list of the columns `types` (name: DuckDB type) with each list, array, map,
+    struct or union as JSON text: what a CSV can hold."""
+    def quoted(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+    return ", ".join(
+        f"to_json({quoted(name)})::varchar as {quoted(name)}"
+        if kind.endswith("]") or kind.startswith(("MAP", "STRUCT", "UNION")) else quoted(name)
+        for name, kind in types.items())
+
+
+def read_grades(results: str, endpoint_url: str | None = None, flat: bool = False,
+                damaged: list[str] | None = None):
     """The grade log of `results` (the `grades` view) as a polars DataFrame, oldest first;
     read without the catalog, so the grades that committed nothing are there too. `flat`:
-    its lists and maps as JSON text (for CSV). Refuses, with FileNotFoundError, results that
-    hold no grade log."""
+    its lists and maps as JSON text (for CSV). Records DuckDB cannot read are left out, and
+    their names added to `damaged` (when given). Refuses, with FileNotFoundError, results
+    that hold no grade log."""
     import duckdb
 
     store = ResultStore(results, endpoint_url)
-    columns = ", ".join(f'to_json("{name}")::varchar as "{name}"' if flat and (
-        kind.endswith("]") or kind.startswith("MAP")) else f'"{name}"'
-        for name, kind in GRADE_COLUMNS.items())
+    columns = flat_columns(GRADE_COLUMNS) if flat else ", ".join(f'"{c}"' for c in GRADE_COLUMNS)
+    left_out: list[str] | None = None  # the damaged records, once a query met one
 
     def query() -> pl.DataFrame:  # (a connection each: DuckDB keeps what a file held)
-        with _fetched_records(store) as records:
+        with _fetched_records(store, left_out) as records:
+            if records is None and left_out:
+                raise FileNotFoundError(
+                    f"{results} holds only damaged grade records (not JSON: cut short?): "
+                    f"{', '.join(left_out[:5])}{', …' if len(left_out) > 5 else ''}; remove "
+                    f"them from {GRADES}/ (or restore them)")
             if records is None:
                 raise FileNotFoundError(
                     f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS "
@@ -140,7 +183,13 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
             _commits_table(con, store.commits())
             return con.sql(f"select {columns} from ({_grades_query(records)})").pl()
 
-    log = query()
+    try:
+        log = query()
+    except duckdb.InvalidInputException:  # a record that is not JSON: read them one by one
+        left_out = []
+        log = query()
+        if damaged is not None:
+            damaged.extend(left_out)
     # A grade killed outright leaves its record `running` until the next grade closes it.
     # Only the latest record can be (each grade closes the one before); once no process
     # holds the results lock, that grade is gone, and it reads `interrupted`, as the next
@@ -471,10 +520,22 @@ def write_catalog(store: ResultStore) -> str | None:
     tmp = f"{path}.tmp-{secrets.token_hex(4)}"
     con = duckdb.connect(tmp)
     try:
-        create_views(con, store, catalog_file=os.path.join(folder, CATALOG_FILE),
-                     commits=commits)
-    finally:
-        con.close()
+        try:
+            create_views(con, store, catalog_file=os.path.join(folder, CATALOG_FILE),
+                         commits=commits)
+        finally:
+            con.close()
+    except BaseException as exc:  # no half-written catalog left beside the results
+        for leftover in (tmp, f"{tmp}.wal"):
+            with contextlib.suppress(OSError):
+                os.remove(leftover)
+        if isinstance(exc, duckdb.Error) and not isinstance(exc, duckdb.IOException):
+            # a part DuckDB cannot read (cut short, not Parquet)
+            raise ResultsDamaged(
+                f"the catalog of {store.uri} could not be written: {exc}. A committed part is "
+                "damaged: restore it (from a backup or the copy it came from), or grade into "
+                "fresh results", set()) from exc
+        raise
     os.replace(tmp, path)
     store._put(store.path(CATALOG_STAMP), json.dumps(_stamp(folder, commits)).encode())
     flush_to_disk(store.root)  # after a power cut, this catalog and not the one before

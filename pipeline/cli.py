@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import gc
 import json
+import re
 import signal
 import sys
 import threading
@@ -82,8 +83,9 @@ def fail(message: str, code: int) -> typer.Exit:
 
 @app.command()
 def grade(
-    runs: Annotated[str, typer.Argument(help="Folder or s3://bucket/prefix holding run folders "
-                                             "(found at any depth).")],
+    runs: Annotated[str, typer.Argument(metavar="RUNS", help="Folder or s3://bucket/prefix "
+                                                            "holding run folders (found at "
+                                                            "any depth).")],
     out_dir: Annotated[str, typer.Option("--out", "-o", help="Results folder or s3:// prefix.")]
     = "results",
     grader_id: Annotated[str | None, typer.Option(
@@ -200,7 +202,7 @@ def grade(
         start_early(runs, out_dir, full=full, workers=workers)
     from .checks import GraderError, default_grader
     from .engines import EngineError
-    from .grade import default_ledger_graders, grade_runs
+    from .grade import MisplacedFolder, default_ledger_graders, grade_runs
     from .judging import JudgeConfigError, make_judge
     from .store import ResultsLocked
     from .user_grader import load_grader, load_ledger_graders
@@ -249,6 +251,8 @@ def grade(
                 summary = grade_runs(runs, out_dir, grader, progress=on_progress, **options)
         else:
             summary = grade_runs(runs, out_dir, grader, **options)
+    except MisplacedFolder as exc:
+        raise fail(f"{exc}.", exit_codes.USAGE) from exc
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc
@@ -263,6 +267,10 @@ def grade(
     except Exception as exc:
         if not _store_failed(exc):
             raise
+        catalog = sys.modules.get("pipeline.catalog")
+        if catalog is not None and isinstance(exc, catalog.ResultsDamaged):  # (says what to do)
+            raise fail(f"{exc}. Batches committed in {out_dir} are intact.",
+                       exit_codes.STORAGE) from exc
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
                    "intact and nothing half-published is visible; fix the cause (space, "
                    "permissions, credentials, endpoint) and rerun the same command.",
@@ -286,18 +294,10 @@ def grade(
                    "batch in progress was abandoned. Rerun the same command to finish.",
                    exit_codes.STOPPED)
     if not summary.found and not summary.unlisted:
-        from .sources.bucket import Bucket, split_uri
-        root = Bucket(runs, endpoint_url)
-        own = split_uri(out_dir) == split_uri(runs)  # runs kept beside their results
-        if root.holds_results() and not own:
-            raise fail(f"{runs} holds rungrade results (_commits/) and no run folder: give "
-                       "the folder that holds the run folders as RUNS, and the results folder "
-                       "as --out.", exit_codes.USAGE)
-        if root.looks_like_a_run():
-            above = runs.rstrip("/").rpartition("/")[0] or "."
-            raise fail(f"{runs} is itself a run folder: runs are looked for in the folders "
-                       f"under RUNS, so none was found. Give the folder that holds it: {above}",
-                       exit_codes.USAGE)
+        from .grade import misplaced_root
+        from .sources.bucket import Bucket
+        if problem := misplaced_root(Bucket(runs, endpoint_url), runs, out_dir):
+            raise fail(f"{problem}.", exit_codes.USAGE)
         # (not an error: a bucket may hold no run yet) but a root of runs named otherwise
         # would pass every night unseen
         err.print(f"note: no run found under {runs}. A run folder is named like "
@@ -425,7 +425,8 @@ def print_summary(summary) -> None:
                       + (f", not asked (budget) {j['over_budget']}" if j["over_budget"] else ""))
     read, seconds = data["graded"] + data["refused"], data["elapsed_s"]
     table.add_row("time", f"{seconds:.1f} s" + (
-        f"  ({read / seconds:,.0f} runs a second, graded or refused)" if read and seconds else ""))
+        f"  ({_rate(read / seconds)} runs a second, graded or refused)" if read and seconds
+        else ""))
     table.add_row("results", f"{data['results']}  (reports/ holds one JSON report per run)")
     if data["unlisted"]:
         table.add_row("[red]not listed[/]", f"{len(data['unlisted'])} folder(s) under the runs "
@@ -444,8 +445,9 @@ def print_summary(summary) -> None:
 
 @app.command()
 def synth(
-    out_dir: Annotated[Path, typer.Argument(help="Folder to write the run folders into "
-                                                 "(created if missing).")],
+    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Folder to write the run "
+                                                               "folders into (created if "
+                                                               "missing).")],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="How many runs.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same bytes.")] = 0,
     start: Annotated[int, typer.Option(
@@ -466,7 +468,8 @@ def synth(
     """
     from .synth import synthesize
 
-    summary = synthesize(str(out_dir), runs, seed=seed, start=start, workers=workers)
+    with _writing_to(out_dir):
+        summary = synthesize(str(out_dir), runs, seed=seed, start=start, workers=workers)
     table = Table(title=f"rungrade synth · seed {seed}", show_header=False, box=None,
                   pad_edge=False)
     table.add_column(style="bold")
@@ -506,7 +509,8 @@ def sql(
         raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
                    "quotes, as one argument (`rungrade sql RESULTS \"select …\"`)",
                    exit_codes.USAGE)
-    if len(words) == 2 and _a_folder(words[1]) and not _a_folder(words[0]):
+    if len(words) == 2 and ((_a_folder(words[1]) and not _a_folder(words[0]))
+                            or (_a_query(words[0]) and not _a_query(words[1]))):
         words = words[::-1]  # (the results given after the query: a query is no folder)
     *before, query = words
     if before and results is not None:
@@ -517,20 +521,57 @@ def sql(
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
                    exit_codes.USAGE)
     text = Path(query).read_text() if query.endswith(".sql") else query
+    if not text.strip():
+        raise fail(f"the query {'in ' + query + ' ' if query.strip() else ''}is empty: give a "
+                   "statement, e.g. `rungrade sql RESULTS \"select * from run_scores\"`",
+                   exit_codes.USAGE)
+
+    from .catalog import flat_columns
+
+    def question(con):
+        rows = con.sql(text)
+        if rows is None:  # a statement that returns no rows (`set`, `create view`)
+            return None
+        if csv is None:
+            return rows.pl()
+        # a CSV holds no lists, maps nor structs: those as JSON text
+        return rows.select(flat_columns(dict(zip(rows.columns, map(str, rows.types),
+                                                 strict=True)))).pl()
+
     try:  # (a store's failure is the exit code of `_reading_results`, not a failed query)
-        df = _ask(results, endpoint_url, lambda con: con.sql(text).pl(), ours=False)
+        df = _ask(results, endpoint_url, question, ours=False)
     except duckdb.Error as exc:
         raise fail(f"the query failed: {exc}", exit_codes.USAGE) from exc
+    if df is None:
+        out.print("done: the statement returns no rows")
+        return
     if csv == Path("-"):
         sys.stdout.write(df.write_csv())
         return
     if csv:
-        df.write_csv(csv)
+        _write_frame(df, csv, csv=True)
     _print_frame(df)
 
 
+def _rate(per_second: float) -> str:
+    """A rate as people read one: whole numbers from 10 up, two figures below (0.25, 3.5)."""
+    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
+
+
 def _a_folder(path: str) -> bool:
-    return path.startswith("s3://") or Path(path).is_dir()
+    try:  # (a query longer than a file name may be makes the file system refuse to look)
+        return path.startswith("s3://") or Path(path).is_dir()
+    except OSError:
+        return False
+
+
+_SQL_START = re.compile(r"(?is)\s*(?:(?:select|with|from|describe|show|summarize|pivot|unpivot|"
+                        r"explain|table|values|create|set|pragma|copy)\b|\(|--|/\*)")
+
+
+def _a_query(word: str) -> bool:
+    """`word` reads as SQL (or names a .sql file), not as a results folder."""
+    return word.endswith(".sql") or bool(_SQL_START.match(word))
 
 
 def _cell(value) -> str:
@@ -597,15 +638,34 @@ def _check_out(path: Path | None) -> None:
                    exit_codes.USAGE)
 
 
-def _write_frame(df, path: Path | None) -> None:
+def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
+    """Write `df` to `path` (CSV when `csv`, by default when it ends in .csv, else Parquet);
+    a path that cannot be written is a bad argument (exit 2), told as such."""
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        df.write_csv(path)
-    else:
-        df.write_parquet(path)
+    with _writing_to(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if csv if csv is not None else path.suffix.lower() == ".csv":
+            df.write_csv(path)
+        else:
+            df.write_parquet(path)
     err.print(f"wrote {df.height} rows to {escape(str(path))}")
+
+
+@contextlib.contextmanager
+def _writing_to(path: Path | str):
+    """Exit 2 with what to do when `path` (a file the user named) cannot be written: a folder
+    there, a file where a folder of its path should be, no permission."""
+    try:
+        yield
+    except IsADirectoryError as exc:
+        raise fail(f"{path} is a folder: give the path of a file to write", exit_codes.USAGE
+                   ) from exc
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise fail(f"cannot write {path}: a file stands where a folder of its path should "
+                   f"be ({exc.filename or exc})", exit_codes.USAGE) from exc
+    except OSError as exc:
+        raise fail(f"cannot write {path}: {exc.strerror or exc}", exit_codes.USAGE) from exc
 
 
 @app.command()
@@ -631,10 +691,18 @@ def grades(
 
     from .analysis import recent_grades, version_changes
     from .catalog import read_grades
+    from .store import GRADES
 
     _check_out(out_file)
+    damaged: list[str] = []
     with _reading_results():
-        log = read_grades(results, endpoint_url)
+        log = read_grades(results, endpoint_url, damaged=damaged)
+    if damaged:
+        more = ", …" if len(damaged) > 5 else ""
+        err.print(f"{len(damaged)} grade record(s) of {results} are damaged (not JSON: cut "
+                  f"short?) and left out: {', '.join(damaged[:5])}{more}. Remove them from "
+                  f"{GRADES}/ (or restore them) to see the log whole.",
+                  soft_wrap=True, markup=False)
     shown = recent_grades(log, last)  # (narrow enough for a terminal)
     _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
                                           f"on {results}")
@@ -791,10 +859,12 @@ def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
 def diff(
     words: ResultsAndIds = None,
     base: Annotated[str | None, typer.Option(
-        help="Grader id to compare from (default: the second most recent grader id).")] = None,
+        help="Grader id to compare from (default: the newest other id that graded some of "
+             "the head's runs from the same files).")] = None,
     head: Annotated[str | None, typer.Option(
-        help="Grader id to compare to (default: the most recent grader id).")] = None,
-    limit: Annotated[int, typer.Option(help="Rows to show per table.")] = 20,
+        help="Grader id to compare to (default: the newest grader id that can be compared "
+             "with another).")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to show per table.")] = 20,
     out_file: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Also write every paired clause (base and head verdicts, "
                             "`flipped`) to this file: .csv or .parquet.")] = None,
@@ -856,7 +926,8 @@ def diff(
     if not d.flipped.is_empty():
         _print_frame(d.flipped.select("run_id", "service", "text", "flip"), limit=limit,
                      title="Flipped clauses")
-    _write_frame(d.clauses, out_file)
+    _write_frame(d.clauses.select(pl.lit(d.base).alias("base_grader_id"),
+                                  pl.lit(d.head).alias("head_grader_id"), pl.all()), out_file)
 
 
 @app.command()
@@ -866,10 +937,11 @@ def report(
                                            help="Write the HTML page here.")]
     = Path("report.html"),
     base: Annotated[str | None, typer.Option(
-        help="Grader id the flip matrix compares from (default: the second most recent).")]
-    = None,
+        help="Grader id the flip matrix compares from (default: as `rungrade diff` picks "
+             "it).")] = None,
     head: Annotated[str | None, typer.Option(
-        help="Grader id the flip matrix compares to (default: the most recent).")] = None,
+        help="Grader id the flip matrix compares to (default: as `rungrade diff` picks "
+             "it).")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
     """Write one offline HTML page: score distribution, trends, flip matrix of two grader ids.
@@ -884,8 +956,9 @@ def report(
     results, base, head = _results_and_ids(words, base, head)
     page = _ask(results, endpoint_url,
                 lambda con: build_report(con, results, base, head, endpoint_url))
-    html_out.parent.mkdir(parents=True, exist_ok=True)
-    html_out.write_text(page, encoding="utf-8")
+    with _writing_to(html_out):
+        html_out.parent.mkdir(parents=True, exist_ok=True)
+        html_out.write_text(page, encoding="utf-8")
     out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")
 
 

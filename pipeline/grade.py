@@ -52,7 +52,16 @@ from .names import shown
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
-from .sources.bucket import RUNS_QUEUED, Ahead, Bucket, Listing, RunRef, spread_runs
+from .sources.bucket import (
+    RUN_DIR,
+    RUNS_QUEUED,
+    Ahead,
+    Bucket,
+    Listing,
+    RunRef,
+    split_uri,
+    spread_runs,
+)
 from .sources.ledger import read_ledger
 from .sources.outage import is_outage
 from .sources.prose import (
@@ -289,8 +298,10 @@ def shard_stats(tables: dict[str, pl.DataFrame], empty: int = 0) -> dict:
     """The counts a shard adds to the summary (small and picklable, unlike its tables)."""
     runs = tables["runs"]
     scores = tables["run_scores"]
+    ledger_runs = runs.filter(pl.col("source") == "ledger")
+    ledgers = scores.join(ledger_runs, on="run_uri", how="semi")
+    scores = scores.join(ledger_runs, on="run_uri", how="anti")  # OpenProse runs' (README)
     valid = scores["overall_score"].drop_nulls()
-    ledgers = scores.join(runs.filter(pl.col("source") == "ledger"), on="run_uri", how="semi")
     return {
         "runs": runs.height,
         "graded": runs.filter(pl.col("status") == "graded").height,
@@ -986,6 +997,61 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
     return results
 
 
+class MisplacedFolder(FileNotFoundError):
+    """A runs root that holds no run because it is something else (results, or a run), or a
+    results folder inside a run, where it would be taken for part of that run."""
+
+
+def misplaced_root(bucket: Bucket, runs_uri: str, results_uri: str) -> str | None:
+    """What a runs root is instead, when no run was found in it, and what to give: results
+    (other than the grade's own, kept beside the runs), or a run folder itself; else None."""
+    if bucket.holds_results() and split_uri(results_uri) != split_uri(runs_uri):
+        return (f"{runs_uri} holds rungrade results (_commits/) and no run folder: give the "
+                "folder that holds the run folders as RUNS, and the results folder as --out")
+    if bucket.looks_like_a_run():
+        above = runs_uri.rstrip("/").rpartition("/")[0] or "."
+        return (f"{runs_uri} is itself a run folder: runs are looked for in the folders under "
+                f"RUNS, so none was found. Give the folder that holds it: {above}")
+    return None
+
+
+def _misplaced_local_root(runs_uri: str, results_uri: str, endpoint_url: str | None
+                          ) -> str | None:
+    """`misplaced_root` of a local runs root that holds no run, found before anything is
+    written (arguments given the wrong way round leave no lock nor grade record in the
+    runs); an S3 root is told after its grade, which lists it anyway."""
+    if not runs_uri.strip() or split_uri(runs_uri)[0] != "file":
+        return None
+    bucket = Bucket(runs_uri, endpoint_url)
+    if not os.path.isdir(bucket.root):
+        return None
+    problem = misplaced_root(bucket, runs_uri, results_uri)
+    return problem if problem and next(bucket.sample(1), None) is None else None
+
+
+def _results_in_a_run(runs_uri: str, results_uri: str) -> str | None:
+    """What is wrong with local results kept inside a run folder of RUNS (or in a folder
+    named like a run): the run would count them as its files, changed at every grade (or
+    they would be found as a run); None when they are not."""
+    if split_uri(runs_uri)[0] != "file" or split_uri(results_uri)[0] != "file":
+        return None
+    runs = os.path.realpath(split_uri(runs_uri)[1])
+    results = os.path.realpath(split_uri(results_uri)[1])
+    if os.path.commonpath([runs, results]) != runs or results == runs:
+        return None
+    folder = runs
+    for name in os.path.relpath(results, runs).split(os.sep):
+        folder = os.path.join(folder, name)
+        if RUN_DIR.match(name) or (os.path.isdir(folder)
+                                   and Bucket(folder).looks_like_a_run()):
+            return (f"the results folder {results_uri} lies in {folder}, which is "
+                    f"{'named like' if RUN_DIR.match(name) else 'itself'} a run folder: it "
+                    "would be graded as part of that run (or as a run), changed at every "
+                    "grade. Keep the results outside the run folders (beside RUNS, or in a "
+                    "folder of RUNS named otherwise)")
+    return None
+
+
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, shard_runs: int = SHARD_RUNS,
                shard_bytes: int = SHARD_BYTES, endpoint_url: str | None = None,
@@ -1017,6 +1083,12 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         raise ValueError(f"shard_bytes must be at least 1, not {shard_bytes}")
     ledger_graders = default_ledger_graders() if ledger_graders is None else ledger_graders
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
+    if not runs_uri.strip():  # (an unset variable in a script: never the current folder)
+        raise FileNotFoundError("the runs root is empty: give the folder or s3:// prefix "
+                                "that holds the run folders")
+    if misplaced := (_misplaced_local_root(runs_uri, results_uri, endpoint_url)
+                     or _results_in_a_run(runs_uri, results_uri)):
+        raise MisplacedFolder(misplaced)
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} " + (

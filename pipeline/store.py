@@ -346,7 +346,8 @@ class _PartInRanges:
 # Characters the file system layer (fsspec) and DuckDB read as a pattern wherever a path is
 # handed to them (listing, reading, the views' globs, a database file's name): results under a
 # folder named with one would be looked for as a pattern, and found nowhere or elsewhere.
-PATTERN_CHARACTERS = "[]*?"
+# A backslash too: DuckDB's globs read it as an escape (or, on some systems, a separator).
+PATTERN_CHARACTERS = "[]*?\\"
 
 
 class StagedReport(NamedTuple):
@@ -444,6 +445,9 @@ class ReportOwners:
 
 class ResultStore:
     def __init__(self, uri: str, endpoint_url: str | None = None):
+        if not uri.strip():  # (an unset variable in a script: never the current folder)
+            raise FileNotFoundError("the results location is empty: give a results folder or "
+                                    "s3:// prefix")
         self.uri = uri
         self.protocol, self.root = split_uri(uri)
         if held := sorted(set(PATTERN_CHARACTERS) & set(self.root)):

@@ -13,6 +13,9 @@ from .checks.ledger import LedgerGrader
 
 def _import(path: Path | str) -> ModuleType:
     path = Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"grader file {path} is a folder: give the Python file that "
+                                "defines the grader")
     if not path.is_file():
         raise FileNotFoundError(f"grader file {path} does not exist")
     name = f"rungrade_user_grader_{abs(hash(path.resolve()))}"
@@ -29,6 +32,10 @@ def _import(path: Path | str) -> ModuleType:
     except Exception as exc:  # a user's file: say which one failed and why, not a traceback
         sys.modules.pop(name, None)
         raise GraderError(f"{path} could not be loaded: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:  # (`sys.exit()` on import would end the grade, exit 0 or not)
+        sys.modules.pop(name, None)
+        raise GraderError(f"{path} could not be loaded: it calls sys.exit({exc.code!r}) as it "
+                          "is imported; a grader file only defines its graders") from exc
     return module
 
 

@@ -1,0 +1,241 @@
+"""What the commands answer to a user's mistakes and to damaged results: an exit code a
+script can trust and a message saying what to do, never a traceback; and nothing written
+where a mistaken command should write nothing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline import exit_codes
+from pipeline.cli import app
+from pipeline.store import GRADES
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "runs"
+
+
+def run(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    # a traceback is exit 1 with the exception kept; every answer here is a deliberate exit
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.output)
+    return result
+
+
+def said(result) -> str:
+    return " ".join(result.output.split())
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> tuple[Path, Path]:
+    """(runs, results): the sample runs graded once (never changed by a test)."""
+    root = tmp_path_factory.mktemp("mistakes")
+    runs, results = root / "runs", root / "results"
+    shutil.copytree(SAMPLE, runs)
+    assert run("grade", str(runs), "--out", str(results), "--workers", "1").exit_code == 0
+    return runs, results
+
+
+def copied(graded, tmp_path: Path) -> tuple[Path, Path]:
+    runs, results = graded
+    shutil.copytree(runs, tmp_path / "runs")
+    shutil.copytree(results, tmp_path / "results")
+    return tmp_path / "runs", tmp_path / "results"
+
+
+def test_a_long_query_beside_the_results_is_run_in_either_order(graded):
+    # the query was looked up as a folder: a name over 255 bytes made the look raise
+    _, results = graded
+    query = ("select r.run_id, r.program, s.overall_score from runs as r join run_scores as s "
+             "using (run_uri) where r.status = 'graded' " + "and s.overall_score >= 0 " * 8
+             + "order by 1")
+    assert len(query) > 255
+    for words in ((str(results), query), (query, str(results))):
+        result = run("sql", *words, "--csv", "-")
+        assert result.exit_code == 0, result.output
+        assert len(list(csv.reader(io.StringIO(result.stdout)))) > 2
+
+
+def test_a_mistyped_results_folder_after_the_query_is_named_as_such(graded, tmp_path):
+    result = run("sql", "select count(*) from runs", str(tmp_path / "reslts"))
+    assert result.exit_code == exit_codes.USAGE
+    assert f"{tmp_path / 'reslts'} holds no committed results" in said(result)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "empty.sql"])
+def test_an_empty_query_is_a_usage_error(graded, tmp_path, query):
+    (tmp_path / "empty.sql").write_text("")
+    result = run("sql", str(graded[1]), str(tmp_path / query) if query.endswith(".sql")
+                 else query)
+    assert result.exit_code == exit_codes.USAGE
+    assert "is empty: give a statement" in said(result)
+
+
+def test_csv_holds_lists_and_maps_as_json(graded):
+    # before: "CSV format does not support nested data", a traceback
+    _, results = graded
+    result = run("sql", str(results), "select service, declared_errors from services "
+                 "where len(declared_errors) > 0 order by all limit 1", "--csv", "-")
+    assert result.exit_code == 0, result.output
+    (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert isinstance(json.loads(row["declared_errors"]), list)
+    grades = run("sql", str(results), "select refusals, batches from grades", "--csv", "-")
+    assert grades.exit_code == 0, grades.output
+    (row,) = list(csv.DictReader(io.StringIO(grades.stdout)))
+    assert json.loads(row["refusals"]) and json.loads(row["batches"])
+
+
+def test_output_files_that_cannot_be_written_are_usage_errors(graded, tmp_path):
+    _, results = graded
+    (tmp_path / "folder.csv").mkdir()
+    (tmp_path / "file").write_text("")
+    folder, under_a_file = str(tmp_path / "folder.csv"), str(tmp_path / "file" / "x.csv")
+    for args, path in [
+        (("trend", str(results), "--out", folder), folder),
+        (("trend", str(results), "--out", under_a_file), under_a_file),
+        (("grades", str(results), "--out", folder), folder),
+        (("sql", str(results), "select 1", "--csv", folder), folder),
+        (("report", str(results), "-o", folder), folder),
+        (("synth", str(tmp_path / "file"), "--runs", "2", "--workers", "1"),
+         str(tmp_path / "file")),
+    ]:
+        result = run(*args)
+        assert result.exit_code == exit_codes.USAGE, (args, result.output)
+        assert path in said(result) and "traceback" not in result.output.lower(), args
+
+
+def test_the_summary_counts_the_verdicts_of_openprose_runs_only(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "runs")
+    result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "results"),
+                 "--workers", "1", "--json")
+    summary = json.loads(result.stdout)
+    ledgers = sum(summary["ledger_verdicts"].values())
+    assert ledgers > 0
+    # before, the ledgers were counted in `verdicts` too (and their scores in the mean)
+    assert sum(summary["verdicts"].values()) == summary["graded"] - ledgers
+    scores = pl.read_parquet(tmp_path / "results" / "run_scores" / "**" / "*.parquet",
+                             hive_partitioning=False)
+    runs = pl.read_parquet(tmp_path / "results" / "runs" / "**" / "*.parquet",
+                           hive_partitioning=False)
+    prose = scores.join(runs.filter(pl.col("source") == "prose"), on="run_uri", how="semi")
+    assert summary["mean_overall_score"] == round(prose["overall_score"].mean(), 2)
+
+
+def test_a_damaged_part_stops_the_catalog_with_exit_4_and_leaves_no_temporary_file(
+        graded, tmp_path):
+    _, results = copied(graded, tmp_path)
+    part = next((results / "run_scores").rglob("*.parquet"))
+    part.write_text("not parquet\n")
+    result = run("catalog", str(results))
+    assert result.exit_code == exit_codes.STORAGE
+    assert "A committed part is damaged: restore it" in said(result)
+    assert not list(results.glob("catalog.duckdb.tmp-*"))
+
+
+def test_a_damaged_grade_record_is_left_out_and_named(graded, tmp_path):
+    # one record cut short (a full disk) failed every reading of the log, the report's too
+    runs, results = copied(graded, tmp_path)
+    assert run("grade", str(runs), "--out", str(results), "--workers", "1").exit_code == 0
+    first, second = sorted((results / GRADES).glob("*.json"))
+    first.write_bytes(first.read_bytes()[:40])
+    result = run("grades", str(results))
+    assert result.exit_code == 0, result.output
+    assert f"1 grade record(s) of {results} are damaged" in said(result)
+    assert first.name in said(result) and second.stem[:19] not in said(result)
+    page = run("report", str(results), "-o", str(tmp_path / "r.html"))
+    assert page.exit_code == 0 and (tmp_path / "r.html").exists(), page.output
+    second.write_bytes(b"")
+    only = run("grades", str(results))
+    assert only.exit_code == exit_codes.USAGE
+    assert "holds only damaged grade records" in said(only)
+
+
+@pytest.mark.parametrize("where", ["empty runs", "empty results", "backslash"])
+def test_paths_that_cannot_be_meant_are_refused_before_anything_is_written(tmp_path,
+                                                                           monkeypatch, where):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(SAMPLE, tmp_path / "runs")
+    args = {"empty runs": ("", "results"), "empty results": ("runs", ""),
+            "backslash": ("runs", "res\\nightly")}[where]
+    result = run("grade", args[0], "--out", args[1], "--workers", "1")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # nothing written
+    assert not list((tmp_path / "runs").glob("_*"))
+
+
+def test_arguments_given_the_wrong_way_round_write_nothing_into_the_runs(graded, tmp_path):
+    runs, results = copied(graded, tmp_path)
+    before = sorted(p.name for p in results.iterdir())
+    result = run("grade", str(results), "--out", str(runs), "--workers", "1")
+    assert result.exit_code == exit_codes.USAGE
+    assert "holds rungrade results (_commits/) and no run folder" in said(result)
+    assert not list(runs.glob("_*"))  # no lock, no grade record
+    assert sorted(p.name for p in results.iterdir()) == before
+
+
+@pytest.mark.parametrize("inside", ["20261204-020000-nightly",
+                                    "acme-research/.prose/runs/20261103-091422-a7b3c9/out"])
+def test_results_kept_in_a_run_folder_are_refused(tmp_path, inside):
+    # a results folder named like a run was found as a run (refused, every night); one in a
+    # run folder made that run change at every grade
+    shutil.copytree(SAMPLE, tmp_path / "runs")
+    result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "runs" / inside),
+                 "--workers", "1")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "would be graded as part of that run (or as a run)" in said(result)
+    assert not (tmp_path / "runs" / inside / "_commits").exists()
+
+
+def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "runs")
+    exits = tmp_path / "exits.py"
+    exits.write_text("import sys\nsys.exit(0)\n")
+    for grader, message in ((exits, "calls sys.exit(0) as it is imported"),
+                            (tmp_path / "runs", "is a folder: give the Python file")):
+        result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "results"),
+                     "--grader", str(grader))
+        assert result.exit_code == exit_codes.USAGE, result.output
+        assert message in said(result)
+    assert not (tmp_path / "results").exists()
+
+
+def test_diff_refuses_a_negative_limit_and_writes_its_pair(tmp_path):
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    shutil.copytree(SAMPLE, runs)
+    for grader_id in ("prose.contract.grader/v14", "second.grader/v1"):
+        assert run("grade", str(runs), "--out", str(results), "--workers", "1",
+                   "--grader-id", grader_id).exit_code == 0
+    assert run("diff", str(results), "--limit", "-1").exit_code == exit_codes.USAGE
+    out = tmp_path / "pairs.parquet"
+    assert run("diff", str(results), "--out", str(out)).exit_code == 0
+    written = pl.read_parquet(out)
+    assert written.select("base_grader_id", "head_grader_id").unique().rows() == [
+        ("prose.contract.grader/v14", "second.grader/v1")]
+
+
+def test_a_report_where_two_ids_share_only_refused_runs_is_written(tmp_path):
+    # the pair was taken from every row of `runs`, refused ones too, and the report then
+    # failed on a diff of no run (exit 2, no page)
+    from run_folders import write_run
+
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    done = write_run(runs, "20261112-031502-done")
+    write_run(runs, "20261112-031502-late", drop=("state.md",))
+    assert run("grade", str(runs), "--out", str(results), "--workers", "1").exit_code == 0
+    (done / "state.md").unlink()  # now refused too, under the second id
+    assert run("grade", str(runs), "--out", str(results), "--workers", "1",
+               "--grader-id", "second.grader/v1").exit_code == 0
+    page = run("report", str(results), "-o", str(tmp_path / "r.html"))
+    assert page.exit_code == 0, page.output
+    assert "no two of which graded the same run" in (tmp_path / "r.html").read_text()
+    no_pair = run("diff", str(results))
+    assert no_pair.exit_code == exit_codes.USAGE
+    assert "that graded the same runs" in said(no_pair)
