@@ -307,13 +307,14 @@ def test_version_names_the_package_and_the_default_grader():
 @pytest.mark.parametrize("kind", ["an OpenProse run", "a moltzap ledger"])
 def test_a_run_folder_given_as_the_runs_root_says_what_to_do(tmp_path, kind):
     # Runs are found in the folders under RUNS, never RUNS itself: given one run folder, the
-    # grade finds nothing, and says which folder to give instead.
+    # grade would find nothing; it says which folder to give instead, before it writes
+    # anything (no results folder, no lock nor grade record)
     marker = "program.md" if kind == "an OpenProse run" else "completion.json"
     run = next(p.parent for p in sorted(SAMPLE_RUNS.rglob(marker)))
     result = CliRunner().invoke(app, ["grade", str(run), "--out", str(tmp_path / "r"),
                                       "--workers", "1"])
     assert result.exit_code == 2, result.output
-    assert re.search(r"runs found\s+0\b", result.stdout)
+    assert not (tmp_path / "r").exists() and not result.stdout
     assert "is itself a run folder" in result.stderr
     assert f"Give the folder that holds it: {run.parent}" in " ".join(result.stderr.split())
 
