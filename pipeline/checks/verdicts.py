@@ -64,9 +64,9 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
         # evidence of a failure first, then of a pass, then whatever an open check quoted
         pl.col("evidence").sort_by(rank, "_order").first().alias("evidence"),
         pl.col("detail").filter(failed).alias("failed_details"),
-        # every question left open, and every rewrite suggested, once each
-        _joined(pl.col("detail").filter(undecided)).alias("open_question"),
-        _joined(pl.col("recommendation").filter(undecided).drop_nulls()).alias("recommendation"),
+        # every question left open, and every rewrite suggested
+        pl.col("detail").filter(undecided).alias("open_question"),
+        pl.col("recommendation").filter(undecided).drop_nulls().alias("recommendation"),
         pl.col("judge_id").drop_nulls().first().alias("judge_id"),
     )
     n_failed, n_passed, n_open = pl.col("n_failed"), pl.col("n_passed"), pl.col("n_open")
@@ -90,6 +90,7 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
         .otherwise(pl.col("pre_passed_conf"))
         .clip(0, 100).cast(pl.Int64)
     )
+    per_clause = per_clause.with_columns(_joined("open_question"), _joined("recommendation"))
     out = (
         frame.select("run_id", "run_uri", "service", "clause_id")
         .join(per_clause, on=["run_uri", "service", "clause_id"], how="left")
@@ -112,10 +113,10 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
     return conform("clause_verdicts", out)
 
 
-def _joined(texts: pl.Expr) -> pl.Expr:
-    """`texts` (of one clause) once each, in order, joined by "; "; null when there are none."""
-    once = texts.unique(maintain_order=True)
-    return pl.when(once.len() > 0).then(once.str.join("; "))
+def _joined(column: str) -> pl.Expr:
+    """The texts of list `column` (a clause's), in order, joined by "; "; null when none."""
+    texts = pl.col(column)
+    return pl.when(texts.list.len() > 0).then(texts.list.join("; ")).alias(column)
 
 
 def _reason() -> pl.Expr:
