@@ -350,7 +350,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         if comp:
             rows.clauses.extend(_clause_rows(ref, wiring.name, comp, "ensures", wiring.name))
         else:
-            rows.clauses.append(_missing_contract_row(ref, wiring.name, wiring.source))
+            rows.clauses.append(_missing_contract_row(
+                ref, wiring.name, wiring.source or layout.snapshots[0].format(wiring.name)))
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
@@ -420,10 +421,9 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     return None, None
 
 
-def _missing_contract_row(ref: RunRef, service: str, source: str | None) -> dict:
-    """The one clause of a service whose contract the run does not hold: its ensures cannot
-    be graded, and the report says so (check `contract_found`)."""
-    where = source or f"services/{service}.md"
+def _missing_contract_row(ref: RunRef, service: str, where: str) -> dict:
+    """The one clause of a service whose contract the run does not hold (looked for at
+    `where`): its ensures cannot be graded, and the report says so (check `contract_found`)."""
     return {
         "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
         "clause_id": clause_id(service, MISSING_CONTRACT, 0, where), "position": 0,
