@@ -107,11 +107,14 @@ def _fetched_records(store: ResultStore, damaged: list[str] | None = None
         for path in paths:
             try:
                 with open(path, "rb") as handle:
-                    whole.append(path) if isinstance(json.loads(handle.read()), dict) else (
-                        damaged.append(path.rsplit("/", 1)[-1]))
+                    record = json.loads(handle.read())
             except FileNotFoundError:
                 continue  # (removed meanwhile)
             except (OSError, ValueError):
+                record = None
+            if isinstance(record, dict):
+                whole.append(path)
+            else:
                 damaged.append(path.rsplit("/", 1)[-1])
         yield _records_json(whole) if whole else None
 

@@ -267,8 +267,7 @@ def grade(
     except Exception as exc:
         if not _store_failed(exc):
             raise
-        catalog = sys.modules.get("pipeline.catalog")
-        if catalog is not None and isinstance(exc, catalog.ResultsDamaged):  # (says what to do)
+        if _damaged(exc):  # (says what to do)
             raise fail(f"{exc}. Batches committed in {out_dir} are intact.",
                        exit_codes.STORAGE) from exc
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
@@ -325,6 +324,13 @@ def _store_failed(exc: Exception) -> bool:
         catalog is not None and isinstance(exc, catalog.ResultsUnreadable))
 
 
+def _damaged(exc: Exception) -> bool:
+    """Whether `exc` says committed results are damaged (`catalog.ResultsDamaged`), in words
+    that say what to do."""
+    catalog = sys.modules.get("pipeline.catalog")  # (raised only where it was loaded)
+    return catalog is not None and isinstance(exc, catalog.ResultsDamaged)
+
+
 def _no_credentials(exc: BaseException) -> bool:
     """Whether `exc` says S3 credentials could not be found or read (none in the
     environment, a profile half written, a role that would not answer)."""
@@ -356,8 +362,7 @@ def _writing_results(nothing: str | None, doing: str, left: str,
     except Exception as exc:
         if not _store_failed(exc):
             raise
-        catalog = sys.modules.get("pipeline.catalog")
-        if catalog is not None and isinstance(exc, catalog.ResultsDamaged):  # (says what to do)
+        if _damaged(exc):  # (says what to do)
             raise fail(f"{exc}. {left}.", exit_codes.STORAGE) from exc
         raise fail(f"a store failed while {doing}: {exc}. {left}; fix the cause (permissions, "
                    "credentials, endpoint) and rerun the same command.",
