@@ -49,9 +49,14 @@ def where(expr: pl.Expr) -> pl.Expr:
 @check("output_published")
 def output_published() -> Check:
     """The output a clause names was published as a binding and is not empty."""
+    program = pl.col("kind") == "program_ensures"
     absent_note = (
         pl.when(pl.col("binding_uri").is_not_null())
         .then(pl.format("{} is empty", pl.col("binding_uri")))
+        # a program's output is published by one of its services: the log of none is its own
+        .when(program & pl.col("output_service").is_null())
+        .then(pl.format("no service of the run published `{}`", pl.col("output_name")))
+        .when(program).then(pl.format("no binding {}.* in the run", where(pl.col("output_name"))))
         .otherwise(pl.format("no binding {}.* in the run; the log marks the service '{}'",
                              where(pl.col("output_name")), pl.col("log_status")))
     )

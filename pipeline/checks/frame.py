@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..sources.contract import OUTPUT_EXTENSION
 from ..tables import collect
 from .clause_analysis import clause_requirements
 from .output_analysis import output_facts
@@ -39,7 +40,8 @@ def normalised(expr: pl.Expr) -> pl.Expr:
 def output_key(expr: pl.Expr) -> pl.Expr:
     """The key of an output a clause names: its name as `normalised`, without the extension
     of a binding's file (an item may name `report.md`; the binding's name is `report`)."""
-    return normalised(expr.str.replace(r"(?i)\.(?:md|markdown|json|txt|ya?ml|csv)\s*$", ""))
+    return normalised(expr.str.strip_chars().str.strip_chars("`")
+                      .str.replace(OUTPUT_EXTENSION, ""))
 
 
 BACKTICKED = r"`([^`\n]+)`"
@@ -85,7 +87,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         "run_uri", "service", pl.col("kind").alias("service_kind"), "errored", "error_name",
         "error_detail", "declared_errors", "log_status",
     )
-    top = _targets(clauses.lazy().filter(pl.col("kind") != "detail"), outputs, programs)
+    top = _targets(clauses.lazy().filter(pl.col("kind") != "detail"), outputs, programs,
+                   services.lazy().select("run_uri", "service", "position"))
     # a conditional naming no output is judged on all its service published: only those
     # services' outputs are joined into one text
     wide = top.filter((pl.col("kind") == "conditional") & pl.col("target_output").is_null()) \
@@ -140,7 +143,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     return output_facts(frame) if measured else frame
 
 
-def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame) -> pl.LazyFrame:
+def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
+             positions: pl.LazyFrame) -> pl.LazyFrame:
     """Add target_output, output_key and _output_service (where the output is published).
 
     A conditional's target is the first backticked name in its degraded text that is an output
@@ -168,9 +172,12 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame) -
         .sort("_order").unique("_row", keep="first")
         .select("_row", pl.col("ref").alias("_ref"))
     )
+    # of several services publishing one name, the last in the manifest's order (`positions`)
     publisher = (
-        outputs.sort("service").group_by("run_uri", "output_key", maintain_order=True)
-        .agg(pl.col("service").first().alias("_publisher"))
+        outputs.join(positions, on=["run_uri", "service"], how="left")
+        .sort(pl.col("position").fill_null(-1), "service")
+        .group_by("run_uri", "output_key", maintain_order=True)
+        .agg(pl.col("service").last().alias("_publisher"))
     )
     return (
         top.join(refs, on="_row", how="left")

@@ -118,7 +118,8 @@ def label() -> pl.Expr:
 def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = False
            ) -> pl.Expr:
     """The first match of `pattern` (a regex, or a literal text) in `text`, with up to `width`
-    characters either side, whitespace collapsed; null where there is no match.
+    characters either side, as it stands (trimmed: evidence quotes the output exactly); null
+    where there is no match.
 
     Only the window is copied: the match is located (a byte offset, turned into characters
     by measuring the text before it) and the window sliced out.
@@ -128,7 +129,7 @@ def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = 
     match = pattern if literal else text.str.extract(pattern, 0)
     start = (before - width).clip(lower_bound=0)
     window = text.str.slice(start, before - start + match.str.len_chars() + width)
-    return quoted(window.str.replace_all(r"\s+", " ").str.strip_chars())
+    return quoted(window.str.strip_chars())
 
 
 def _escaped(expr: pl.Expr) -> pl.Expr:
@@ -911,7 +912,7 @@ def literal() -> Check:
     ending = pl.when(mode == "ends").then(out)
     end = quoted(pl.when(ending.str.len_chars() > 160)
                  .then(pl.concat_str(pl.lit("…"), ending.str.slice(-160)))
-                 .otherwise(ending).str.replace_all(r"\s+", " "))
+                 .otherwise(ending).str.strip_chars())
     evidence = (
         pl.when(times.is_not_null()).then(pl.format(
             "{} {} time(s) in {}{}", quoted(lit), counted, where,

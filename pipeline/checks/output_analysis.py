@@ -94,7 +94,8 @@ TABLE_SEPARATOR = (rf"[ \t]*(?:\|{_CELL}(?:\|{_CELL})*\|?|{_CELL}(?:\|{_CELL})+\
                    r"|:?-{3,}:?)[ \t]*")
 TABLE = (r"(?m)^([^\n]*\|[^\n]*)\n" + TABLE_SEPARATOR
          + r"(?:\n|$)((?:[^\n]*\|[^\n]*(?:\n|$))*)")
-URL = r"https?://[^\s<>()\[\]\"'`]+"
+# (no quote mark, curly ones and "…" included: one closing a URL is no part of it)
+URL = r"https?://[^\s<>()\[\]\"'`“”‘’…]+"
 # DuckDB's json_type of an array element, as json_element_kinds names it
 DUCKDB_KINDS = {"VARCHAR": "string", "BIGINT": "integer", "UBIGINT": "integer",
                  "DOUBLE": "number"}
@@ -265,17 +266,33 @@ def _indent(item: pl.Expr) -> pl.Expr:
     return item.str.len_bytes() - item.str.strip_chars_start(" ").str.len_bytes()
 
 
+# A thematic break written with spaces ("- - -", "* * *"): a rule, no list item
+RULE_ITEM = r"^[ ]{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,})$"
+
+
+def unfenced(text: pl.Expr) -> pl.Expr:
+    """`text` without its fenced code blocks: the list items, headings and citations of an
+    example in a fence are the example's, not the output's."""
+    return pl.when(_fenced(text)).then(text.str.replace_all(FENCED, "")).otherwise(text)
+
+
 def top_level_items(text: pl.Expr) -> pl.Expr:
-    """The list items of `text` with their markers, those of least indent: "  - detail" under
-    "- finding" is no item of the list."""
-    return text.str.extract_all(LIST_ITEM).list.eval(pl.element().filter(
-        _indent(pl.element()) == _indent(pl.element()).min()))
+    """The list items of `text` with their markers, those of least indent ("  - detail" under
+    "- finding" is no item of the list), outside fenced code, rules left out."""
+    return unfenced(text).str.extract_all(LIST_ITEM).list.eval(pl.element().filter(
+        ~pl.element().str.contains(RULE_ITEM))).list.eval(pl.element().filter(
+            _indent(pl.element()) == _indent(pl.element()).min()))
+
+
+def urls_in(text: pl.Expr) -> pl.Expr:
+    """The URLs of `text` as written, without the punctuation or emphasis that closes a
+    sentence or a span around them ("…/x.", "**…/x**")."""
+    return text.str.extract_all(URL).list.eval(pl.element().str.strip_chars_end(".,;:!?*_"))
 
 
 def distinct_urls(text: pl.Expr) -> pl.Expr:
-    """The URLs of `text`, each once, without the punctuation that ends a sentence."""
-    return text.str.extract_all(URL).list.eval(
-        pl.element().str.strip_chars_end(".,;:!?")).list.unique(maintain_order=True)
+    """The URLs of `text` (`urls_in`), each once."""
+    return urls_in(text).list.unique(maintain_order=True)
 
 
 def _lists(df: pl.DataFrame) -> pl.DataFrame:
@@ -310,7 +327,7 @@ def _sentences_each(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _headings(df: pl.DataFrame) -> pl.DataFrame:
-    return (df.with_columns(pl.col("output_text").str.extract_all(HEADING)
+    return (df.with_columns(unfenced(pl.col("output_text")).str.extract_all(HEADING)
                             .list.eval(pl.element().str.strip_chars()).alias("headings"))
             .with_columns(pl.col("headings").list.len().alias("n_headings")))
 
@@ -337,8 +354,9 @@ def _table(df: pl.DataFrame) -> pl.DataFrame:
 
 def _urls(df: pl.DataFrame) -> pl.DataFrame:
     return (df.with_columns(distinct_urls(pl.col("output_text")).alias("urls"),
-        pl.col("output_text").str.extract_all(CITATION).list.n_unique().cast(pl.UInt32)
-        .alias("n_citations"))
+        # outside code: `rows[0]` and a fenced `a[1]` are no citations
+        unfenced(pl.col("output_text")).str.replace_all(r"`[^`\n]*`", "")
+        .str.extract_all(CITATION).list.n_unique().cast(pl.UInt32).alias("n_citations"))
         .with_columns(pl.col("urls").list.len().alias("n_urls")))
 
 
@@ -448,7 +466,7 @@ def _json_items(frame: pl.DataFrame) -> pl.DataFrame:
         from candidates
     """, {"element_texts": pl.List(pl.String)}).with_columns(
         pl.col("element_texts").list.eval(
-            pl.element().str.extract_all(URL).list.unique().list.len().cast(pl.Int64))
+            urls_in(pl.element()).list.unique().list.len().cast(pl.Int64))
         .alias("element_urls"))
 
 

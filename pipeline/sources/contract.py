@@ -94,6 +94,16 @@ def normalise_name(name: str) -> str:
     return re.sub(r"[\s_\-]+", "-", name.strip().strip("`").lower())
 
 
+# The extension of a binding's file, which an item may name its output with (`report.md`)
+OUTPUT_EXTENSION = r"(?i)\.(?:md|markdown|json|txt|ya?ml|csv)\s*$"
+
+
+def output_name_key(name: str) -> str:
+    """The key of an output an item or a manifest names: `normalise_name` of it without the
+    extension of a binding's file (the binding's name is its file's stem)."""
+    return normalise_name(re.sub(OUTPUT_EXTENSION, "", name.strip().strip("`")))
+
+
 def split_front_matter(text: str) -> tuple[dict, str, str | None]:
     """Return (front matter, body, error). Only YAML's safe loader ever sees run content."""
     lines = text.splitlines()

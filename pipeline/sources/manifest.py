@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .contract import parse_item_text
+from .contract import normalise_name, parse_item_text
 
 # (split at the first arrow from a run of spaces' start, as `\s*(?:→|->|=>)\s*` did without
 # trying the rest of a long run from each of its spaces: quadratic)
@@ -20,8 +20,11 @@ _ARROW_LEFT = re.compile(r"(?<!\s)\s*(?:←|<-|<=)\s*")
 _KEY = re.compile(r"^([A-Za-z](?:[\w ]*\w)?)\s*:\s*(.*)$")
 _NAME_END = re.compile(r"(?<!\s)\s*:\s")  # "name: what it is" (from a run of spaces' start)
 _ITEM = re.compile(r"^\s*[-*+]\s+(.*)$")
-_ORDER = re.compile(r"^\s*(\d+)[.)]\s+`?([^`(\s]+)`?\s*(?:\((.*)\))?")
+_ORDER = re.compile(r"^\s*(\d+)[.)]\s+([^(]*)")  # "2. critic, fact-checker (parallel)"
+# the services of one step, side by side, or of a chain on one line (`a → b → c`)
+_ORDER_PARTS = re.compile(r"[,∥&→]|\|\||->|\band\b|\bthen\b")
 _SPACES = re.compile(r"\s*")
+_HEADING_LEAD = re.compile(r"^(?:\d+[.)]\s+)?(?:service:\s*)?", re.IGNORECASE)
 _NAME_STOP = re.compile(r"[`(:]")
 _SOURCE_STOP = re.compile(r"[`)]")
 
@@ -122,7 +125,9 @@ def _returned_from(value: str) -> tuple[str, str] | None:
 
 
 def _parse_service_block(heading: str, lines: list[str]) -> ServiceWiring:
-    name = _strip_name(re.split(r"(?<!\s)(?:\s+[(\[—–]|\s+-\s)", heading.strip(), maxsplit=1)[0])
+    # `### researcher (patch loop)`, `### 1. researcher`, `### Service: researcher: why`
+    named = _HEADING_LEAD.sub("", heading.strip())
+    name = _strip_name(re.split(r"(?<!\s)(?:\s+[(\[—–]|\s+-\s|:\s)", named, maxsplit=1)[0])
     svc = ServiceWiring(name=name, heading=heading.strip())
     key = None
     for line in lines:
@@ -217,7 +222,8 @@ def parse_manifest(text: str) -> Manifest:
             for line in lines:
                 m = _ORDER.match(line)
                 if m:
-                    order.append(_strip_name(m.group(2)))
+                    names = (_strip_name(part) for part in _ORDER_PARTS.split(m.group(2)))
+                    order += [name for name in names if re.search(r"\w", name)]
         elif title.startswith("caller"):
             key = None
             for line in lines:
@@ -237,9 +243,14 @@ def parse_manifest(text: str) -> Manifest:
                 else:
                     requires.append(name)
     services = _merge_repeated([s for s in services if s.name])
-    names = {s.name for s in services}
+    # Execution Order names a service as the Graph does, but for case, '-', '_' and spaces
+    names = {normalise_name(s.name): s.name for s in services}
+    order = [names.get(normalise_name(name), name) for name in order]
     for name in order:
-        if name not in names and name != "caller":
+        if normalise_name(name) not in names and name != "caller":
             services.append(ServiceWiring(name=name, heading=name))
-            names.add(name)
+            names[normalise_name(name)] = name
+    # in the order they ran (the Graph's for those Execution Order does not name)
+    ran = {name: rank for rank, name in reversed(list(enumerate(order)))}
+    services.sort(key=lambda s: ran.get(s.name, len(ran)))
     return Manifest(program, services, order, returns, requires)

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from ..tables import MISSING_CONTRACT
 from .bucket import Bucket, RunRef, a_folder, not_a_file
-from .contract import Component, Contract, normalise_name, parse_contract
+from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, parse_manifest
 from .outage import is_outage, unavailable
@@ -319,9 +319,12 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     error_files = {normalise_name(rel.split("/")[1]): rel for rel in sorted(files, reverse=True)
                    if rel.count("/") == 2 and rel.startswith("workspace/")
                    and rel.endswith(f"/{ERROR_FILE}")}
+    # who publishes each output name, for the program's ensures: of several services, the
+    # last in the manifest's order (the one whose output the program ends with)
+    order = {w.name: rank for rank, w in enumerate(wirings)}
     published = {}
-    for b in rows.bindings:
-        published.setdefault(normalise_name(b["name"]), b["service"])
+    for b in sorted(rows.bindings, key=lambda b: order.get(b["service"], -1)):
+        published[normalise_name(b["name"])] = b["service"]
     errored_names: list[tuple[str, str | None, str, list[str]]] = []
 
     for position, wiring in enumerate(wirings):
@@ -355,6 +358,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
+        returns = {output_name_key(name): wired.get(normalise_name(service), service)
+                   for name, service in manifest.returns.items() if service}
         # The program is a component of the run; its name must not merge it with a service.
         taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
         component = program_name if program_name not in taken else f"{program_name} (program)"
@@ -372,9 +377,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         })
         for row in _clause_rows(ref, component, program.main, "program_ensures", None):
             if row["output_name"]:
-                key = normalise_name(row["output_name"])
-                returned_by = manifest.returns.get(row["output_name"])
-                row["output_service"] = returned_by or published.get(key)
+                key = output_name_key(row["output_name"])
+                row["output_service"] = returns.get(key) or published.get(key)
             rows.clauses.append(row)
 
     if not any(c["kind"] not in ("detail", MISSING_CONTRACT) for c in rows.clauses):

@@ -17,6 +17,7 @@ _TAG = re.compile(r"^\[([\w-]+)\]\s*(.*)$")
 # line of 400,000 spaces took minutes, and held its worker that long)
 _MARK = re.compile(r"(?<!\s)\s+(✓|✗|⊘|ok\b|OK\b)\s*(.*)$")
 _HEADER = re.compile(r"^#\s*run:\s*(\S+)\s*(.*)$")
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?\s*")
 
 
 @dataclass
@@ -95,7 +96,8 @@ def parse_state_log(text: str) -> StateLog:
             log.program = stripped.split(":", 1)[1].strip() or None
             continue
         if stripped.startswith("---error"):
-            log.errors.append(stripped[len("---error"):].strip())
+            # `---error TIMESTAMP msg`: the message alone (its time's digits name nothing)
+            log.errors.append(_TIMESTAMP.sub("", stripped[len("---error"):].strip(), count=1))
             continue
         if stripped.startswith("---resume"):
             log.resumed += 1
