@@ -918,8 +918,7 @@ def diff(
         out.print("no clause changed its verdict")
     else:
         _print_frame(flips, title="Verdict flips")
-    moved = d.runs.filter(pl.col("score_delta").fill_null(0) != 0).sort(
-        pl.col("score_delta").abs(), descending=True)
+    moved = d.moved
     if not moved.is_empty():
         verdict = pl.when(pl.col("verdict_changed")).then(
             pl.format("{}→{}", "base_verdict", "head_verdict")).otherwise("head_verdict")
@@ -927,7 +926,7 @@ def diff(
                                   pl.col("head_score").alias("head"),
                                   pl.col("score_delta").alias("delta"),
                                   verdict.alias("run verdict")),
-                     limit=limit, title="Runs whose score moved (largest first)")
+                     limit=limit, title="Runs whose score or verdict moved (largest first)")
     if not d.flipped.is_empty():
         _print_frame(d.flipped.select("run_id", "service", "text", "flip"), limit=limit,
                      title="Flipped clauses")

@@ -84,11 +84,17 @@ def trend_chart(daily: pl.DataFrame):
 
     days = (daily["day"].max() - daily["day"].min()).days + 1 if daily.height else 1
     ticks = {"interval": "day", "step": max(1, days // 8)}  # at most ~8 labels, one per day
+    # a line joins consecutive days only: a day without runs breaks it (a straight line
+    # across weeks without a run read as a trend nobody measured)
+    stretch = (pl.col("day").diff().over("grader_id", order_by="day") != pl.duration(days=1)
+               ).fill_null(True).cum_sum().over("grader_id", order_by="day")
+    daily = daily.with_columns(stretch.alias("stretch")) if daily.height else daily
     return alt.Chart(daily).mark_line(point=True).encode(
         x=alt.X("day:T", title="day", axis=alt.Axis(format="%Y-%m-%d", tickCount=ticks)),
         y=alt.Y("mean_overall_score:Q", title="mean overall score",
                 scale=alt.Scale(domain=[0, 100])),
         color=alt.Color("grader_id:N", title="grader id"),
+        detail="stretch:N",
     ).properties(width=CHART_WIDTH, height=260, title="Mean overall score per day")
 
 
@@ -153,11 +159,10 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
         parts.append(_table(pl.DataFrame([diff.summary])))
         parts.append(_img(flip_chart(diff.flip_matrix(), diff.base, diff.head),
                           f"verdict flip matrix {diff.base} to {diff.head}"))
-        changed = diff.runs.filter(pl.col("score_delta").fill_null(0) != 0).sort(
-            pl.col("score_delta").abs(), descending=True)
-        parts.append("<h2>Runs whose score moved</h2>")
+        changed = diff.moved
+        parts.append("<h2>Runs whose score or verdict moved</h2>")
         parts.append(_table(changed.drop("run_uri")) if not changed.is_empty()
-                     else '<p class="note">no run changed its overall score</p>')
+                     else '<p class="note">no run changed its overall score or verdict</p>')
         parts.append("<h2>Flipped clauses</h2>")
         flipped = diff.flipped.select("run_id", "service", "text", "flip")
         parts.append(_table(flipped) if not flipped.is_empty()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import shutil
@@ -137,3 +138,50 @@ def test_report_of_no_pair_of_grader_ids_says_how_to_compare(tmp_path, runs):
     assert "second grader id" in html and "https://" not in html
     assert ("hold one grader id" if runs == "one grader id" else
             "hold 4 grader ids, no two of which graded the same run") in html
+
+
+def test_runs_whose_score_appears_are_listed_as_moved(tmp_path):
+    # a run not_evaluable under one grader (no score) and satisfied under the other moved;
+    # the diff counted it among the verdicts changed, listed no run, and the report said
+    # "no run changed its overall score"
+    import polars as pl
+    from run_folders import write_run
+
+    from pipeline.checks import PASSED, Check, Grader
+    from pipeline.grade import grade_runs
+
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    write_run(runs, "20261112-031502-vague", files={
+        "services/researcher.md": "### Ensures\n- `findings`: a good list\n",
+        "services/writer.md": "### Ensures\n- `report`: a nice report\n"})
+    passes = Check(applies=pl.col("has_output"), outcome=PASSED, detail=pl.lit("published"),
+                   evidence=pl.lit(""), confidence=pl.lit(90), name="published")
+    never = dataclasses.replace(passes, applies=pl.lit(False))  # every clause not_evaluable
+    for grader in (Grader("vague.grader/v1", [never]), Grader("lenient.grader/v1", [passes])):
+        grade_runs(str(runs), str(results), grader, workers=1)
+    diff = CliRunner().invoke(app, ["diff", str(results)])
+    assert diff.exit_code == 0, diff.output
+    assert "Runs whose score or verdict moved" in diff.stdout
+    assert "20261112-031502-vague" in diff.stdout
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(app, ["report", str(results), "-o", str(out)]).exit_code == 0
+    html, _ = parse(out)
+    assert "no run changed its overall score" not in html
+    assert "20261112-031502-vague" in html.split("Runs whose score or verdict moved")[1]
+
+
+def test_the_trend_chart_joins_consecutive_days_only(tmp_path):
+    # a line drawn across months without a run read as a trend nobody measured
+    import datetime as dt
+
+    import polars as pl
+
+    from pipeline.html_report import trend_chart
+
+    days = [dt.date(2026, 3, 1), dt.date(2026, 11, 3), dt.date(2026, 11, 4)]
+    daily = pl.DataFrame({"grader_id": ["g/v1"] * 3, "day": days,
+                          "mean_overall_score": [80.0, 90.0, 91.0]})
+    chart = trend_chart(daily).to_dict()
+    assert chart["encoding"]["detail"]["field"] == "stretch"
+    values = chart["datasets"][next(iter(chart["datasets"]))]
+    assert [v["stretch"] for v in values] == [1, 2, 2]

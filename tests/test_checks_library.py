@@ -237,6 +237,13 @@ CASES = [
          select="no headings"),
     Case("no-markdown-headings-passes", "a reply without any markdown headings",
          "**bold** text", "count", "passed", "satisfied", "`out` has 0 headings"),
+    # a fenced example's headings and items are the example's (v13 counted them)
+    Case("headings-in-a-fence-pass", "instructions without any markdown headings",
+         "Run this:\n\n```bash\n# install the tool\npip install tool\n```\n\nDone.",
+         "count", "passed", "satisfied", "`out` has 0 headings"),
+    Case("items-in-a-fence-and-rules-pass", "a markdown list of exactly 2 items",
+         "- alpha\n- beta\n\n- - -\n\n```yaml\nsteps:\n  - build\n- test\n```",
+         "count", "passed", "satisfied", "`out` has 2 list items"),
     # "where score is between 0 and 100" bounds that field, not the output's first number
     Case("bare-field-range-passes", "a markdown table with columns `name` and `score`, where "
          "score is between 0 and 100", "| year | name | score |\n|---|---|---|\n| 2026 | a | 50 |",
@@ -399,10 +406,10 @@ CASES = [
          "literal", "failed", "partially_satisfied", "first line: “In short: fine.”"),
     Case("ends-passes", "a reply that ends with the sign-off “— The Team”",
          "Thanks for writing.\n\n— The Team", "literal", "passed", "satisfied",
-         "ends: “Thanks for writing. — The Team”"),
+         "ends: “Thanks for writing.\n\n— The Team”"),  # (quoted as written)
     Case("ends-fails", "a reply that ends with the sign-off “— The Team”",
          "— The Team\n\nThanks for writing.", "literal", "failed", "violated",
-         "ends: “— The Team Thanks for writing.”"),
+         "ends: “— The Team\n\nThanks for writing.”"),
     Case("ends-with-section-passes", "a brief that ends with a `## Sources` section",
          "# Brief\n\nText.\n\n## Sources\n\n- https://a.example", "literal", "passed",
          "satisfied", "last heading: “## Sources”"),
@@ -594,6 +601,14 @@ CASES = [
     Case("citations-are-sources", "a brief with at least 3 citations in [n] format",
          "Claims [1], [2] and [3]; again [1].", "count", "passed", "satisfied",
          "`out` has 3 distinct numbered citations ([n])"),
+    # indexes in code are no citations (v13 counted `rows[0]` and a fenced `a[1]`)
+    Case("citations-in-code-fail", "a brief with at least 3 citations in [n] format",
+         "The code reads `rows[0]`, `rows[1]` and `rows[2]`.\n\n```py\nprint(a[1], a[2], "
+         "a[3])\n```", "count", "failed", "violated", "`out` has 0 distinct URLs"),
+    # one URL closed by emphasis or a quote mark is still one (v13: "…/x**" and "…/x")
+    Case("one-url-in-bold-fails", "a note with at least 2 sources",
+         "Read **https://a.example/x** and “https://a.example/x” and https://a.example/x…",
+         "count", "failed", "violated", "`out` has 1 distinct URL"),
     Case("columns-pass", "a two-column markdown table", "| term | definition |\n|---|---|\n"
          "| a | b |", "count", "passed", "satisfied", "2 table columns"),
     Case("columns-fail", "a table with 3 columns", "| a | b |\n|---|---|\n| 1 | 2 |", "count",
@@ -952,7 +967,7 @@ CASES = [
          "table columns: claim, severity", select="`source`"),
     Case("fields-csv-column-passes", "a CSV with columns `name`, `email`",
          "name,email\nann,a@x.example\n", "required_field", "passed", "satisfied",
-         "“name,email ann,a@x.example”", select="`email`"),
+         "“name,email\nann,a@x.example”", select="`email`"),
     Case("fields-csv-column-fails", "a CSV with columns `name`, `phone`",
          "name,email\nann,a@x.example\n", "required_field", "failed", "partially_satisfied",
          "no `phone` field, label or heading in `out`", select="`phone`"),
@@ -1122,13 +1137,13 @@ CASES = [
     # an element of a named tag, opened and closed
     Case("tagged-passes", "the final answer wrapped in <answer></answer> tags",
          "Thinking it over.\n<answer>42</answer>", "literal", "passed", "satisfied",
-         "“Thinking it over. <answer>42</answer>”"),
+         "“Thinking it over.\n<answer>42</answer>”"),
     Case("tagged-fails-without-the-tag", "the final answer wrapped in <answer></answer> tags",
          "The answer is 42.", "literal", "failed", "violated",
          "no <answer> tag in `out`: “The answer is 42.”"),
     Case("tagged-fails-unclosed", "reasoning in `<think>` tags, then the answer in <answer> tags",
          "<think>hm</think>\n<answer>4", "literal", "failed", "partially_satisfied",
-         "<answer> is opened but never closed by </answer>: “<think>hm</think> <answer>4”",
+         "<answer> is opened but never closed by </answer>: “<think>hm</think>\n<answer>4”",
          select="<answer>"),
     Case("tagged-case-sensitive", "the answer between <answer> and </answer>",
          "<ANSWER>4</ANSWER>", "literal", "failed", "violated", "no <answer> tag in `out`"),

@@ -82,3 +82,34 @@ def test_services_only_in_execution_order_are_kept():
 def test_garbage_does_not_raise():
     m = parse_manifest("\x00\x01 not a manifest\n## Graph\n### \n->\n")
     assert m.program is None and m.services == []
+
+
+def test_execution_order_names_services_as_the_graph_does():
+    # names compared as names are (case, '-', '_'), a step of several services read as
+    # several, and the services in the order they ran: "1. Researcher" made a second
+    # service, "2. critic, fact-checker" one named "critic,"
+    m = parse_manifest(
+        "# Manifest: p\n\n## Graph\n\n### writer\nsource: services/writer.md\n\n"
+        "### 1. researcher\nsource: services/researcher.md\n\n### critic: reviews claims\n"
+        "source: services/critic.md\n\n### Service: Fact_Checker\n\n## Execution Order\n"
+        "1. Researcher (depends on: caller)\n2. ∥ critic, fact-checker (parallel)\n"
+        "3. writer\n")
+    assert [s.name for s in m.services] == ["researcher", "critic", "Fact_Checker", "writer"]
+    assert m.order == ["researcher", "critic", "Fact_Checker", "writer"]
+
+
+def test_a_services_list_names_each_service_and_its_contract():
+    # a `## Services` list, not `### name` blocks: every run of such a manifest was refused
+    # "no service or program declares an ensures clause"
+    m = parse_manifest("# Manifest: p\n\n## Services\n- researcher: services/researcher.md\n"
+                       "- `writer` (source: services/writer.md): drafts the report\n"
+                       "- critic — reviews\n")
+    assert [(s.name, s.source) for s in m.services] == [
+        ("researcher", "services/researcher.md"), ("writer", "services/writer.md"),
+        ("critic", None)]
+
+
+def test_an_error_item_parted_by_a_dash_declares_its_name():
+    m = parse_manifest("# Manifest: p\n\n## Graph\n\n### fc\nerrors:\n"
+                       "- `no-results` — nothing was found\n- rate-limited: too many calls\n")
+    assert m.services[0].errors == ["no-results", "rate-limited"]

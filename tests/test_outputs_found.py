@@ -5,8 +5,10 @@ with other dashes, and a service whose contract the run does not hold."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
+import pytest
 from check_runs import grade_folder, run_id, write_service_run
 
 from pipeline.grade import read_runs
@@ -127,3 +129,111 @@ def test_a_run_holding_no_contract_at_all_is_refused_naming_what_is_missing(tmp_
     assert (refusal["reason"], refusal["detail"]) == (
         "no-ensures", "no service or program declares an ensures clause (the run holds no "
         "contract of 2 service(s): services/Fact_Checker.md, services/ghost.md)")
+
+
+def write_files(run: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = run / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return run
+
+
+def two_publishers(order: str, returns: str = "") -> dict[str, str]:
+    """A program whose `report` both drafter and writer publish, run in `order`."""
+    return {
+        "program.md": "---\nname: pub\n---\n### Ensures\n"
+                      "- `report`: a markdown report stating \"FINAL\"\n",
+        "manifest.md": f"# Manifest: pub\n\n## Caller Interface\nreturns:\n{returns}\n\n"
+                       "## Graph\n\n### drafter\nsource: services/drafter.md\n\n### writer\n"
+                       f"source: services/writer.md\n\n## Execution Order\n{order}\n",
+        "services/drafter.md": "### Ensures\n- `report`: a draft\n",
+        "services/writer.md": "### Ensures\n- `report`: a markdown report\n",
+        "bindings/drafter/report.md": "# Draft\n\nnot done yet",
+        "bindings/writer/report.md": "# Report\n\nFINAL version",
+        "state.md": "# run:x pub\n1→ drafter ✓\n2→ writer ✓\n---end 2026-11-12T03:20:11Z\n",
+    }
+
+
+def program_report(tables) -> tuple[str, str, str]:
+    (row,) = tables["clauses"].filter(pl.col("kind") == "program_ensures").select(
+        "clause_id", "output_service").rows()
+    verdict = tables["clause_verdicts"].filter(pl.col("clause_id") == row[0]).row(0, named=True)
+    return row[1], verdict["verdict"], verdict["evidence"]
+
+
+@pytest.mark.parametrize(("order", "returns", "publisher"), [
+    ("1. drafter\n2. writer", "", "writer"),  # the last to run (v13: the first by name)
+    ("1. writer\n2. drafter", "", "drafter"),
+    ("1. writer\n2. drafter", "- Report (from Writer)", "writer"),  # named as names are
+    ("1. writer\n2. drafter", "- `report.md` (from writer)", "writer"),
+])
+def test_a_programs_output_comes_from_the_service_that_returns_it_or_ran_last(
+        tmp_path, order, returns, publisher):
+    write_files(tmp_path / run_id(1), two_publishers(order, returns))
+    tables, _ = grade_folder(tmp_path)
+    service, verdict, _ = program_report(tables)
+    assert (service, verdict) == (publisher, "satisfied" if publisher == "writer"
+                                  else "partially_satisfied")
+
+
+def test_of_one_output_written_twice_the_file_the_manifest_wires_is_graded(tmp_path):
+    # v13 took .md before .json whatever the manifest said
+    for n, wired in ((1, "result.json"), (2, "result.md")):
+        write_files(tmp_path / run_id(n), {
+            "program.md": "---\nname: api\n---\n# api\n",
+            "manifest.md": "# Manifest: api\n\n## Graph\n\n### api\nsource: services/api.md\n"
+                           f"outputs:\n- (public) result → bindings/api/{wired}\n",
+            "services/api.md": "### Ensures\n- `result`: a JSON object with a `status` key\n",
+            "bindings/api/result.json": '{"status": "ok"}',
+            "bindings/api/result.md": "Result written to result.json, see there.",
+            "state.md": "# run:x api\n1→ api ✓\n---end 2026-11-12T03:20:11Z\n"})
+    tables, _ = grade_folder(tmp_path)
+    verdicts = dict(tables["clause_verdicts"].select("run_id", "verdict").rows())
+    assert verdicts == {run_id(1): "satisfied", run_id(2): "violated"}
+
+
+def test_an_output_read_only_up_to_the_cap_is_not_judged_on_its_start(tmp_path):
+    # v13 counted the words of the first 64 KiB ("at most 15000 words" satisfied by 20,000)
+    # and called a 137 KB JSON object cut there "not valid JSON"
+    essay = "word " * 20_000
+    data = '{"items": [' + ", ".join(f'{{"id": {i}}}' for i in range(12_000)) + "]}"
+    write_service_run(tmp_path, run_id(1),
+                      ensures="- `essay`: at most 15000 words\n- `data`: a JSON object",
+                      outputs={"essay.md": essay, "data.json": data})
+    tables, _ = grade_folder(tmp_path)
+    found = verdicts(tables)
+    for clause, size in (("`essay`: at most 15000 words", len(essay)),
+                         ("`data`: a JSON object", len(data))):
+        assert found[clause] == (
+            "not_evaluable", f"{clause.split(':')[0]} is {size} bytes, more than the read "
+            "cap: only its start was read, and what the clause says of the whole output is "
+            "not established"), clause
+    assert set(tables["checks"]["check"]) == {"output_published", "output_read_whole"}
+
+
+def test_an_inline_service_the_manifest_does_not_list_is_graded(tmp_path):
+    # v13 dropped it, its contract, outputs and log step notwithstanding
+    write_files(tmp_path / run_id(1), {
+        "program.md": "---\nname: inl\n---\n# inl\n\n## helper\n### Ensures\n"
+                      "- `notes`: a JSON object\n",
+        "manifest.md": "# Manifest: inl\n\n## Graph\n\n### writer\nsource: services/writer.md\n",
+        "services/writer.md": "### Ensures\n- `report`: at most 10 words\n",
+        "bindings/writer/report.md": "short",
+        "bindings/helper/notes.md": "not json",
+        "state.md": "# run:x inl\n1→ writer ✓\n2→ helper ✓\n---end 2026-11-12T03:20:11Z\n"})
+    tables, _ = grade_folder(tmp_path)
+    helper = tables["services"].filter(pl.col("service") == "helper").row(0, named=True)
+    assert (helper["contract_source"], helper["log_status"]) == ("program.md#helper",
+                                                                 "completed")
+    assert verdicts(tables)["`notes`: a JSON object"][0] == "violated"
+
+
+def test_a_programs_missing_output_is_said_of_the_run_not_of_a_folder_of_the_program(
+        tmp_path):
+    write_files(tmp_path / run_id(1), {**two_publishers("1. drafter\n2. writer"),
+                                       "program.md": "---\nname: pub\n---\n### Ensures\n"
+                                                     "- `summary`: at most 10 words\n"})
+    tables, _ = grade_folder(tmp_path)
+    _, verdict, evidence = program_report(tables)
+    assert (verdict, evidence) == ("violated", "no service of the run published `summary`")

@@ -55,6 +55,24 @@ def test_each_refusal_reason(make_run, run_root, reason, kwargs):
     assert row["detail"]
 
 
+def test_a_run_without_a_manifest_keeps_its_programs_name(make_run, run_root):
+    # the refusal came before program.md was read: trends counted it under "(unknown)"
+    make_run(drop=("manifest.md",))
+    row = refusal_of(run_root)
+    _, tables = grade_folder(run_root)
+    assert row["reason"] == "missing-manifest"
+    assert tables["runs"]["program"].to_list() == ["brief"]
+
+
+def test_a_folder_mixing_eras_is_refused_saying_so(make_run, run_root):
+    make_run(drop=("manifest.md",), files={"manifest.run.md": "# x\n", "vm.log.md": "x\n"})
+    row = refusal_of(run_root)
+    assert row["reason"] == "missing-manifest"
+    assert row["detail"].endswith(
+        "(the folder mixes eras: it also holds manifest.run.md, vm.log.md, files of prose-b; "
+        "it is read as prose-a because it holds program.md)")
+
+
 def test_symlink_out_of_root_is_refused_and_not_followed(make_run, run_root, tmp_path):
     secret = tmp_path / "secret.md"
     secret.write_text("TOP SECRET CONTENT\n")

@@ -28,7 +28,7 @@ def test_statuses_marks_and_tags():
     }
     assert log.service_status()["fact-checker"].note == "(after 3 searches)"
     assert log.completed and log.ended_at == "2026-03-17T14:35:22Z"
-    assert log.errors == ["2026-03-17T14:35:00Z editor timed out"] and log.resumed == 1
+    assert log.errors == ["editor timed out"] and log.resumed == 1
 
 
 def test_complete_only_when_last_line_is_end():
@@ -75,3 +75,12 @@ def test_hostile_lines_parse_in_linear_time(tmp_path):
     done = subprocess.run([sys.executable, "-c", HOSTILE_PARSE], cwd=repo, capture_output=True,
                           text=True, timeout=120)  # (each took seconds to an hour before)
     assert done.returncode == 0 and done.stdout.strip() == "parsed", done.stderr[-2000:]
+
+
+def test_an_error_line_keeps_its_message_not_its_time():
+    # `---error TIMESTAMP msg`: the time's digits matched conditions ("if more than 14
+    # sources fail") as words of the message
+    log = parse_state_log("# run:r p\n1→ a ✓\n---error 2026-03-17T14:14:02Z disk full\n"
+                          "---error 2026-03-17 09:30:02+01:00 quota\n---error timeout\n"
+                          "---end 2026-03-17T14:15:00Z\n")
+    assert log.errors == ["disk full", "quota", "timeout"]

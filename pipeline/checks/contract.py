@@ -19,6 +19,14 @@ PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecide
 PRIMARY = pl.col("kind").is_in(["ensures", "program_ensures"]) & ~pl.col("on_degraded_path")
 # An output its ensures item marks `(optional)` that was not published (or is empty).
 OPTIONAL_ABSENT = pl.col("optional").fill_null(False) & ~pl.col("has_output")
+# A clause judged on an output: a primary ensures naming one, or a triggered conditional.
+ON_AN_OUTPUT = (
+    ((PRIMARY & (pl.col("output_scope") == "named"))
+     | ((pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)))
+    & pl.col("has_output")
+)
+# Its output was read only up to the read cap (`bindings.truncated`).
+CUT_SHORT = pl.col("binding_truncated").fill_null(False) & (pl.col("output_scope") == "named")
 # An error the log records without a name (`---error … timeout`) is still told apart.
 ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
@@ -83,6 +91,22 @@ def optional_output() -> Check:
         evidence=pl.when(pl.col("binding_uri").is_not_null())
         .then(pl.format("{} is empty", pl.col("binding_uri")))
         .otherwise(pl.format("no binding {}.* in the run", where(pl.col("output_name")))),
+        confidence=pl.lit(0),
+    )
+
+
+@check("output_read_whole")
+def output_read_whole() -> Check:
+    """An output larger than the read cap was read only in part: what a clause says of it
+    (its length, its format, how it ends) is not established by its start, so no other
+    check judges it, and the clause is not_evaluable."""
+    return Check(
+        applies=ON_AN_OUTPUT & CUT_SHORT,
+        outcome=UNDECIDED,
+        detail=pl.format("`{}` is {} bytes, more than the read cap: only its start was read, "
+                         "and what the clause says of the whole output is not established",
+                         pl.col("target_output"), pl.col("binding_size")),
+        evidence=quoted(excerpt(pl.col("binding_text"))),
         confidence=pl.lit(0),
     )
 
@@ -205,6 +229,7 @@ def error_declared() -> Check:
 def contract_checks() -> list[Check]:
     """Existence and error-path checks, in the order the built-in grader runs them."""
     return [
-        output_published(), optional_output(), contract_found(), output_named(),
+        output_published(), optional_output(), output_read_whole(), contract_found(),
+        output_named(),
         degraded_path(), condition_triggered(), degraded_output_provided(), error_declared(),
     ]

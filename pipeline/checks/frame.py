@@ -60,10 +60,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             normalised(pl.col("name")).alias("output_key"),
             pl.col("text").str.contains(r"\S").alias("_nonempty"),
         )
-        # .md before .json before anything else when one name was published twice
-        .sort(["run_uri", "service", "output_key",
-               pl.col("extension").replace_strict({"md": 0, "json": 1}, default=2,
-                                                  return_dtype=pl.Int8)])
+        # one name published twice: the first the reader wrote (the file the manifest wires,
+        # else .md, then .json, then any other: see sources/prose.py, `_binding_order`)
         .unique(["run_uri", "service", "output_key"], keep="first", maintain_order=True)
     )
     nonempty = outputs.filter("_nonempty")

@@ -17,16 +17,13 @@ import re
 import polars as pl
 
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
-from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, excerpt, quoted
+from .contract import CUT_SHORT, FAILED, ON_AN_OUTPUT, PASSED, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
 from .output_analysis import WORDS, csv_commas, csv_unquoted, distinct_urls, top_level_items
 
-# A clause judged on an output: a primary ensures naming one, or a triggered conditional.
-JUDGED = (
-    ((PRIMARY & (pl.col("output_scope") == "named"))
-     | ((pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)))
-    & pl.col("has_output")
-)
+# A clause judged on an output read whole: a primary ensures naming one, or a triggered
+# conditional (an output cut at the read cap is judged by `output_read_whole` alone).
+JUDGED = ON_AN_OUTPUT & ~CUT_SHORT
 ALTERNATIVE_MET = pl.col("alternative").is_not_null() & (
     pl.col("output_text") == pl.col("alternative")).fill_null(False)
 # Content checks skip an output that is exactly the clause's stated alternative ("none").

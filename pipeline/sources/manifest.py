@@ -189,6 +189,18 @@ def _merge_repeated(services: list[ServiceWiring]) -> list[ServiceWiring]:
     return list(merged.values())
 
 
+_CONTRACT_PATH = re.compile(r"[\w./-]+\.md(?:#[\w-]+)?")
+
+
+def _listed_service(item: str) -> ServiceWiring:
+    """A service of a `## Services` list: its name, then what it is, and the path of its
+    contract where the item names one (`- writer (source: services/writer.md)`)."""
+    named = re.split(r"(?<!\s)(?:\s*[(\[—–:]|\s+-\s)", item.strip(), maxsplit=1)[0]
+    path = _CONTRACT_PATH.search(item[len(named):])
+    return ServiceWiring(name=_strip_name(named), heading=item.strip(),
+                         source=path.group(0) if path else None)
+
+
 def parse_manifest(text: str) -> Manifest:
     """Parse manifest.md. Never raises on content; unknown sections are skipped."""
     program = None
@@ -218,6 +230,9 @@ def parse_manifest(text: str) -> Manifest:
                     block.append(line)
             if heading is not None:
                 services.append(_parse_service_block(heading, block))
+            elif title.startswith("services"):  # a list: `- researcher: services/researcher.md`
+                services += [_listed_service(m.group(1)) for line in lines
+                             if (m := _ITEM.match(line)) and not line[:1].isspace()]
         elif title.startswith("execution"):
             for line in lines:
                 m = _ORDER.match(line)

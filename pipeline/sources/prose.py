@@ -18,7 +18,7 @@ from ..tables import MISSING_CONTRACT
 from .bucket import Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
-from .manifest import Manifest, parse_manifest
+from .manifest import Manifest, ServiceWiring, parse_manifest
 from .outage import is_outage, unavailable
 from .state_log import StateLog, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
@@ -46,6 +46,18 @@ ERA_A = Layout("prose-a", "program.md", ("manifest.md",),
                ("services/{}.md", "services/{}.prose.md"), "state.md")
 ERA_B = Layout("prose-b", "root.prose.md", ("manifest.run.md", "forme.manifest.json"),
                ("sources/{}.prose.md", "sources/{}.md"), "vm.log.md")
+
+
+def _mixed_eras(layout: Layout, files) -> str:
+    """What a refusal adds when the folder also holds the other era's files: which, and why
+    it was read as `layout`'s era; "" when it holds none."""
+    other = ERA_B if layout is ERA_A else ERA_A
+    theirs = [f for f in (other.program, *other.manifests, other.log) if f in files]
+    if not theirs:
+        return ""
+    return (f" (the folder mixes eras: it also holds {', '.join(theirs)}, files of "
+            f"{other.name}; it is read as {layout.name} because it "
+            f"{'holds' if layout is ERA_A else 'lacks'} program.md)")
 
 
 def detect_layout(files) -> Layout:
@@ -248,9 +260,6 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("missing-program", f"no {layout.program} in the run folder"
                       + a_folder(ref, layout.program))
     manifest_rel = next((m for m in layout.manifests if m in files), None)
-    if manifest_rel is None:
-        raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
-                      "without a services list" + a_folder(ref, *layout.manifests))
 
     cut: set[str] = set()  # files longer than their cap: only their head was read
 
@@ -268,6 +277,11 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         return decode(data)[0]
 
     program_text = text_of(layout.program)
+    if manifest_rel is None:  # (the program's name is known: trends count it under it)
+        run["program"] = _contract(program_text, "", "program").main.name or None
+        raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
+                      "without a services list" + a_folder(ref, *layout.manifests)
+                      + _mixed_eras(layout, files))
     manifest = _manifest(text_of(manifest_rel), manifest_rel.endswith(".json"))
     log_text = text_of(layout.log) if layout.log in files else None
     log = None if log_text is None else (
@@ -279,12 +293,13 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     run["ended_at"] = log.ended_at if log else None
     if log is None:
         raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established"
-                      + a_folder(ref, layout.log))
+                      + a_folder(ref, layout.log) + _mixed_eras(layout, files))
     if not log.completed:
         raise Refusal("incomplete-run", _not_ended(layout.log, log, layout.log in cut))
 
     binding_files = sorted(
-        rel for rel in files if _graded_binding(rel) and files[rel].link_target is None)
+        (rel for rel in files if _graded_binding(rel) and files[rel].link_target is None),
+        key=_binding_order(manifest))
     if not binding_files:
         raise Refusal("no-outputs", "no bindings/{service}/ files in the run")
     special = next((rel for rel in binding_files if files[rel].special), None)
@@ -306,7 +321,12 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             "decode_errors": bad or b"\x00" in data,
         })
 
-    wirings = manifest.services
+    # An inline `## name` component with ensures that the manifest does not list is one more
+    # service (after the listed ones): its clauses are graded, not dropped
+    listed = {normalise_name(w.name) for w in manifest.services}
+    wirings = [*manifest.services, *(
+        ServiceWiring(name=c.name, heading=c.name, source=f"{layout.program}#{c.name}")
+        for c in program.inline if normalise_name(c.name) not in listed and c.items("ensures"))]
     # A service's name compares as output names do (case, '-', '_' and spaces alike) with
     # its bindings' folder, its workspace and its log steps: `### Fact_Checker` publishes
     # in bindings/fact-checker/. Its bindings then carry the manifest's name.
@@ -389,6 +409,22 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     run["status"] = "graded"
     rows.runs.append(run)
     return rows
+
+
+def _binding_order(manifest: Manifest):
+    """The sort key of binding paths: by service and output, and of one output published
+    twice (`result.md` and `result.json`), the file the manifest wires first, else .md, then
+    .json, then any other (clause_frame grades the first of them)."""
+    wired = {o.target.removeprefix("./") for w in manifest.services for o in w.outputs
+             if o.target}
+    rank = {"md": 0, "json": 1}
+
+    def key(rel: str) -> tuple:
+        service, _, fname = rel[len("bindings/"):].partition("/")
+        stem, dot, ext = fname.rpartition(".")
+        return (service, normalise_name(stem if dot else fname), rel not in wired,
+                rank.get(ext.lower() if dot else "", 2), rel)
+    return key
 
 
 def _read_bindings(bucket: Bucket, ref: RunRef, rels: list[str], cap: int):

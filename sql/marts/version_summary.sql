@@ -6,7 +6,8 @@
 --   sd_score_delta    sample standard deviation of those differences
 --   ci95_low/high     mean_score_delta ± t × sd / sqrt(runs_paired), t = the 0.975 quantile of
 --                     Student's t with runs_paired - 1 degrees of freedom (taken from the table
---                     below at the largest tabulated df not above it, so never too narrow);
+--                     below at the largest tabulated df not above it, each value rounded up
+--                     at its third decimal, so never too narrow);
 --                     null when fewer than 2 runs are paired
 --   runs_verdict_changed  runs whose overall_verdict differs
 --   clauses_paired, clauses_flipped  from version_diffs
@@ -39,12 +40,12 @@ verdicts as (
 t_quantiles as (
     select *
     from (values
-        (1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (5, 2.571), (6, 2.447), (7, 2.365),
-        (8, 2.306), (9, 2.262), (10, 2.228), (11, 2.201), (12, 2.179), (13, 2.160),
-        (14, 2.145), (15, 2.131), (16, 2.120), (17, 2.110), (18, 2.101), (19, 2.093),
+        (1, 12.707), (2, 4.303), (3, 3.183), (4, 2.777), (5, 2.571), (6, 2.447), (7, 2.365),
+        (8, 2.307), (9, 2.263), (10, 2.229), (11, 2.201), (12, 2.179), (13, 2.161),
+        (14, 2.145), (15, 2.132), (16, 2.120), (17, 2.110), (18, 2.101), (19, 2.094),
         (20, 2.086), (21, 2.080), (22, 2.074), (23, 2.069), (24, 2.064), (25, 2.060),
-        (26, 2.056), (27, 2.052), (28, 2.048), (29, 2.045), (30, 2.042), (40, 2.021),
-        (50, 2.009), (60, 2.000), (80, 1.990), (100, 1.984), (120, 1.980), (1000, 1.962)
+        (26, 2.056), (27, 2.052), (28, 2.049), (29, 2.046), (30, 2.043), (40, 2.022),
+        (50, 2.009), (60, 2.001), (80, 1.991), (100, 1.984), (120, 1.980), (1000, 1.963)
     ) as t (degrees_of_freedom, t975)
 ),
 
