@@ -22,7 +22,7 @@ _NAME_END = re.compile(r"(?<!\s)\s*:\s")  # "name: what it is" (from a run of sp
 _ITEM = re.compile(r"^\s*[-*+]\s+(.*)$")
 _ORDER = re.compile(r"^\s*(\d+)[.)]\s+([^(]*)")  # "2. critic, fact-checker (parallel)"
 # the services of one step, side by side, or of a chain on one line (`a → b → c`)
-_ORDER_PARTS = re.compile(r"[,∥&→]|\|\||->|\band\b|\bthen\b")
+_ORDER_PARTS = re.compile(r"[,∥&→]|\|\||->")
 _SPACES = re.compile(r"\s*")
 _HEADING_LEAD = re.compile(r"^(?:\d+[.)]\s+)?(?:service:\s*)?", re.IGNORECASE)
 _NAME_STOP = re.compile(r"[`(:]")
@@ -237,7 +237,9 @@ def parse_manifest(text: str) -> Manifest:
             for line in lines:
                 m = _ORDER.match(line)
                 if m:
-                    names = (_strip_name(part) for part in _ORDER_PARTS.split(m.group(2)))
+                    # each part's first word: what follows it says what the step does
+                    names = (_strip_name((part.split() or [""])[0])
+                             for part in _ORDER_PARTS.split(m.group(2)))
                     order += [name for name in names if re.search(r"\w", name)]
         elif title.startswith("caller"):
             key = None
