@@ -225,6 +225,12 @@ def grade(
         raise fail(f"--engine must be 'local' or 'dask', not {engine!r}.", exit_codes.USAGE)
     if scheduler and engine != "dask":
         raise fail("--scheduler needs --engine dask.", exit_codes.USAGE)
+    relative = [p for p in (runs, out_dir) if scheduler and "://" not in p
+                and not Path(p).is_absolute()]
+    if relative:  # (a worker of that cluster reads and writes from a folder of its own)
+        raise fail(f"with --scheduler, give RUNS and --out as absolute paths (or s3:// "
+                   f"prefixes): the cluster's workers run in folders of their own, where "
+                   f"{relative[0]} is another place", exit_codes.USAGE)
     if scheduler and workers:
         raise fail("give --scheduler (a running cluster) or --workers (a local cluster of N "
                    "processes), not both.", exit_codes.USAGE)

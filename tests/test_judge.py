@@ -316,10 +316,16 @@ def test_quote_not_in_the_output_caps_confidence(two_runs, tmp_path):
     results = tmp_path / "results"
     grade(two_runs, results, command_judge(results, tmp_path / "log", "misquote"))
     rows = judged_rows(results)
-    assert set(rows["confidence"]) == {49}
-    assert all("its quote is not in the output" in d for d in rows["detail"])
+    passed, failed = (rows.filter(pl.col("outcome") == o) for o in ("passed", "failed"))
+    assert not passed.is_empty() and not failed.is_empty()
+    assert set(passed["confidence"]) == {49}
+    assert all("its quote is not in the output" in d for d in passed["detail"])
+    # a failed answer may state an absence instead of quoting: its confidence stands, and
+    # its evidence is shown as stated (before, it was capped too: never violated)
+    assert 49 not in set(failed["confidence"])
+    assert set(failed["evidence"]) == {"a sentence that the output never contained"}
     verdicts = table(results, "clause_verdicts").filter(pl.col("judge_id").is_not_null())
-    assert set(verdicts["verdict"]) == {"not_evaluable"}
+    assert set(verdicts["verdict"]) & {"violated", "partially_satisfied"}
 
 
 # -- an OpenAI-compatible endpoint --------------------------------------------------------
@@ -467,7 +473,8 @@ def test_diff_compares_grading_without_and_with_two_judges(two_runs, tmp_path):
         == [("satisfied", "partially_satisfied")]
     result = CliRunner().invoke(app, ["diff", str(results), "--base", JUDGED, "--head",
                                       judged_grader_id(DEFAULT_GRADER_ID, "strict-b")])
-    assert result.exit_code == 0 and "clauses flipped             6 of 10 paired" \
+    # (the strict judge's misquoted passes are capped: not_evaluable; its failures stand)
+    assert result.exit_code == 0 and "clauses flipped             5 of 10 paired" \
         in result.output
 
 

@@ -94,10 +94,10 @@ def settled_checks(checks: pl.DataFrame, requests: pl.DataFrame, results: pl.Dat
     results = results.join(quotes_found(results), on="id", how="left")
     answered = pl.col("status").is_in(["answered", "cached"])
     decided = answered & pl.col("outcome").is_in(["passed", "failed"])
-    unquoted = decided & (
-        (pl.col("quote_found") == False)  # noqa: E712 - null means nothing was quoted
-        | ((pl.col("outcome") == "passed") & pl.col("quote_found").is_null())
-    )
+    # a passed answer must quote the output; a failed one may state an absence instead
+    absence = (pl.col("outcome") == "failed") & (pl.col("quote_found") == False)  # noqa: E712
+    unquoted = decided & (pl.col("outcome") == "passed") & (
+        pl.col("quote_found").is_null() | (pl.col("quote_found") == False))  # noqa: E712
     quote_note = (
         pl.when(~unquoted).then(pl.lit(""))
         .when(pl.col("quote_found").is_null()).then(
@@ -112,7 +112,8 @@ def settled_checks(checks: pl.DataFrame, requests: pl.DataFrame, results: pl.Dat
         pl.when(unquoted).then(pl.col("confidence").clip(0, QUOTE_CAP))
         .when(answered).then(pl.col("confidence")).alias("_confidence"),
         pl.when(answered & (pl.col("evidence").fill_null("").str.len_chars() > 0))
-        .then(pl.concat_str(pl.lit("“"), pl.col("evidence"), pl.lit("”")))
+        .then(pl.when(absence).then(pl.col("evidence"))  # (stated, not quoted)
+              .otherwise(pl.concat_str(pl.lit("“"), pl.col("evidence"), pl.lit("”"))))
         .alias("_evidence"),
         pl.when(answered).then(pl.concat_str(
             pl.lit(" · judge "), judge,
