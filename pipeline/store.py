@@ -1034,12 +1034,17 @@ class ResultStore:
             return None
         return _process_alive(holder.get("pid"))
 
-    def _locked_message(self, holder: dict | None, stale_after: float | None = None) -> str:
+    def _locked_message(self, holder: dict | None, stale_after: float | None = None,
+                        taker: dict | None = None) -> str:
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "
                f"{holder.get('since')}" if holder else "another process")
         command = (holder or {}).get("command") or "rungrade grade"
+        # (only a grade has an --out to give; compact and catalog work on these results)
+        instead = ("or give --out a different results folder"
+                   if (taker or {}).get("command", "rungrade grade") == "rungrade grade"
+                   else "then run this command again")
         text = (f"{self.uri} is being written by another `{command}` ({who}). Wait for it "
-                "to finish, or give --out a different results folder.")
+                f"to finish, {instead}.")
         if stale_after is not None:
             text += (f" If that process is gone, its lock expires {int(stale_after)} s after "
                      f"its last heartbeat ({self.path(S3_LOCK_NAME)}); at once for a grade on "
@@ -1054,7 +1059,7 @@ class ResultStore:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise ResultsLocked(self._locked_message(_read_json_fd(fd))) from None
+                raise ResultsLocked(self._locked_message(_read_json_fd(fd), taker=owner)) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(owner).encode(), 0)
             try:
@@ -1091,14 +1096,14 @@ class ResultStore:
                 raise
             held, holder, etag = self._s3_lock_state(stale_after)
             if held:
-                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+                raise ResultsLocked(self._locked_message(holder, stale_after, owner)) from None
             try:  # stale or left over: take it over, unless someone else just did
                 state["etag"] = self.fs.call_s3("put_object", Bucket=bucket, Key=key,
                                                 Body=body, IfMatch=etag)["ETag"]
             except Exception as exc2:
                 if not _precondition_failed(exc2):
                     raise
-                raise ResultsLocked(self._locked_message(holder, stale_after)) from None
+                raise ResultsLocked(self._locked_message(holder, stale_after, owner)) from None
         stop = threading.Event()
 
         def heartbeat() -> None:

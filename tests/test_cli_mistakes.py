@@ -239,3 +239,33 @@ def test_a_report_where_two_ids_share_only_refused_runs_is_written(tmp_path):
     no_pair = run("diff", str(results))
     assert no_pair.exit_code == exit_codes.USAGE
     assert "that graded the same runs" in said(no_pair)
+
+
+def test_a_cluster_of_its_own_needs_absolute_paths(tmp_path, monkeypatch):
+    # a relative --out was written in the workers' own folders: markers with no parts
+    monkeypatch.chdir(tmp_path)
+    result = run("grade", "runs", "--out", "results", "--engine", "dask", "--scheduler",
+                 "tcp://127.0.0.1:9")
+    assert result.exit_code == exit_codes.USAGE
+    assert "with --scheduler, give RUNS and --out as absolute paths" in said(result)
+
+
+def test_an_empty_judge_command_is_a_usage_error(tmp_path):
+    # an unset variable graded without a judge, exit 0, as if asked to
+    shutil.copytree(SAMPLE, tmp_path / "runs")
+    result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "results"),
+                 "--judge-cmd", "")
+    assert result.exit_code == exit_codes.USAGE
+    assert "--judge-cmd is empty" in said(result)
+
+
+def test_a_command_the_lock_stops_is_told_what_it_can_do(graded, tmp_path):
+    from pipeline.store import ResultStore
+
+    _, results = copied(graded, tmp_path)
+    with ResultStore(str(results)).lock():
+        for command in (("compact", str(results)), ("catalog", str(results))):
+            result = run(*command)
+            assert result.exit_code == exit_codes.LOCKED
+            assert "then run this command again" in said(result)
+            assert "--out" not in said(result)  # (neither command has one)

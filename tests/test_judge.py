@@ -493,7 +493,11 @@ def test_judged_grader_ids_are_distinct_and_stable():
 def test_judge_names_from_commands_and_models():
     assert name_from_command(["python3", "-u", "tools/My Judge.py", "--x"]) == "my-judge"
     assert name_from_command(["/usr/local/bin/judge-gpt"]) == "judge-gpt"
-    assert name_from_command(["uv", "run", "judge.py"]) == "run"
+    # two judges of one package or one launcher are two names (were `judgepkg` and `run`)
+    assert name_from_command(["uv", "run", "judge.py"]) == "judge"
+    assert name_from_command(["python3", "-m", "judgepkg.strict"]) == "strict"
+    assert name_from_command(["python3", "-m", "judgepkg.lenient"]) == "lenient"
+    assert name_from_command(["env", "FOO=1", "npx", "tsx", "strict.ts"]) == "strict"
     assert slug("meta-llama/Llama-3.1-8B-Instruct") == "meta-llama-llama-3.1-8b-instruct"
     assert slug("..//") == "judge"
 

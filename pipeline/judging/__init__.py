@@ -26,6 +26,10 @@ def make_judge(results_uri: str, *, command: str | None = None, url: str | None 
                retries: int = 2, endpoint_url: str | None = None) -> Judge | None:
     """The judge the options describe (None when neither a command nor a URL is given), with
     its cache under `results_uri`; raises JudgeConfigError on options that cannot work."""
+    for option, value in (("--judge-cmd", command), ("--judge-url", url)):
+        if value is not None and not value.strip():  # (an unset variable in a script)
+            raise JudgeConfigError(f"{option} is empty: give the judge's command or URL, or "
+                                   "leave the option out to grade without a judge")
     if command and url:
         raise JudgeConfigError("give either --judge-cmd or --judge-url, not both")
     if not command and not url:

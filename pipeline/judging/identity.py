@@ -15,8 +15,10 @@ from ..checks.grader import validate_grader_id
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*$")
 # Words of a command line that start a program rather than name the judge.
+# Words of a command that run the judge rather than name it (`uv run`, `npx tsx`, `env`)
 LAUNCHERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|ruby|perl|"
-                       r"uv|uvx|env|exec|nice|timeout)$")
+                       r"uv|uvx|env|exec|nice|timeout|run|npx|pnpm|yarn|tsx|ts-node|poetry|"
+                       r"pipx|conda)$")
 
 
 class JudgeConfigError(ValueError):
@@ -41,10 +43,16 @@ def judge_name(name: str) -> str:
 
 
 def name_from_command(argv: list[str]) -> str:
-    """The judge name a command suggests: its script's file stem (`judge.py` -> `judge`)."""
-    for word in argv:
+    """The judge name a command suggests: its script's file stem (`judge.py` -> `judge`,
+    `uv run judges/strict.py` -> `strict`), or the module's own name (`python3 -m
+    judges.strict` -> `strict`), past launchers, options and `NAME=value` settings."""
+    words = iter(argv)
+    for word in words:
         base = Path(word).name
-        if word.startswith("-") or LAUNCHERS.match(base):
+        if word == "-m":
+            module = next(words, "")
+            return slug(module.rsplit(".", 1)[-1]) if module else "judge"
+        if word.startswith("-") or "=" in word or LAUNCHERS.match(base):
             continue
         return slug(Path(base).stem or base)
     return "judge"
