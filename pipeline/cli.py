@@ -356,6 +356,10 @@ def _writing_results(nothing: str | None, doing: str, left: str,
     130 for Ctrl-C, each saying so rather than with a traceback."""
     from .store import ResultsLocked
 
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # (SIGTERM ends the command
+        # with its message and exit code, as a grade's does: it died silently by the signal)
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
     except usage as exc:
@@ -365,6 +369,9 @@ def _writing_results(nothing: str | None, doing: str, left: str,
     except KeyboardInterrupt:
         raise fail(f"interrupted (Ctrl-C) while {doing}. {left}; rerun the same command.",
                    exit_codes.INTERRUPTED) from None
+    except _Terminated:
+        raise fail(f"stopped by SIGTERM while {doing}. {left}; rerun the same command.",
+                   exit_codes.STOPPED) from None
     except Exception as exc:
         if not _store_failed(exc):
             raise
@@ -373,6 +380,17 @@ def _writing_results(nothing: str | None, doing: str, left: str,
         raise fail(f"a store failed while {doing}: {exc}. {left}; fix the cause (permissions, "
                    "credentials, endpoint) and rerun the same command.",
                    exit_codes.STORAGE) from exc
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command was (see `_writing_results`)."""
+
+
+def _terminated(*_) -> None:
+    raise _Terminated
 
 
 def _reading_results():

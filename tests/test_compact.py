@@ -515,3 +515,24 @@ def test_a_grade_compacts_the_results_itself_once_told_how_many_batches_are_too_
     assert (again["skipped"], again["uncompacted"]) == (6, 0) and "compacted" not in again
     too_few = cli.invoke(app, ["grade", str(runs), "--out", str(out), "--compact-after", "1"])
     assert too_few.exit_code == exit_codes.USAGE
+
+
+def test_sigterm_during_a_compaction_stops_it_with_its_exit_code_and_a_message(
+        graded, tmp_path, monkeypatch):
+    # the process died by the signal itself: no message, no summary, return code -15
+    out = copy(graded[1], tmp_path / "results")
+    before = views(out)
+    merge = compact_module._compact
+
+    def terminated_midway(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # (as a scheduler stops a job)
+        return merge(*args, **kwargs)
+
+    monkeypatch.setattr(compact_module, "_compact", terminated_midway)
+    result = CliRunner().invoke(app, ["compact", str(out)])
+    assert result.exit_code == exit_codes.STOPPED, result.output
+    assert "stopped by SIGTERM while compacting" in " ".join(result.output.split())
+    monkeypatch.setattr(compact_module, "_compact", merge)
+    assert_same(before, views(out))  # every view as it was; the next compaction finishes
+    assert CliRunner().invoke(app, ["compact", str(out)]).exit_code == 0
+    assert_same(before, views(out))
