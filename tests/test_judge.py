@@ -519,3 +519,19 @@ def test_answers_are_read_strictly():
 
 def test_make_judge_without_a_judge_is_none(tmp_path):
     assert make_judge(str(tmp_path)) is None
+
+
+def test_an_interrupt_sends_no_further_judge_call(two_runs, tmp_path):
+    # Ctrl-C while the judge was asked ran every queued call before the grade stopped
+    # (minutes of a paid API); now the calls not yet sent are dropped
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    judge = command_judge(results, log, batch_size=1, concurrency=1)
+
+    def progress(stage: str, done: int, total: int | None) -> None:
+        if stage == "asking the judge" and done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        grade(two_runs, results, judge, progress=progress)
+    processes, _ = sent(log)
+    assert 1 <= len(processes) <= 2 < 4  # 4 questions: one call each, at most one more begun

@@ -10,6 +10,7 @@ undecided and its detail says why.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -149,8 +150,9 @@ class Judge:
         batches = [requests[i:i + size] for i in range(0, len(requests), size)]
         outcomes: dict[str, Answer | Failure] = {}
         unsaved: list[dict] = []
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)),
-                                thread_name_prefix="judge") as pool:
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)),
+                                  thread_name_prefix="judge")
+        try:
             futures = [pool.submit(self._ask_batch, batch) for batch in batches]
             if self.on_progress:
                 self.on_progress(0, len(requests))
@@ -164,6 +166,14 @@ class Judge:
                 if len(unsaved) >= self.flush_every:
                     self._save(unsaved)
                     unsaved = []
+        except BaseException:
+            # Ctrl-C or an error: no further call is sent (the calls under way end by their
+            # timeout); the answers already in hand are kept for the next grade
+            pool.shutdown(wait=False, cancel_futures=True)
+            with contextlib.suppress(Exception):
+                self._save(unsaved)
+            raise
+        pool.shutdown(wait=True)
         self._save(unsaved)
         self.stats.calls = self.budget.used  # every granted request was sent
         rows = []
