@@ -367,6 +367,8 @@ def test_chat_endpoint_server_errors_are_retried(two_runs, tmp_path):
 
 @pytest.mark.parametrize(("mode", "key", "reason", "calls"), [
     ("slow", None, "judge timed out after 0.3s", 8),
+    # a reply sent a byte at a time is timed out whole (urllib bounds each read only)
+    ("drip", None, "judge timed out after 0.3s", 8),
     ("garbage", None, "judge answered malformed JSON: no JSON object in the reply", 8),
     ("rule", "wrong-key", "judge endpoint answered HTTP 401: {\"error\": {\"message\": "
                           "\"bad key\"}}", 4),

@@ -9,6 +9,7 @@ reads the answer object from `choices[0].message.content`. Rate limits (429), se
 from __future__ import annotations
 
 import json
+import time
 from urllib.parse import urlsplit
 
 from .answers import Answer, Failure, MalformedAnswer, answer_from_text
@@ -65,9 +66,17 @@ class ChatJudge:
             headers["Authorization"] = f"Bearer {self._api_key}"
         http = urllib.request.Request(self.endpoint, data=json.dumps(body).encode("utf-8"),
                                       headers=headers, method="POST")
+        deadline = time.monotonic() + timeout
         try:
             with urllib.request.urlopen(http, timeout=timeout) as resp:
-                raw = resp.read()
+                # (urllib's timeout bounds each read, not the reply: one sent a byte at a
+                # time would hold the call for as long as it drips)
+                chunks = []
+                while chunk := resp.read1(1 << 16):
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise TimeoutError
+                raw = b"".join(chunks)
         except urllib.error.HTTPError as exc:
             said = " ".join(exc.read()[:NOTE].decode("utf-8", "replace").split())
             retryable = exc.code in (408, 409, 429) or exc.code >= 500

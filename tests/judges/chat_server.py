@@ -90,7 +90,13 @@ class ChatServer:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if server.mode == "drip":  # the reply a byte at a time, 20 ms apart
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.02)
+                    else:
+                        self.wfile.write(data)
                 except OSError:  # the client gave up (a timeout test)
                     pass
 
