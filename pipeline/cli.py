@@ -290,6 +290,12 @@ def grade(
                               "(or compacted, for the grader ids done)"):
             summary.compacted = compact_results(out_dir, endpoint_url).merged
         summary.uncompacted = 0
+        from .store import ResultStore
+
+        with contextlib.suppress(OSError):  # the grade's record says so too (a log, not data)
+            store = ResultStore(out_dir, endpoint_url)
+            if record := store.grade_record(summary.grade_id):
+                store.log_grade({**record, "uncompacted": 0, "compacted": summary.compacted})
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:

@@ -504,6 +504,9 @@ def test_a_grade_compacts_the_results_itself_once_told_how_many_batches_are_too_
     assert shown.exit_code == 0, shown.output
     assert "compacted" in shown.stdout and "4 batches → 1" in shown.stdout
     assert len(ResultStore(str(out)).commits()) == 1
+    # the grade's record says what its summary said (it kept the count before compacting)
+    record = ResultStore(str(out)).grade_record(read_grades(str(out))["grade_id"][-1])
+    assert (record["uncompacted"], record["compacted"]) == (0, {DEFAULT_GRADER_ID: 4})
     assert parts(out) == {key: 1 for key in parts(out)}  # one part per table
     after = views(out)
     # the same rows, but for the run graded again
