@@ -414,18 +414,25 @@ class ReportOwners:
             return {}
         if self._history is None:
             runs = self._store.committed_runs(
-                {"run_id": pl.String, "run_uri": pl.String, "status": pl.String})
+                {"run_id": pl.String, "run_uri": pl.String, "status": pl.String},
+                with_batch=True)
             self._history = runs.group_by("run_id", "run_uri", maintain_order=True).agg(
-                graded=(pl.col("status") == "graded").any())
+                graded=(pl.col("status") == "graded").any(), part=pl.col("part").min())
         ids = {name.removesuffix(".json") for name in names}
         named = pl.col("run_id")  # (and the ids whose names are not the id: see report_stem)
         found = self._history.filter(named.is_in(ids) | (named.str.len_bytes() > NAME_BYTES)
                                      | pl.any_horizontal(named.str.contains(c, literal=True)
                                                          for c in NOT_IN_NAMES))
-        runs: dict[str, list[tuple[str, bool]]] = {}
-        for run_id, run_uri, graded in found.iter_rows():
-            runs.setdefault(f"{report_stem(run_id)}.json", []).append((uri_tag(run_uri), graded))
-        holders = {name: self._holder(name, runs[name]) for name in names if name in runs}
+        runs: dict[str, list[tuple[str, str, bool]]] = {}
+        for run_id, run_uri, graded, part in found.iter_rows():
+            runs.setdefault(f"{report_stem(run_id)}.json", []).append(
+                (part, uri_tag(run_uri), graded))
+        # first committed first, and in one part by uri tag: the order a batch hands out the
+        # names of the reports it staged (`names`, over `_staged_reports`); row order within
+        # a part made a run refused since and graded again take another run's name
+        holders = {name: self._holder(name, [(tag, graded) for _, tag, graded
+                                             in sorted(runs[name])])
+                   for name in names if name in runs}
         return {name: tag for name, tag in holders.items() if tag is not None}
 
     def _holder(self, name: str, runs: list[tuple[str, bool]]) -> str | None:
@@ -795,7 +802,8 @@ class ResultStore:
                        ) -> pl.DataFrame:
         """`columns` of the committed `runs` parts of `grader_ids` (default: every grader id's),
         oldest batch first (`commits`: the committed batches, when the caller has read them),
-        and with `with_batch` the `batch_id` of each row's part.
+        and with `with_batch` the `batch_id` and `part` (`batch=…/part-N.parquet`, in the
+        order the parts are read) of each row.
         Locally in one scan (polars reads the parts side by side and keeps their order), from
         S3 fetched whole, many at a time (a part is a few tens of KB)."""
         commits = self.commits() if commits is None else commits
@@ -807,9 +815,12 @@ class ResultStore:
             parts = [p for p in parts if p.split("/")[-3] in slugs]
         paths = [url if self.local else url.split("://", 1)[1]
                  for url in sorted(parts, key=lambda p: p.split("batch=", 1)[-1])]
-        batch = pl.col("_part").str.extract(r"/batch=([^/]+)/", 1).alias("batch_id")
+        # the batch of a row's part, and the part's place ("batch=…/part-3.parquet": the
+        # parts' order here, that of the reports each part staged)
+        batch = [pl.col("_part").str.extract(r"/batch=([^/]+)/", 1).alias("batch_id"),
+                 pl.col("_part").str.extract(r"(batch=[^/]+/[^/]+)$", 1).alias("part")]
         if not paths:
-            return pl.DataFrame(schema={**columns, **({"batch_id": pl.String}
+            return pl.DataFrame(schema={**columns, **({"batch_id": pl.String, "part": pl.String}
                                                       if with_batch else {})})
         # parts written by other versions may hold other columns: only these are read
         if self.local:

@@ -811,6 +811,31 @@ def test_runs_of_one_id_in_batches_of_one_grade_each_keep_their_report(tmp_path)
                       _tagged(second): by_uri[str(second)]}
 
 
+@pytest.mark.parametrize("prefixes", [("alpha", "beta"), ("beta", "alpha")])
+def test_a_run_refused_and_graded_again_keeps_the_name_its_batch_gave_it(tmp_path, prefixes):
+    # Two runs of one id graded in one batch: the batch gave the name by uri tag, the next
+    # grades looked for its holder in row order. Once the run with the tagged name was
+    # refused (its report removed) and graded again, it took the other run's name, whose
+    # report was lost.
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    folders = [write_run(runs / prefixes[0], SAME),
+               write_run(runs / prefixes[1], SAME, files=ONE_PARAGRAPH)]
+    _grade(runs, out)
+    first = {name: json.loads(text)["overall_score"]
+             for name, text in _reports(out, SAME)["reports"].items()}
+    tagged = next(f for f in folders if _tagged(f) in first)
+    program = tagged / "program.md"
+    kept = program.read_bytes()
+    program.unlink()
+    assert _grade(runs, out)["refused"] == 1
+    program.write_bytes(kept)
+    assert _grade(runs, out)["graded"] == 1
+    for folder in ("reports", "grader"):
+        now = {name: json.loads(text)["overall_score"]
+               for name, text in _reports(out, SAME)[folder].items()}
+        assert now == first, folder
+
+
 def _one_grade_each(runs: Path, out: Path, first: str = "a", second: str = "b"
                     ) -> tuple[Path, Path]:
     """Two runs of one id, under the prefixes `first` and `second`, graded in that order, one
