@@ -138,6 +138,14 @@ CASES = [
          "passed", "satisfied", "`out` has 2 paragraphs"),
     Case("paragraph-range-fails", "2-3 paragraphs", "A.\n\nB.\n\nC.\n\nD.", "count", "failed",
          "violated", "`out` has 4 paragraphs"),
+    # an indented code block, and a list item's indented paragraph, are no paragraphs of the
+    # output (v13 counted them: 3 paragraphs)
+    Case("paragraphs-beside-indented-code-pass", "exactly 2 paragraphs",
+         "First one.\n\n    indented code\n\nSecond one.", "count", "passed", "satisfied",
+         "`out` has 2 paragraphs"),
+    Case("paragraphs-beside-a-list-items-paragraph-pass", "exactly 2 paragraphs",
+         "First one.\n\n- an item\n\n  more of the item\n\nSecond one.", "count", "passed",
+         "satisfied", "`out` has 2 paragraphs"),
     Case("exactly-one-sentence-passes", "exactly one sentence", "It worked, mostly.", "count",
          "passed", "satisfied", "`out` has 1 sentence"),
     Case("exactly-one-sentence-fails", "exactly one sentence", "It worked. Mostly.", "count",

@@ -144,6 +144,8 @@ def _fenced(text: pl.Expr) -> pl.Expr:
     return text.str.contains("```", literal=True) | text.str.contains("~~~", literal=True)
 
 
+# A block that is a list item (or holds one at its start)
+LIST_START = r"^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]"
 # What starts a block of its own at the start of a line: a list item, a heading, a table line,
 # a quote
 BLOCK_START = r"[ ]{0,3}(?:[-*+][ \t]|\d{1,3}[.)][ \t]|#|\||>)"
@@ -159,9 +161,19 @@ def _blocks(text: pl.Expr) -> pl.Expr:
         # every position of the text, four times slower here
         .str.replace_all(r"\n(" + BLOCK_START + ")", "\n\n$1")
         .str.replace(r"^(" + BLOCK_START + ")", "\n$1")
-        .str.replace_all(r"\n[ \t]*\n\s*", BLOCK)
-        .str.strip_chars().str.split(BLOCK)
-        .list.eval(pl.element().str.strip_chars())
+        # (blank lines part blocks; the next block's indentation is kept, to be read below)
+        .str.replace_all(r"\n[ \t]*\n(?:[ \t]*\n)*", BLOCK)
+        .str.strip_chars("\n").str.split(BLOCK)
+        .list.eval(
+            # an indented block under a list item is that item's (a paragraph of it); one
+            # indented by four spaces or a tab elsewhere is code (CommonMark): neither is a
+            # paragraph of the output
+            pl.when(pl.element().str.contains(r"^[ \t]{2,}\S")
+                    & pl.element().shift(1).str.contains(LIST_START).fill_null(False))
+            .then(pl.concat_str(pl.lit("- "), pl.element().str.strip_chars()))
+            .when(pl.element().str.contains(r"^(?:(?: {4}|\t)[^\n]*(?:\n|$))+$"))
+            .then(pl.lit("```"))
+            .otherwise(pl.element()).str.strip_chars())
         .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
     )
 
