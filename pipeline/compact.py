@@ -18,7 +18,6 @@ first appearance.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable
@@ -132,9 +131,10 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
     still_locked()
     # the ledger graders its refused ledgers were read with, where the batches agree (see
     # `ledger_graders_changed`)
-    ledger_sets = {json.dumps(markers[batch].get(LEDGER_GRADERS)) for batch in batches}
-    same = json.loads(ledger_sets.pop()) if len(ledger_sets) == 1 else None
-    kept = {} if same is None else {LEDGER_GRADERS: same}
+    ledger_sets = {None if (ids := markers[batch].get(LEDGER_GRADERS)) is None else tuple(ids)
+                   for batch in batches}  # (None: a marker that does not say)
+    same = ledger_sets.pop() if len(ledger_sets) == 1 else None
+    kept = {} if same is None else {LEDGER_GRADERS: list(same)}
     store.publish(batch_id, grader_id, {
         "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
         "replaces": sorted({*batches, *(b for batch in batches for b in earlier.get(batch, ()))}),
