@@ -67,7 +67,7 @@ def test_the_example_grader_runs(tmp_path):
 
 
 def test_default_grader_is_current_and_stamps_every_row(tmp_path):
-    assert DEFAULT_GRADER_ID == "prose.contract.grader/v14"
+    assert DEFAULT_GRADER_ID == "prose.contract.grader/v15"
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     assert grade_cli(tmp_path / "runs", tmp_path / "results").exit_code == 0

@@ -152,6 +152,11 @@ CASES = [
          "failed", "violated", "`out` has 2 sentences"),
     Case("bare-one-sentence-passes", "one sentence", "Overall fine.", "count", "passed",
          "satisfied", "1 sentence"),
+    # "e.g." and "i.e." end no sentence, nor does a mark before a word in lower case (v14
+    # counted 3 and 2)
+    Case("abbreviations-end-no-sentence", "exactly two sentences", "Use a standard unit, e.g. "
+         "Celsius, i.e. the usual one. It is approx. five degrees.", "count", "passed",
+         "satisfied", "`out` has 2 sentences"),
     Case("top-n-passes", "a numbered list of the top 3 results", "1. a\n2. b\n3. c", "count",
          "passed", "satisfied", "3 numbered items"),
     Case("top-n-fails", "a numbered list of the top 3 results", "1. a\n2. b\n3. c\n4. d",

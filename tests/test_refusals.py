@@ -125,9 +125,7 @@ def test_found_equals_graded_plus_refused(make_run, run_root):
 
 
 @pytest.mark.parametrize(("state", "said"), [
-    # a log longer than what is read of it: its end is never seen, and the detail says so
-    ("# run:x brief\n" + ("1→ researcher ✓ (" + "x" * 200 + ")\n") * 6000
-     + "---end 2026-11-12T03:20:11Z\n", "is longer than the 1 MB this grader reads of it"),
+    # (a log longer than what is read of it: tests/test_text_encodings.py)
     ("# run:x brief\n1→ researcher ✓\n---end\n\n", "ends with '---end' and no time"),
     ("# run:x brief\n1→ researcher ✓\n", "does not end with a '---end' line"),
 ])

@@ -391,7 +391,14 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      "no markdown table"). A not_evaluable clause's reason and recommendation name every
 #      open question (v13: the first), and a rewrite of a vague clause keeps its grammar
 #      ("an answer", v13 "a answer").
-DEFAULT_GRADER_ID = "prose.contract.grader/v14"
+# v15: files as other tools write them: a byte-order mark opening a file is no part of its
+#      text (v14: the program unnamed, the first heading and front matter unread, a JSON
+#      output "not valid JSON"); names compare with their accents composed or decomposed
+#      (NFC: a service whose folder macOS wrote decomposed published nothing in v14); a
+#      run's log is read up to 32 MB (v14: 1 MB, refusing a longer run `incomplete-run`);
+#      "e.g." and "i.e." end no sentence, nor does a mark before a word in lower case
+#      ("approx. five"; v14 counted a sentence at each).
+DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 
 def builtin_checks() -> list[Check]:

@@ -31,10 +31,10 @@ ERROR_WORDS = (
 
 
 def normalised(expr: pl.Expr) -> pl.Expr:
-    """Names compare case-insensitively with `-`, `_` and spaces treated alike."""
-    return expr.str.strip_chars().str.strip_chars("`").str.to_lowercase().str.replace_all(
-        r"[\s_\-]+", "-"
-    )
+    """Names compare case-insensitively with `-`, `_` and spaces treated alike, composed and
+    decomposed accents alike (as `sources.contract.normalise_name` compares them)."""
+    return expr.str.strip_chars().str.strip_chars("`").str.to_lowercase().str.normalize(
+        "NFC").str.replace_all(r"[\s_\-]+", "-")
 
 
 def output_key(expr: pl.Expr) -> pl.Expr:

@@ -104,6 +104,9 @@ HUNK = r"(?m)^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@"
 # A numbered citation marker: "[3]", "[12]"
 CITATION = r"\[\d{1,3}\]"
 SENTENCE_END = r"[.!?…]+[\"'”’)\]*_]*(?:\s|$)"
+# Of those, the ones that end no sentence: "e.g." and "i.e." (which never end one), and a mark
+# followed by a word in lower case ("approx. five", "wait… then"), as no sentence starts so
+NOT_SENTENCE_END = r"\b(?i:e\.g|i\.e)\.[\"'”’)\]*_]*\s|[.!?…]+[\"'”’)\]*_]*\s+\p{Ll}"
 MARKDOWN = (r"(?m)^[ ]{0,3}#{1,6}[ \t]|^[ ]{0,3}(?:[-*+]|\d{1,3}[.)])[ \t]|\*\*[^*\n]+\*\*"
             r"|\[[^\]\n]+\]\([^)\n]+\)|^[ \t]*```|^[ \t]*\|.*\|[ \t]*$|(?:^|\s)_[^_\n]+_(?:\s|$)"
             r"|`[^`\n]+`|^>[ \t]")
@@ -187,7 +190,7 @@ def _is_prose(block: pl.Expr) -> pl.Expr:
 def _sentences_in(block: pl.Expr) -> pl.Expr:
     counted = ~block.str.contains(r"^(?:#|\||```|~~~|(?:-{3,}|\*{3,}|_{3,})$)") \
         & block.str.contains(r"[\p{L}\p{N}]")
-    ends = block.str.count_matches(SENTENCE_END)
+    ends = block.str.count_matches(SENTENCE_END) - block.str.count_matches(NOT_SENTENCE_END)
     open_end = (~block.str.contains(r"[.!?…][\"'”’)\]*_]*\s*$")).cast(pl.Int64)
     return pl.when(counted).then(ends + open_end).otherwise(0)
 

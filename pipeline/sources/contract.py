@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import yaml
@@ -90,8 +91,10 @@ class Contract:
 
 @functools.lru_cache(maxsize=1 << 16)  # runs of one program repeat the same few names
 def normalise_name(name: str) -> str:
-    """Compare names the way authors mean them: case, `-`, `_` and spaces are equivalent."""
-    return re.sub(r"[\s_\-]+", "-", name.strip().strip("`").lower())
+    """Compare names the way authors mean them: case, `-`, `_` and spaces are equivalent, and
+    so are a name's composed and decomposed accents (NFC: a folder written on macOS spells
+    `café` as `e` and a combining accent)."""
+    return re.sub(r"[\s_\-]+", "-", unicodedata.normalize("NFC", name.strip().strip("`").lower()))
 
 
 # The extension of a binding's file, which an item may name its output with (`report.md`)

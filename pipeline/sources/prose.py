@@ -24,6 +24,9 @@ from .state_log import StateLog, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
 
 CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
+# A run's log is read whole up to this: a long run's log passes a megabyte, and whether the run
+# ended is said by its last line
+LOG_CAP = 32 << 20
 DEFAULT_BINDING_CAP = 64 << 10
 ERA_B_MARKERS = ("manifest.run.md", "forme.manifest.json", "root.prose.md", "vm.log.md")
 
@@ -147,11 +150,14 @@ def _forme_manifest(text: str) -> Manifest:
 
 
 def decode(data: bytes) -> tuple[str, bool]:
-    """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal."""
+    """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal. A
+    byte-order mark opening the file (as editors on Windows write one) is no part of its
+    text: front matter, a first heading or a JSON document start after it."""
     try:
-        return data.decode("utf-8"), False
+        text, bad = data.decode("utf-8"), False
     except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace"), True
+        text, bad = data.decode("utf-8", errors="replace"), True
+    return text.removeprefix("\ufeff"), bad
 
 
 def _base_run(ref: RunRef, now: str) -> dict:
@@ -205,7 +211,7 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
 def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     """Why a run's log does not show it complete, as its refusal's detail."""
     if cut:
-        return (f"{name} is longer than the {CONTRACT_CAP >> 20} MB this grader reads of it: "
+        return (f"{name} is longer than the {LOG_CAP >> 20} MB this grader reads of it: "
                 "its last line, where a complete run says '---end TIMESTAMP', was not read")
     if log.last_line == "---end":
         return f"{name} ends with '---end' and no time: a complete run's last line is " \
@@ -228,6 +234,8 @@ def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tupl
             continue
         if _graded_binding(rel):
             wanted.append((rel, binding_cap))
+        elif rel == layout.log:
+            wanted.append((rel, LOG_CAP))
         elif rel in named or rel.startswith(snapshots) or (
                 rel.startswith("workspace/") and rel.endswith(f"/{ERROR_FILE}")
                 and rel.count("/") == 2):
@@ -283,7 +291,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                       "without a services list" + a_folder(ref, *layout.manifests)
                       + _mixed_eras(layout, files))
     manifest = _manifest(text_of(manifest_rel), manifest_rel.endswith(".json"))
-    log_text = text_of(layout.log) if layout.log in files else None
+    log_text = text_of(layout.log, LOG_CAP) if layout.log in files else None
     log = None if log_text is None else (
         parse_vm_log(log_text) if layout is ERA_B else parse_state_log(log_text))
     program = _contract(program_text, manifest.program or "", "program")
