@@ -194,6 +194,21 @@ def test_results_kept_in_a_run_folder_are_refused(tmp_path, inside):
     assert not (tmp_path / "runs" / inside / "_commits").exists()
 
 
+def test_other_results_named_like_a_run_are_refused_saying_what_they_are(graded, tmp_path):
+    # another grade's results, moved under RUNS into a folder named like a run, are found as
+    # a run: refused at every grade, and the refusal must say why, not only "no program.md"
+    runs, results = copied(graded, tmp_path)
+    shutil.move(results, runs / "20261204-020000-old")
+    assert run("grade", str(runs), "--out", str(tmp_path / "new"), "--workers", "1"
+               ).exit_code == exit_codes.OK
+    found = run("sql", str(tmp_path / "new"), "select reason, detail from refusals where "
+                "run_uri like '%/20261204-020000-old'", "--csv", "-")
+    assert [tuple(row) for row in csv.reader(io.StringIO(found.stdout))][1:] == [(
+        "missing-program", "no program.md in the run folder: it holds rungrade results "
+        "(_commits/), not a run. Results kept in a folder named like a run are found as a run "
+        "at every grade: keep them beside RUNS, or in a folder of RUNS named otherwise")]
+
+
 def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
     shutil.copytree(SAMPLE, tmp_path / "runs")
     exits = tmp_path / "exits.py"

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from ..tables import MISSING_CONTRACT
-from .bucket import Bucket, RunRef, a_folder, not_a_file
+from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, ServiceWiring, parse_manifest
@@ -208,6 +208,16 @@ def read_run(bucket: Bucket, ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP
         return refuse(ref, "internal-error", "".join(tb)[-1500:], run=run)
 
 
+def _results_here(ref: RunRef) -> str:
+    """What a refusal adds for a folder named like a run that holds rungrade's results: it is
+    found as a run (and refused) at every grade until they are kept elsewhere."""
+    if RESULTS_MARK not in (ref.folders or {}):
+        return ""
+    return (f": it holds rungrade results ({RESULTS_MARK}/), not a run. Results kept in a "
+            "folder named like a run are found as a run at every grade: keep them beside "
+            "RUNS, or in a folder of RUNS named otherwise")
+
+
 def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     """Why a run's log does not show it complete, as its refusal's detail."""
     if cut:
@@ -266,7 +276,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                       f"{layout.program} to read")
     if layout.program not in files:
         raise Refusal("missing-program", f"no {layout.program} in the run folder"
-                      + a_folder(ref, layout.program))
+                      + a_folder(ref, layout.program) + _results_here(ref))
     manifest_rel = next((m for m in layout.manifests if m in files), None)
 
     cut: set[str] = set()  # files longer than their cap: only their head was read
