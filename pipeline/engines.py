@@ -159,6 +159,8 @@ class DaskEngine:
                     n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1,
                     processes=True, host="127.0.0.1", dashboard_address=":0")
             self.client = Client(self.cluster)
+            # (after the cluster starts: a worker a nanny starts again gets it too)
+            self.client.register_plugin(_stop_signals_ignored_on_workers(), name="rungrade-stop")
         self.workers = max(1, sum(self.client.nthreads().values()))
         self.grade_inline = judge is not None
         if self.grade_inline:
@@ -197,6 +199,30 @@ class DaskEngine:
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 self.cluster.close()
+
+
+def _stop_signals_ignored_on_workers():
+    """A worker plugin that makes the LocalCluster's workers ignore SIGINT once more after
+    polars is imported: polars installs its own handler when imported, whatever was ignored
+    before, and turns a Ctrl-C into a KeyboardInterrupt inside the task it is running (each
+    worker printed its traceback, a hundred lines or more, before the grade's one-line
+    message). Its `setup` runs on the worker's main thread, where signal handlers are set.
+    The tasks a stopped grade leaves are cancelled: a worker's warning for each that ended so
+    is left out."""
+    from distributed import WorkerPlugin
+
+    from .grade import _ignore_stop_signals
+
+    class StopSignalsIgnored(WorkerPlugin):
+        def setup(self, worker) -> None:
+            import logging
+
+            import polars  # noqa: F401  (its handler set first, then replaced)
+
+            _ignore_stop_signals()
+            logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+
+    return StopSignalsIgnored()
 
 
 @contextlib.contextmanager

@@ -320,3 +320,31 @@ def test_cluster_workers_run_polars_on_one_thread(tmp_path: Path):
                           timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[1, 1]", done.stdout
+
+
+def _interrupted_while_polars_runs() -> str:
+    """On a worker: a Ctrl-C (SIGINT to the process, as a terminal sends it to the whole
+    process group) arrives while polars runs a query, as it does while a shard is graded."""
+    import signal
+    import threading
+
+    frame = pl.DataFrame({"a": range(2_000_000)})
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    for _ in range(30):  # (one query takes about 0.05 s: the signal comes during one)
+        frame.lazy().select(pl.col("a").cast(pl.String).str.len_bytes().sum()).collect()
+    return "finished"
+
+
+def test_a_local_clusters_workers_leave_a_ctrl_c_to_the_grading_process():
+    # polars installs a SIGINT handler of its own when imported, whatever was ignored before:
+    # each worker's query raised KeyboardInterrupt, and printed its traceback, before the
+    # grade's one-line message. Only the grading process decides what a stop abandons.
+    engine = DaskSpec(workers=1)(1, default_grader(), (), None)
+    try:
+        assert engine.client.submit(_interrupted_while_polars_runs, pure=False).result() \
+            == "finished"
+        engine.client.restart()  # a worker its nanny starts again ignores it too
+        assert engine.client.submit(_interrupted_while_polars_runs, pure=False).result() \
+            == "finished"
+    finally:
+        engine.close()
