@@ -397,7 +397,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      (NFC: a service whose folder macOS wrote decomposed published nothing in v14); a
 #      run's log is read up to 32 MB (v14: 1 MB, refusing a longer run `incomplete-run`);
 #      "e.g." and "i.e." end no sentence, nor does a mark before a word in lower case
-#      ("approx. five"; v14 counted a sentence at each).
+#      ("approx. five"; v14 counted a sentence at each); an output's `\r\n` line ends
+#      read as `\n` (v14: a valid table "no markdown table", valid YAML "no YAML"); ensures
+#      items may be numbered (v14 read none: a service left out, or a run refused); an
+#      item's unindented next line continues it (v14 dropped it), and its HTML comments are
+#      no part of it (v14 read their words as requirements).
 DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 

@@ -27,7 +27,12 @@ _COLON_BLOCK = re.compile(r"^(" + "|".join(COLON_SECTIONS) + r")\s*:\s*$", re.IG
 # Any other block of that form (`notes:`, `examples:` on a line of their own) ends a colon
 # block: its items are not the section's.
 _OTHER_BLOCK = re.compile(r"^[A-Za-z][\w -]*:$")
-_ITEM = re.compile(r"^(\s*)[-*+]\s+(.*)$")
+# A list item, bulleted or numbered (`1.`, `1)`): a contract's ensures may be an ordered list
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(.*)$")
+# What interrupts a paragraph, so never continues a list item on an unindented line: a
+# heading, a block quote, a table row, an HTML block, a rule
+_INTERRUPTS = re.compile(r"^(?:#|>|\||<|(?:-\s*){3,}$|(?:\*\s*){3,}$|(?:_\s*){3,}$)")
+
 _IF = re.compile(r"if\s", re.IGNORECASE)
 # Possessive `*+` and `++` never give back what they took, so a long run of spaces before a
 # missing `:` is not tried again split by split between the two `\s*` (quadratic before). Each
@@ -179,13 +184,31 @@ def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]
     return None, head, None, None
 
 
+def _without_comments(text: str) -> str:
+    """`text` without its HTML comments (`<!-- … -->`, one left open running to the end),
+    which are not rendered and say nothing of the output; the text around each is parted by
+    one space. (Found with `str.find`: a pattern starting with spaces is quadratic on a long
+    run of them.)"""
+    if "<!--" not in text:
+        return text
+    kept, start = [], 0
+    while (opened := text.find("<!--", start)) != -1:
+        kept.append(text[start:opened])
+        closed = text.find("-->", opened + 4)
+        start = len(text) if closed == -1 else closed + 3
+    kept.append(text[start:])
+    return " ".join(piece.strip() for piece in kept if piece.strip())
+
+
 def _parse_items(lines: list[str]) -> list[Item]:
     """Items with indentation-based nesting; continuation lines join the item above."""
     items: list[Item] = []
     texts: list[list[str]] = []  # each item's text in parts, joined once at the end (linear)
     stack: list[tuple[int, Item]] = []  # (indent, item) of open ancestors
     in_fence = False
+    after_blank = True  # (the line before was blank, or there was none)
     for line in lines:
+        blank, after_blank = after_blank, not line.strip()
         if _FENCE.match(line):
             in_fence = not in_fence
             if items:
@@ -210,13 +233,16 @@ def _parse_items(lines: list[str]) -> list[Item]:
             items.append(item)
             texts.append([m.group(2).strip()])
             stack.append((indent, item))
-        elif line.strip() and items and (line[:1].isspace() or not stack):
+        elif line.strip() and stack and (
+                line[:1].isspace()
+                or (not blank and not _INTERRUPTS.match(line))):  # (a lazy continuation)
             texts[-1] += (" ", line.strip())
-        elif line.strip() and items:
-            # An unindented line of prose ends the list; later items start a new one.
+        elif line.strip():
+            # An unindented line of prose after a blank one ends the list, and is no item's:
+            # later items start a new one.
             stack.clear()
     for item, parts in zip(items, texts, strict=True):
-        item.text = "".join(parts)
+        item.text = _without_comments("".join(parts))
         item.name, item.description, item.condition, item.annotation = parse_item_text(item.text)
     return items
 

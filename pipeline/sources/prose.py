@@ -150,13 +150,16 @@ def _forme_manifest(text: str) -> Manifest:
 
 
 def decode(data: bytes) -> tuple[str, bool]:
-    """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal. A
-    byte-order mark opening the file (as editors on Windows write one) is no part of its
-    text: front matter, a first heading or a JSON document start after it."""
+    """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal. A file
+    as editors on Windows write it reads as any other: a byte-order mark opening it is no part
+    of its text (front matter, a first heading or a JSON document start after it), and its
+    lines end with `\n` alone (a table, a fence or YAML is read line by line)."""
     try:
         text, bad = data.decode("utf-8"), False
     except UnicodeDecodeError:
         text, bad = data.decode("utf-8", errors="replace"), True
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
     return text.removeprefix("\ufeff"), bad
 
 
