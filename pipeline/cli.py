@@ -568,10 +568,13 @@ def sql(
         if rows is None:  # a statement that returns no rows (`set`, `create view`)
             return None
         if csv is None:
-            return rows.pl()
-        # a CSV holds no lists, maps nor structs: those as JSON text
-        return rows.select(flat_columns(dict(zip(rows.columns, map(str, rows.types),
-                                                 strict=True)))).pl()
+            answer = rows.pl()
+        else:  # a CSV holds no lists, maps nor structs: those as JSON text
+            answer = rows.select(flat_columns(dict(zip(rows.columns, map(str, rows.types),
+                                                       strict=True)))).pl()
+        # (DuckDB answers such a statement with an empty `Success` or `Count` column)
+        return None if answer.is_empty() and answer.columns in (["Success"], ["Count"]) \
+            else answer
 
     try:  # (a store's failure is the exit code of `_reading_results`, not a failed query)
         df = _ask(results, endpoint_url, question, ours=False)

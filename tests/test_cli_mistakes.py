@@ -79,6 +79,17 @@ def test_an_empty_query_is_a_usage_error(graded, tmp_path, query):
     assert "is empty: give a statement" in said(result)
 
 
+@pytest.mark.parametrize("statement", ["set threads = 1", "create temp view v as select 1"])
+def test_a_statement_returning_no_rows_says_done(graded, statement):
+    # DuckDB answers these with an empty `Success` or `Count` column: an empty table was
+    # printed, and a CSV of one header line written
+    _, results = graded
+    for extra in ([], ["--csv", "-"]):
+        result = run("sql", str(results), statement, *extra)
+        assert result.exit_code == 0, result.output
+        assert said(result) == "done: the statement returns no rows", result.output
+
+
 def test_csv_holds_lists_and_maps_as_json(graded):
     # before: "CSV format does not support nested data", a traceback
     _, results = graded
