@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from .checks import DEFAULT_GRADER_ID
 from .checks.grader import Grader, GraderError
 from .checks.ledger import LedgerGrader
 
@@ -39,11 +40,20 @@ def _import(path: Path | str) -> ModuleType:
     return module
 
 
+BUILTIN_NAME = DEFAULT_GRADER_ID.rsplit("/", 1)[0] + "/"  # prose.contract.grader/
+
+
 def load_grader(path: Path | str) -> Grader:
     """Import `path` and return its `grader`; refuses files without a valid Grader."""
     grader = getattr(_import(path), "grader", None)
     if not isinstance(grader, Grader):
         raise GraderError(f"{path} must define `grader = Grader('<name>.grader/v<N>', [...])`")
+    if grader.grader_id.startswith(BUILTIN_NAME):
+        # (its rows would pass for the built-in grader's, and runs graded by it be skipped)
+        raise GraderError(
+            f"{path}: grader id {grader.grader_id!r} is the built-in grader's: give your "
+            f"grader an id of its own, such as 'acme.contract.grader/v1' (every row it writes "
+            f"is stamped with it)")
     return grader
 
 

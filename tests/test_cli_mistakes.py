@@ -224,8 +224,15 @@ def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
     shutil.copytree(SAMPLE, tmp_path / "runs")
     exits = tmp_path / "exits.py"
     exits.write_text("import sys\nsys.exit(0)\n")
+    # a grader taking the built-in grader's id: its rows would pass for the built-in's (and
+    # runs graded by the built-in one were skipped, its checks never run)
+    borrowed = tmp_path / "borrowed.py"
+    borrowed.write_text("from pipeline.checks import DEFAULT_GRADER_ID, Grader, builtin_checks"
+                        "\ngrader = Grader(DEFAULT_GRADER_ID, builtin_checks()[:3])\n")
     for grader, message in ((exits, "calls sys.exit(0) as it is imported"),
-                            (tmp_path / "runs", "is a folder: give the Python file")):
+                            (tmp_path / "runs", "is a folder: give the Python file"),
+                            (borrowed, "is the built-in grader's: give your grader an id of "
+                                       "its own")):
         result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "results"),
                      "--grader", str(grader))
         assert result.exit_code == exit_codes.USAGE, result.output

@@ -21,6 +21,15 @@ LAUNCHERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|r
                        r"pipx|conda)$")
 
 
+# Options of those launchers that take the next word as their value (`timeout -k 5 60`,
+# `nice -n 10`, `python3 -W ignore`, `uv run --with openai`): never the judge's name
+TAKES_VALUE = frozenset({"-n", "--adjustment", "-k", "--kill-after", "-s", "--signal", "-W",
+                         "-X", "--with", "--python", "-p", "--from", "--project",
+                         "--directory", "--env-file", "-C", "--unset"})
+# A launcher's bare argument that is a number or a duration (`timeout 60`, `timeout 1.5m`)
+DURATION = re.compile(r"^\d+(?:\.\d+)?[smhd]?$")
+
+
 class JudgeConfigError(ValueError):
     """A judge that cannot be used as configured (no command, bad name, no model)."""
 
@@ -45,14 +54,18 @@ def judge_name(name: str) -> str:
 def name_from_command(argv: list[str]) -> str:
     """The judge name a command suggests: its script's file stem (`judge.py` -> `judge`,
     `uv run judges/strict.py` -> `strict`), or the module's own name (`python3 -m
-    judges.strict` -> `strict`), past launchers, options and `NAME=value` settings."""
+    judges.strict` -> `strict`), past launchers, options (with the values of those that take
+    one), durations and `NAME=value` settings."""
     words = iter(argv)
     for word in words:
         base = Path(word).name
         if word == "-m":
             module = next(words, "")
             return slug(module.rsplit(".", 1)[-1]) if module else "judge"
-        if word.startswith("-") or "=" in word or LAUNCHERS.match(base):
+        if word in TAKES_VALUE:
+            next(words, None)
+            continue
+        if word.startswith("-") or "=" in word or LAUNCHERS.match(base) or DURATION.match(word):
             continue
         return slug(Path(base).stem or base)
     return "judge"
