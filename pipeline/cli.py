@@ -296,6 +296,8 @@ def grade(
             store = ResultStore(out_dir, endpoint_url)
             if record := store.grade_record(summary.grade_id):
                 store.log_grade({**record, "uncompacted": 0, "compacted": summary.compacted})
+    if not summary.found and not summary.unlisted:
+        _refuse_misplaced_root(runs, out_dir, endpoint_url, summary.grade_id)
     if as_json:
         out.print_json(json.dumps(summary.as_dict()))
     else:
@@ -305,10 +307,6 @@ def grade(
                    "batch in progress was abandoned. Rerun the same command to finish.",
                    exit_codes.STOPPED)
     if not summary.found and not summary.unlisted:
-        from .grade import misplaced_root
-        from .sources.bucket import Bucket
-        if problem := misplaced_root(Bucket(runs, endpoint_url), runs, out_dir):
-            raise fail(f"{problem}.", exit_codes.USAGE)
         # (not an error: a bucket may hold no run yet) but a root of runs named otherwise
         # would pass every night unseen
         err.print(f"note: no run found under {runs}. A run folder is named like "
@@ -322,6 +320,26 @@ def grade(
                    f"{'; …' if count > 5 else ''}. Every run found was graded or refused and "
                    "committed; fix the cause (permissions, the disk) and rerun the same "
                    "command: runs graded already are skipped.", exit_codes.STORAGE)
+
+
+def _refuse_misplaced_root(runs: str, out_dir: str, endpoint_url: str | None,
+                           grade_id: str) -> None:
+    """Exit 2, before any summary, when a runs root in which no run was found is something
+    else: results, or a run folder (`grade.misplaced_root`; a local one is refused before the
+    grade starts, an S3 one once its listing found nothing). Its grade record says so: not
+    `finished`."""
+    from .grade import misplaced_root
+    from .sources.bucket import Bucket
+    from .store import ResultStore
+
+    problem = misplaced_root(Bucket(runs, endpoint_url), runs, out_dir)
+    if not problem:
+        return
+    with contextlib.suppress(OSError):  # (a log, not data: the answer is the exit code)
+        store = ResultStore(out_dir, endpoint_url)
+        if record := store.grade_record(grade_id):
+            store.log_grade({**record, "status": "failed", "error": problem})
+    raise fail(f"{problem}.", exit_codes.USAGE)
 
 
 def _store_failed(exc: Exception) -> bool:

@@ -1030,21 +1030,30 @@ def _misplaced_local_root(runs_uri: str, results_uri: str, endpoint_url: str | N
 
 
 def _results_in_a_run(runs_uri: str, results_uri: str) -> str | None:
-    """What is wrong with local results kept inside a run folder of RUNS (or in a folder
-    named like a run): the run would count them as its files, changed at every grade (or
+    """What is wrong with results kept inside a run folder of RUNS (or in a folder named like
+    a run), local or on S3: the run would count them as its files, changed at every grade (or
     they would be found as a run); None when they are not."""
-    if split_uri(runs_uri)[0] != "file" or split_uri(results_uri)[0] != "file":
+    (protocol, runs), (other, results) = split_uri(runs_uri), split_uri(results_uri)
+    if protocol != other or protocol not in ("file", "s3"):
         return None
-    runs = os.path.realpath(split_uri(runs_uri)[1])
-    results = os.path.realpath(split_uri(results_uri)[1])
-    if os.path.commonpath([runs, results]) != runs or results == runs:
-        return None
+    if protocol == "file":
+        runs, results = os.path.realpath(runs), os.path.realpath(results)
+        names = os.path.relpath(results, runs).split(os.sep)
+        if os.path.commonpath([runs, results]) != runs or results == runs:
+            return None
+    else:  # (keys: the same bucket, the results' prefix below the runs')
+        runs, results = runs.rstrip("/"), results.rstrip("/")
+        if not results.startswith(runs + "/"):
+            return None
+        names = results[len(runs) + 1:].split("/")
     folder = runs
-    for name in os.path.relpath(results, runs).split(os.sep):
-        folder = os.path.join(folder, name)
-        if RUN_DIR.match(name) or (os.path.isdir(folder)
+    for name in names:
+        folder = f"{folder}/{name}"
+        # (on S3 by its name only: a folder's own keys would cost a request each)
+        if RUN_DIR.match(name) or (protocol == "file" and os.path.isdir(folder)
                                    and Bucket(folder).looks_like_a_run()):
-            return (f"the results folder {results_uri} lies in {folder}, which is "
+            shown_folder = folder if protocol == "file" else f"s3://{folder}"
+            return (f"the results folder {results_uri} lies in {shown_folder}, which is "
                     f"{'named like' if RUN_DIR.match(name) else 'itself'} a run folder: it "
                     "would be graded as part of that run (or as a run), changed at every "
                     "grade. Keep the results outside the run folders (beside RUNS, or in a "
@@ -1094,6 +1103,9 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         raise FileNotFoundError(f"runs root {runs_uri} " + (
             "is a file, not a folder" if bucket.local and os.path.isfile(bucket.root)
             else "does not exist"))
+    if not bucket.local and bucket.fs.isfile(bucket.root):  # (a key, not a prefix)
+        raise FileNotFoundError(f"runs root {runs_uri} is an object, not a prefix of objects: "
+                                "give the prefix that holds the run folders")
     store = ResultStore(results_uri, endpoint_url)
     if store.local and os.path.isfile(store.root):
         raise FileNotFoundError(f"results folder {results_uri} is a file, not a folder")

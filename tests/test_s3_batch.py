@@ -304,6 +304,36 @@ def test_results_kept_under_the_runs_prefix_are_not_runs(runs_bucket: str, s3_se
         one.stderr.split())
 
 
+def test_misplaced_s3_roots_and_results_are_usage_errors_with_no_summary(
+        runs_bucket: str, s3_server: str):
+    cli = CliRunner()
+
+    def grade(runs: str, out: str):
+        return cli.invoke(app, ["grade", runs, "--out", out, "--endpoint-url", s3_server,
+                                "--workers", "1", "--json"])
+
+    run = next(ref.uri for ref in Bucket(runs_bucket, s3_server).discover()
+               if "program.md" in ref.files)
+    # a run's prefix as RUNS: found only once listed, and answered as a usage error alone
+    # (before: a whole summary on stdout, and the grade logged `finished`)
+    one = grade(run, f"{runs_bucket}/other")
+    assert one.exit_code == exit_codes.USAGE, one.output
+    assert one.stdout == "" and "is itself a run folder" in one.stderr
+    (record,) = read_grades(f"{runs_bucket}/other", s3_server).to_dicts()
+    assert record["status"] == "failed" and "is itself a run folder" in record["error"]
+    # results kept inside a run's prefix: that run would change at every grade (before:
+    # accepted on S3, refused only locally)
+    inside = grade(runs_bucket, f"{run}/results")
+    assert inside.exit_code == exit_codes.USAGE, inside.output
+    assert "would be graded as part of that run" in " ".join(inside.stderr.split())
+    assert not Bucket(f"{run}/results", s3_server).exists()
+    # an object (a key) as RUNS: no run under it, ever (before: exit 0, "no run found")
+    key = f"{run}/program.md"
+    obj = grade(key, f"{runs_bucket}/third")
+    assert obj.exit_code == exit_codes.USAGE, obj.output
+    assert "is an object, not a prefix of objects" in " ".join(obj.stderr.split())
+
+
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
                                                                        s3_server: str,
                                                                        s3fs_client):
