@@ -178,10 +178,10 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
                     f"{', '.join(left_out[:5])}{', …' if len(left_out) > 5 else ''}; remove "
                     f"them from {GRADES}/ (or restore them)")
             if records is None:
-                raise FileNotFoundError(
+                raise FileNotFoundError(store.holds_nothing(
                     f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS "
                     f"--out {results}` first (grades by a rungrade from before the log are "
-                    "not in it)")
+                    "not in it)"))
             con = duckdb.connect()
             _commits_table(con, store.commits())
             return con.sql(f"select {columns} from ({_grades_query(records)})").pl()
@@ -231,9 +231,9 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     already; `files`: their parts (`store.tables_files`), if listed already."""
     commits = store.commits() if commits is None else commits
     if not commits:
-        raise FileNotFoundError(
+        raise FileNotFoundError(store.holds_nothing(
             f"{store.uri} holds no committed results; run `rungrade grade RUNS --out "
-            f"{store.uri}` first")
+            f"{store.uri}` first"))
     # Each view reads the footer of every part of its tables when it is bound, and so does
     # every view built on it, each time: kept once read, a part is never rewritten.
     con.execute("set parquet_metadata_cache = true")

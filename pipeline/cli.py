@@ -741,7 +741,7 @@ def grades(
     A grade killed outright (or whose machine was lost) shows `interrupted` once no process
     holds the results lock; its record says `running` until the next grade or compaction.
 
-    Exit codes: 0 done; 2 RESULTS holds no grade log.
+    Exit codes: 0 done; 2 RESULTS holds no grade log; 4 a store failed (or no S3 credentials).
     """
     import polars as pl
 
@@ -823,7 +823,7 @@ def compact(
 
 
 @app.command()
-def catalog(results: ResultsArg = "results") -> None:
+def catalog(results: ResultsArg = "results", endpoint_url: EndpointOpt = None) -> None:
     """Write RESULTS/catalog.duckdb again, for the folder where it is now.
 
     Its views read the Parquet parts by the folder's absolute path; every grade writes it.
@@ -835,6 +835,8 @@ def catalog(results: ResultsArg = "results") -> None:
     Exit codes: 0 written; 2 nothing committed there, or S3; 3 results locked; 4 a store failed.
     """
     from .catalog import rewrite_catalog
+
+    del endpoint_url  # (taken as by every command: results on S3 have no catalog file)
 
     with _writing_results("no catalog written.", "writing the catalog",
                           "The results are as they were", usage=(FileNotFoundError, ValueError)):

@@ -65,7 +65,7 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
     store = ResultStore(results_uri, endpoint_url)
     done = Compaction(results_uri)
     if not store.commits():  # (before the lock, which would make the folder)
-        raise FileNotFoundError(f"{results_uri} holds no committed results")
+        raise FileNotFoundError(store.holds_nothing(f"{results_uri} holds no committed results"))
     with store.lock("rungrade compact") as still_locked:
         store.close_interrupted_grade()  # (a grade still `running` cannot be: this holds the lock)
         store.discard_uncommitted()

@@ -1109,6 +1109,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     store = ResultStore(results_uri, endpoint_url)
     if store.local and os.path.isfile(store.root):
         raise FileNotFoundError(f"results folder {results_uri} is a file, not a folder")
+    if not store.local and (missing := store.holds_nothing("")):  # (named: runs or results?)
+        raise FileNotFoundError(f"results {missing}")
     started = time.monotonic()
     summary = Summary(shown(runs_uri), results_uri, main_id, full=full,
                       versions=library_versions())

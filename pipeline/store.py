@@ -484,6 +484,18 @@ class ResultStore:
     def url(self, path: str) -> str:
         return path if self.local else f"{self.protocol}://{path}"
 
+    def holds_nothing(self, otherwise: str) -> str:
+        """Why the results hold no committed batch (or no grade log), as a message: on S3, that
+        their bucket does not exist at this endpoint, when it does not; else `otherwise` (a
+        first grade is still to run). One request, asked only once nothing was found."""
+        if not self.local:
+            bucket = self.root.split("/", 1)[0]
+            with contextlib.suppress(Exception):  # (a store that cannot say: the usual advice)
+                if not self.fs.exists(bucket):
+                    return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
+                            "no S3 service): check the bucket's name and --endpoint-url")
+        return otherwise
+
     # -- commits ---------------------------------------------------------------------------
     def commits(self) -> list[dict]:
         """Committed batches, oldest first. A batch a compacted batch replaces (its marker's

@@ -334,6 +334,24 @@ def test_misplaced_s3_roots_and_results_are_usage_errors_with_no_summary(
     assert "is an object, not a prefix of objects" in " ".join(obj.stderr.split())
 
 
+def test_a_results_bucket_that_does_not_exist_is_named(runs_bucket: str, s3_server: str):
+    # the readers advised running a grade first, and a grade into it failed saying "The
+    # specified bucket does not exist", not which of the two
+    cli = CliRunner()
+    missing = "s3://no-such-bucket-here/res"
+    said = "bucket no-such-bucket-here does not exist (or the endpoint is no S3 service)"
+    for args in (["sql", missing, "select 1"], ["grades", missing], ["trend", missing],
+                 ["compact", missing],
+                 ["grade", runs_bucket, "--out", missing, "--workers", "1"]):
+        result = cli.invoke(app, [*args, "--endpoint-url", s3_server])
+        assert result.exit_code == exit_codes.USAGE, result.output
+        assert said in " ".join(result.output.split()), (args, result.output)
+    # `catalog` takes --endpoint-url as every command does (it was "No such option")
+    catalog = cli.invoke(app, ["catalog", missing, "--endpoint-url", s3_server])
+    assert catalog.exit_code == exit_codes.USAGE, catalog.output
+    assert "where results have no catalog file" in " ".join(catalog.output.split())
+
+
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
                                                                        s3_server: str,
                                                                        s3fs_client):
