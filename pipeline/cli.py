@@ -61,7 +61,8 @@ def _endpoint(url: str | None) -> str | None:
         try:
             parts = urlsplit(url)
             ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (
-                parts.port is None or parts.port > 0)
+                parts.port is None or parts.port > 0) and parts.path in ("", "/") and not (
+                parts.query or parts.fragment)  # (a path: its buckets' keys would be elsewhere)
         except ValueError:  # (a port that is no number)
             ok = False
         if not ok:

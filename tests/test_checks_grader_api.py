@@ -3,6 +3,7 @@ with a message that says what to do."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -94,8 +95,16 @@ def test_a_grader_with_no_check_is_rejected():
 
 
 def test_a_check_listed_twice_is_rejected():
-    with pytest.raises(GraderError, match="lists a check twice"):
+    # named alone (the error listed all 34 names)
+    with pytest.raises(GraderError, match=r"lists a check twice: output_published \(check"):
         Grader("twice.grader/v1", [*builtin_checks(), builtin_checks()[0]])
+
+
+def test_a_check_with_no_name_is_rejected():
+    # its rows were written with `check = ''`
+    nameless = dataclasses.replace(builtin_checks()[0], name="")
+    with pytest.raises(GraderError, match="lists a check with no name"):
+        Grader("nameless.grader/v1", [*builtin_checks()[1:], nameless])
 
 
 @pytest.mark.parametrize(("body", "message"), [

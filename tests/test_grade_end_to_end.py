@@ -230,6 +230,13 @@ def test_a_results_path_read_as_a_pattern_is_refused(tmp_path, name):
 @pytest.mark.parametrize(("args", "said"), [
     (["--endpoint-url", "localhost:9000"], "is not an endpoint URL: give http(s)://HOST[:PORT]"),
     (["--endpoint-url", "http://"], "is not an endpoint URL"),
+    # a path: the runs root (which exists) was said not to exist
+    (["--endpoint-url", "http://127.0.0.1:9000/some/path"], "is not an endpoint URL"),
+    # every judge call failed (NaN, inf), and the grade exited 0
+    (["--judge-cmd", "python3 judge.py", "--judge-timeout", "nan"],
+     "--judge-timeout must be a number, at least 0.001, got nan"),
+    (["--judge-cmd", "python3 judge.py", "--judge-timeout", "inf"],
+     "--judge-timeout must be a number, at least 0.001, got inf"),
     (["--out", "s3://"], "s3:// names no bucket: give s3://BUCKET"),
     (["--out", "gs://bucket/results"], "local folders and s3://BUCKET/PREFIX only, not gs://"),
 ])

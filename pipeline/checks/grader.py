@@ -136,8 +136,12 @@ class Grader:
             raise GraderError(f"grader {grader_id} has no checks: a grader with no evidence "
                               "cannot pass anything; give it at least one check")
         names = [c.name for c in checks]
-        if len(set(names)) != len(names):
-            raise GraderError(f"grader {grader_id} lists a check twice: {names}")
+        if not all(names):
+            raise GraderError(f"grader {grader_id} lists a check with no name: make each with "
+                              "a factory decorated @check(\"name\") (its rows are known by it)")
+        if twice := sorted({name for name in names if names.count(name) > 1}):
+            raise GraderError(f"grader {grader_id} lists a check twice: {', '.join(twice)} "
+                              "(check names must be unique)")
         object.__setattr__(self, "checks", checks)
 
     @property

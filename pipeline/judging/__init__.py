@@ -6,6 +6,7 @@ is the step `grade_tables` runs between the code checks and the clause verdicts.
 
 from __future__ import annotations
 
+import math
 import os
 
 from .answers import OUTCOMES, Answer, Failure
@@ -44,8 +45,9 @@ def make_judge(results_uri: str, *, command: str | None = None, url: str | None 
                                  ("--judge-batch-size", batch_size, 1),
                                  ("--judge-retries", retries, 0),
                                  ("--judge-max-calls", max_calls, 0)):
-        if value is not None and value < least:
-            raise JudgeConfigError(f"{option} must be at least {least:g}, got {value}")
+        if value is not None and not (math.isfinite(value) and value >= least):
+            raise JudgeConfigError(f"{option} must be a number, at least {least:g}, got "
+                                   f"{value}")
     if command:
         client = CommandJudge(command, name=name, batch_size=batch_size)
     else:
