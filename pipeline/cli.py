@@ -260,6 +260,8 @@ def grade(
             summary = grade_runs(runs, out_dir, grader, **options)
     except MisplacedFolder as exc:
         raise fail(f"{exc}.", exit_codes.USAGE) from exc
+    except GraderError as exc:  # (a check reading a column the clause frame lacks)
+        raise fail(str(exc), exit_codes.USAGE) from exc
     except FileNotFoundError as exc:
         raise fail(f"{exc}. Check the path (or bucket and --endpoint-url).",
                    exit_codes.USAGE) from exc

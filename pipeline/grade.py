@@ -35,9 +35,10 @@ from polars.exceptions import PanicException
 
 from . import scratch
 from .catalog import catalog_stale, tidy_compacted, write_catalog
+from .checks import builtin_checks
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
-from .checks.grader import Grader, run_checks
+from .checks.grader import Grader, measure, refuse_unknown_columns, run_checks
 from .checks.ledger import (
     LEDGER_CLAUSE_KIND,
     LedgerGrader,
@@ -1061,6 +1062,20 @@ def _results_in_a_run(runs_uri: str, results_uri: str) -> str | None:
     return None
 
 
+def _refuse_unknown_columns(grader: Grader) -> None:
+    """GraderError, before anything is read or written, when a check of `grader` reads a
+    column the clause frame does not have (`checks.grader.refuse_unknown_columns`): the
+    frame's columns are those of the frame of no run, measured as the checks read it. The
+    built-in checks are known to read none: making that frame costs about a second (its
+    clause readings' query), which a no-change rerun would spend for nothing."""
+    if [c.name for c in grader.checks] == [c.name for c in builtin_checks()]:
+        return
+    empty = source_tables(RunRows())
+    frame = clause_frame(empty["clauses"], empty["services"], empty["bindings"],
+                         measured=False)
+    refuse_unknown_columns(grader.checks, measure(grader.checks, frame).columns)
+
+
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
                workers: int | None = None, shard_runs: int = SHARD_RUNS,
                shard_bytes: int = SHARD_BYTES, endpoint_url: str | None = None,
@@ -1098,6 +1113,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     if misplaced := (_misplaced_local_root(runs_uri, results_uri, endpoint_url)
                      or _results_in_a_run(runs_uri, results_uri)):
         raise MisplacedFolder(misplaced)
+    _refuse_unknown_columns(grader)
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} " + (

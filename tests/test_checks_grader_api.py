@@ -128,6 +128,25 @@ def test_a_bad_grader_file_stops_grade_with_a_clear_message(tmp_path, body, mess
     assert not (tmp_path / "results" / "checks").exists()
 
 
+def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tmp_path):
+    # a misspelt measure: every run with a clause was refused internal-error, polars naming
+    # 13 "valid columns" (those the check's query was narrowed to), not `n_words`
+    path = tmp_path / "typo.py"
+    path.write_text(
+        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
+        "builtin_checks, check\n\n@check('short')\ndef short():\n    return Check("
+        "applies=NAMED, outcome=pl.when(pl.col('n_wrds') < 9).then(PASSED), detail=pl.lit('d'),"
+        " evidence=pl.lit('e'), confidence=pl.lit(80))\n\n"
+        "grader = Grader('acme.typo.grader/v1', [*builtin_checks(), short()])\n")
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
+    assert result.exit_code == USAGE, result.output
+    assert ("check 'short' reads column 'n_wrds', which the clause frame does not have; did "
+            "you mean 'n_words'") in " ".join(result.output.split())
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_malformed_grader_id_option_stops_grade(tmp_path):
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})

@@ -9,6 +9,7 @@ evidence and a confidence. Nothing here loops over rows: a grader runs as a few 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -303,6 +304,23 @@ def judged_rows(measured: pl.DataFrame, c: Check, order: int = 0) -> pl.LazyFram
     )
 
 
+def refuse_unknown_columns(checks: Sequence[Check], columns: Sequence[str]) -> None:
+    """GraderError naming the check and the column, and the frame's closest names, when a
+    check reads a column the measured clause frame (`columns`) does not have: a misspelt
+    measure. Polars named it among the few columns the check's query was narrowed to, and
+    every run with a clause was refused `internal-error`."""
+    known = {*columns, EACH_ROW}
+    for c in checks:
+        read = _columns(_expressions(c)) - known - set(c.let) - {c.each}
+        if read:
+            name = sorted(read)[0]
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            raise GraderError(
+                f"check {c.name!r} reads column {name!r}, which the clause frame does not "
+                f"have" + (f"; did you mean {', '.join(map(repr, close))}?" if close else
+                           " (the README's \"Writing your own grader\" lists its columns)"))
+
+
 def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     """Apply every check to the clause frame; one output row per (clause, applicable check).
 
@@ -310,6 +328,8 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     measures the checks read are computed here when it has none.
     """
     measured = measure(grader.checks, frame)
+    if not measured.is_empty():  # (said here too where no grade asked first, see grade.py)
+        refuse_unknown_columns(grader.checks, measured.columns)
     live = _live(grader.checks, measured)
     if not live:
         return empty("checks")
