@@ -405,6 +405,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 
+# The built-in checks' names, as registered when this package is imported (before any grader
+# file): a grader whose checks bear exactly these names is the built-in one, or a copy of it
+BUILTIN_NAMES = frozenset(REGISTRY)
+
+
 def builtin_checks() -> list[Check]:
     """Every built-in check, contract checks first, in the order the default grader runs them."""
     return [*contract_checks(), *content_checks()]
@@ -415,7 +420,7 @@ def default_grader(grader_id: str = DEFAULT_GRADER_ID) -> Grader:
     return Grader(grader_id, builtin_checks())
 
 
-__all__ = ["CONTENT", "DEFAULT_GRADER_ID", "EVIDENCE_CAP", "FAILED", "JUDGED", "NAMED", "PASSED",
-           "PRIMARY", "REGISTRY", "UNDECIDED", "Check", "Grader", "GraderError", "around",
-           "builtin_checks", "check", "content_checks", "contract_checks", "default_grader",
-           "excerpt", "label", "quoted", "run_checks"]
+__all__ = ["BUILTIN_NAMES", "CONTENT", "DEFAULT_GRADER_ID", "EVIDENCE_CAP", "FAILED", "JUDGED",
+           "NAMED", "PASSED", "PRIMARY", "REGISTRY", "UNDECIDED", "Check", "Grader",
+           "GraderError", "around", "builtin_checks", "check", "content_checks",
+           "contract_checks", "default_grader", "excerpt", "label", "quoted", "run_checks"]
