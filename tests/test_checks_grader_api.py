@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from pipeline.checks import (
     DEFAULT_GRADER_ID,
     FAILED,
+    PASSED,
     Check,
     Grader,
     GraderError,
@@ -65,6 +66,21 @@ def test_the_example_grader_runs(tmp_path):
     ]
     verdicts = stored(tmp_path / "results", "clause_verdicts").sort("run_id")
     assert verdicts["verdict"].to_list()[1] == "violated"
+
+
+def test_a_checks_fractional_confidence_is_rounded_and_bounded(tmp_path):
+    # it was cut: 0.9 became 0, and every clause so judged not_evaluable
+    @check("fractional")
+    def fractional():
+        return Check(applies=pl.col("kind") == "ensures", outcome=PASSED,
+                     detail=pl.lit("d"), evidence=pl.lit("e"),
+                     confidence=pl.when(pl.col("text").str.contains("one"))
+                     .then(pl.lit(80.6)).otherwise(pl.lit(120.0)))
+
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: one sentence\n- `more`: text",
+                      outputs={"out.md": "Done.", "more.md": "Yes."})
+    tables, _ = grade_folder(tmp_path, Grader("fractional.grader/v1", [fractional()]))
+    assert sorted(tables["checks"]["confidence"].to_list()) == [81, 100]
 
 
 def test_default_grader_is_current_and_stamps_every_row(tmp_path):

@@ -339,7 +339,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     out = collect(pl.concat(parts, how="vertical_relaxed").with_columns(
         pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
         .str.slice(0, EVIDENCE_CAP),
-        pl.col("confidence").clip(0, 100).cast(pl.Int64)))
+        pl.col("confidence").clip(0, 100).round(0).cast(pl.Int64)))
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
                    maintain_order=True)
     out = out.drop("check_order", EACH_ROW).with_columns(
