@@ -429,6 +429,17 @@ CASES = [
     Case("ends-with-section-fails", "a brief that ends with a `## Sources` section",
          "# Brief\n\n## Sources\n\n- a\n\n## Appendix\n\nmore", "literal", "failed",
          "violated", "last heading: “## Appendix”"),
+    # a named section is a heading (or a label on a line of its own) so named: the word in
+    # prose is no section (v14 read "contains “Sources”", satisfied at 95)
+    Case("named-section-fails-on-the-word", "a report; must include a `Sources` section",
+         "# Report\n\nWe checked the Sources listed by the client.", "literal", "failed",
+         "violated", "no heading or label “Sources” in `out`; headings: “# Report”"),
+    Case("named-section-passes-on-a-heading", 'a report with a "Sources" heading',
+         "# Report\n\nText.\n\n### sources\n\n- a", "literal", "passed", "satisfied",
+         "heading “### sources”"),
+    Case("named-section-passes-on-a-label", "a report with a `Sources` section",
+         "Report\n\n**Sources:**\n- a", "literal", "passed", "satisfied",
+         "label “**Sources:**”"),
     Case("first-line-passes", "a comment whose first line is exactly `### Review`",
          "### Review\nLooks fine.", "literal", "passed", "satisfied",
          "first line: “### Review”"),

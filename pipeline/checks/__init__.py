@@ -401,7 +401,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      read as `\n` (v14: a valid table "no markdown table", valid YAML "no YAML"); ensures
 #      items may be numbered (v14 read none: a service left out, or a run refused); an
 #      item's unindented next line continues it (v14 dropped it), and its HTML comments are
-#      no part of it (v14 read their words as requirements).
+#      no part of it (v14 read their words as requirements); "a `Sources` section" is a
+#      heading or label so named (v14: the word anywhere in the text).
 DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 

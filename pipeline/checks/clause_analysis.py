@@ -47,7 +47,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             read: "a title and a summary of 2 sentences", see PART_LENGTH)
   literals       list[struct{text, mode, phrase, times}]  exact phrases in quotes or backticks,
                             with mode contains | starts | ends | first_line | last_line |
-                            last_line_starts | last_section | exact | absent | tagged;
+                            last_line_starts | last_section | section | exact | absent |
+                            tagged (section: 'a `Sources` section', a heading or label so named);
                             times: how often a contained phrase must occur at least ('mentions
                             "climate" at least twice'), null for once; "ending with a question
                             mark" ends with the literal "?"; tagged: text is the name of a tag
@@ -457,6 +458,9 @@ LITERAL_FORMS = [
     # 'ends with a "Next steps" section': the last heading, not the last words
     ("last_section", r"(?i)(?:" + ENDS + r")\s+with\s+(?:a|an|the)\s+" + QUOTED
      + r"\s+(?:section|heading)\b"),
+    # 'a `Sources` section', 'the "Risks" heading': a heading (or a label on a line of its
+    # own) so named, not the word anywhere (v14 read it as a phrase the output contains)
+    ("section", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:section|heading|header)\b"),
     ("ends", r"(?i)(?:" + ENDS + r")\s+with\s+" + LIT_FILLER + QUOTED),
     # 'a reply signed "— Support"', 'signed off with "Cheers"': its last words (v11 asked)
     ("ends", r"(?i)\bsigned(?:\s+off)?(?:\s+(?:with|as|by))?\s+" + QUOTED),
@@ -470,8 +474,8 @@ LITERAL_FORMS = [
      r"state|states|stating|say|says|saying|read|reads|reading|mention|mentions|mentioning|"
      r"mark|marks|marked|label|labelled|labeled|flag|flags|flagged|titled|headed|tagged|"
      r"quote|quotes|quoting)(?:\s+as)?\s+" + LIT_FILLER + QUOTED + TIMES),
-    ("contains", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:section|heading|header|line|label|"
-     r"marker|tag|footer|banner|sign-off|signature|title|row|entry)"),
+    ("contains", r"(?i)(?:a|an|the)\s+" + QUOTED + r"\s+(?:line|label|marker|tag|footer|"
+     r"banner|sign-off|signature|title|row|entry)"),
     ("contains", r"(?i)(?:the\s+)?exact\s+(?:phrase|text|words?|string|sentence)\s+(?:\"|“)?"
      r"[^\s\"“‘`'][^,;.\n\"”]*"),
 ]

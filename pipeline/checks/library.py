@@ -856,6 +856,20 @@ def literal() -> Check:
     last_heading = pl.col("headings").list.last().str.strip_chars()
     # 'ends with a "Next steps" section': the last heading's text, whatever its level or case
     last_title = last_heading.str.replace(r"^#+\s*", "").str.to_lowercase()
+    # 'a `Sources` section': a heading of that title, whatever its level or case, or a label on
+    # a line of its own ("Sources:", "**Sources**"), as a section is written without a heading
+    title = lit.str.replace(r"^#+\s*", "").str.strip_chars()
+    in_section = mode == "section"
+    titled = let("_titled", pl.when(in_section).then(pl.col("headings").list.eval(
+        pl.element().str.replace(r"^#+\s*", "").str.strip_chars().str.to_lowercase())
+        .list.contains(title.str.to_lowercase())))
+    # the line it is written on, quoted as evidence
+    line = pl.when(titled).then(pl.lit(r"(?im)^([ \t]{0,3}#{1,6}[ \t]+")).otherwise(
+        pl.lit(r"(?im)^([ \t]*(?:\*\*|__)?"))
+    labelled = let("_labelled", pl.when(in_section).then(out.str.extract(pl.concat_str(
+        line, _escaped(title),
+        pl.when(titled).then(pl.lit(r"[ \t]*#*)[ \t]*$"))
+        .otherwise(pl.lit(r"(?::(?:\*\*|__)?|(?:\*\*|__)?:?))[ \t]*$"))), 1)))
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
     lowered = text.fill_null("").str.to_lowercase()
@@ -871,6 +885,7 @@ def literal() -> Check:
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
         .when(mode == "last_section").then(
             last_title == lit.str.replace(r"^#+\s*", "").str.strip_chars().str.to_lowercase())
+        .when(in_section).then(titled | labelled.is_not_null())
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
         .when(mode == "last_line").then(last_line == lit.str.strip_chars())
@@ -888,6 +903,8 @@ def literal() -> Check:
         .when(mode == "starts").then(pl.format("{} begins with {}", where, quoted(lit)))
         .when(((mode == "ends") & heading) | (mode == "last_section")).then(pl.format(
             "the last section of {} is {}", where, quoted(lit)))
+        .when(in_section).then(pl.format("{} has a section {} (a heading or label)", where,
+                                         quoted(title)))
         .when(mode == "ends").then(pl.format("{} ends with {}", where, quoted(lit)))
         .when(mode == "last_line").then(pl.format("the last line of {} is exactly {}", where,
                                                   quoted(lit)))
@@ -923,6 +940,15 @@ def literal() -> Check:
         .when(((mode == "ends") & heading) | (mode == "last_section")).then(pl.format(
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
             .otherwise(quoted(last_heading))))
+        .when(in_section).then(
+            pl.when(labelled.is_not_null()).then(pl.format(
+                "{} {}", pl.when(titled).then(pl.lit("heading")).otherwise(pl.lit("label")),
+                quoted(labelled)))
+            .when(titled).then(pl.format("a heading {}", quoted(title)))
+            .otherwise(pl.format("no heading or label {} in {}; headings: {}", quoted(title),
+                                 where, pl.when(pl.col("headings").list.len() > 0).then(
+                                     pl.col("headings").list.eval(quoted(pl.element()))
+                                     .list.join(", ")).otherwise(pl.lit("none")))))
         .when(mode == "ends").then(pl.format("ends: {}", end))
         .when((mode == "tagged") & ok).then(around(tagged, element, 40))
         .when((mode == "tagged") & tagged.str.contains(opening)).then(pl.format(
