@@ -402,7 +402,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      items may be numbered (v14 read none: a service left out, or a run refused); an
 #      item's unindented next line continues it (v14 dropped it), and its HTML comments are
 #      no part of it (v14 read their words as requirements); "a `Sources` section" is a
-#      heading or label so named (v14: the word anywhere in the text).
+#      heading or label so named (v14: the word anywhere in the text). Era B: a forme graph
+#      of `nodes` holds the services (v14 made services of its keys), its execution order and
+#      returns are read as manifest.md's are (v14 made a service of each other spelling).
 DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from .manifest import Manifest, Output, ServiceWiring
+from .manifest import Manifest, Output, ServiceWiring, in_order, step_names
 
 _SERVICES = ("services", "graph", "nodes")
 _ORDER = ("executionOrder", "execution_order", "order")
@@ -71,19 +71,23 @@ def parse_forme_manifest(text: str) -> Manifest:
     if not isinstance(doc, dict):
         raise ValueError("forme.manifest.json is not a JSON object")
     program = _name_of(_first(doc, ("program", "system", "name", "root")))
-    services = [_service(n, s) for n, s in _named_items(_first(doc, _SERVICES))]
-    order = [n for n, _ in _named_items(_first(doc, _ORDER))]
+    if program and program.endswith(".md"):  # `root`: the entry file's path, named by its stem
+        program = program.rsplit("/", 1)[-1].removesuffix(".md").removesuffix(".prose") or None
+    listed = _first(doc, _SERVICES)
+    # a graph object holding its nodes (and edges): the nodes are the services, never the keys
+    while isinstance(listed, dict) and any(k in listed for k in ("nodes", "services")):
+        listed = _first(listed, ("services", "nodes"))
+    services = [_service(n, s) for n, s in _named_items(listed)]
+    order = [name for step, _ in _named_items(_first(doc, _ORDER)) for name in step_names(step)]
     caller = doc.get("callerInterface") or doc.get("caller") or {}
     caller = caller if isinstance(caller, dict) else {}
     returns: dict[str, str | None] = {}
     for name, spec in _named_items(_first(caller, ("returns",)) or doc.get("returns")):
         origin = _first(spec, ("from", "service")) if isinstance(spec, dict) else (
             spec if isinstance(spec, str) and spec != name else None)
+        if isinstance(origin, str) and origin.startswith("bindings/"):  # the file's path
+            origin = origin.split("/")[1] if origin.count("/") >= 2 else None
         returns[name] = origin if isinstance(origin, str) else None
     requires = [n for n, _ in _named_items(_first(caller, ("requires",)) or doc.get("requires"))]
-    names = {s.name for s in services}
-    for name in order:  # a service only named in the order still runs
-        if name not in names and name != "caller":
-            services.append(ServiceWiring(name=name, heading=name))
-            names.add(name)
+    services, order = in_order(services, order)
     return Manifest(program, services, order, returns, requires)

@@ -237,10 +237,7 @@ def parse_manifest(text: str) -> Manifest:
             for line in lines:
                 m = _ORDER.match(line)
                 if m:
-                    # each part's first word: what follows it says what the step does
-                    names = (_strip_name((part.split() or [""])[0])
-                             for part in _ORDER_PARTS.split(m.group(2)))
-                    order += [name for name in names if re.search(r"\w", name)]
+                    order += step_names(m.group(2))
         elif title.startswith("caller"):
             key = None
             for line in lines:
@@ -259,15 +256,31 @@ def parse_manifest(text: str) -> Manifest:
                     returns[name] = _strip_name(m_from[1]) if m_from else None
                 else:
                     requires.append(name)
-    services = _merge_repeated([s for s in services if s.name])
-    # Execution Order names a service as the Graph does, but for case, '-', '_' and spaces
+    services, order = in_order(_merge_repeated([s for s in services if s.name]), order)
+    return Manifest(program, services, order, returns, requires)
+
+
+def step_names(step: str) -> list[str]:
+    """The services one step of an execution order names: the first word of each of its
+    parts (`2. ∥ critic, fact-checker (parallel)` names critic and fact-checker; what follows
+    a name says what the step does), its number left out."""
+    names = (_strip_name((part.split() or [""])[0])
+             for part in _ORDER_PARTS.split(re.sub(r"^\s*\d+[.)]\s*", "", step)))
+    return [name for name in names if re.search(r"\w", name)]
+
+
+def in_order(services: list[ServiceWiring], order: list[str]
+             ) -> tuple[list[ServiceWiring], list[str]]:
+    """(services, order) with the order naming each service as the graph does (names compare
+    but for case, '-', '_' and spaces), a service only the order names added (it still ran),
+    and the services sorted by the order they ran in (the graph's for those it does not
+    name)."""
     names = {normalise_name(s.name): s.name for s in services}
     order = [names.get(normalise_name(name), name) for name in order]
     for name in order:
         if normalise_name(name) not in names and name != "caller":
             services.append(ServiceWiring(name=name, heading=name))
             names[normalise_name(name)] = name
-    # in the order they ran (the Graph's for those Execution Order does not name)
     ran = {name: rank for rank, name in reversed(list(enumerate(order)))}
     services.sort(key=lambda s: ran.get(s.name, len(ran)))
-    return Manifest(program, services, order, returns, requires)
+    return services, order

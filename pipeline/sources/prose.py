@@ -65,7 +65,8 @@ def _mixed_eras(layout: Layout, files) -> str:
 
 def detect_layout(files) -> Layout:
     """Era B when its markers are present and era A's entry copy is not."""
-    if "program.md" not in files and any(m in files for m in ERA_B_MARKERS):
+    if "program.md" not in files and (any(m in files for m in ERA_B_MARKERS) or any(
+            rel.startswith("sources/") and rel.endswith(".prose.md") for rel in files)):
         return ERA_B
     return ERA_A
 
@@ -226,6 +227,10 @@ def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     if cut:
         return (f"{name} is longer than the {LOG_CAP >> 20} MB this grader reads of it: "
                 "its last line, where a complete run says '---end TIMESTAMP', was not read")
+    if log.unended:
+        return (f"{name} does not show the run ended: {log.unended} (a finished run's says "
+                "status: completed, or failed with an ended_at; or its last line is "
+                "'---end TIMESTAMP')")
     if log.last_line == "---end":
         return f"{name} ends with '---end' and no time: a complete run's last line is " \
                "'---end TIMESTAMP'"
@@ -399,8 +404,11 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
-        returns = {output_name_key(name): wired.get(normalise_name(service), service)
-                   for name, service in manifest.returns.items() if service}
+        # (an origin naming no service of the run is no origin: the output is then found by
+        # name among the bindings)
+        returns = {output_name_key(name): wired[normalise_name(service)]
+                   for name, service in manifest.returns.items()
+                   if service and normalise_name(service) in wired}
         # The program is a component of the run; its name must not merge it with a service.
         taken = {w.name for w in wirings} | {b["service"] for b in rows.bindings}
         component = program_name if program_name not in taken else f"{program_name} (program)"

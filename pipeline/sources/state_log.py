@@ -40,6 +40,7 @@ class StateLog:
     errors: list[str] = field(default_factory=list)
     resumed: int = 0
     last_line: str = ""  # its last non-empty line, stripped (complete: '---end TIMESTAMP')
+    unended: str | None = None  # a narrative vm.log.md: why it does not show the run ended
 
     def service_status(self) -> dict[str, Step]:
         """The last step seen for each service (input and vm-action lines excluded)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .contract import split_front_matter
+from .contract import normalise_name, split_front_matter
 from .state_log import StateLog, Step, parse_state_log
 
 _DONE = {"completed", "complete", "succeeded", "success", "done", "ok"}
@@ -105,10 +105,11 @@ def parse_vm_log(text: str) -> StateLog:
     if log.program is None:
         program = front.get("system") or front.get("program")
         log.program = str(program) if program else None
-    known = {s.name for s in log.steps}
+    known = {normalise_name(s.name) for s in log.steps}  # (names compare as names do)
+    narrative = False  # (a `### service — status` heading read)
     for line in body.splitlines():
         m = _heading(line.strip())
-        if not m or m[0].strip() in known:
+        if not m or normalise_name(m[0].strip()) in known:
             continue
         state = _STATUS.get(m[1].lower())
         if state is None:
@@ -116,4 +117,10 @@ def parse_vm_log(text: str) -> StateLog:
         note = (m[2] or "").strip() or None
         log.steps.append(Step(str(len(log.steps) + 1), m[0].strip(), None, state,
                               note if state == "errored" else None, note))
+        narrative = True
+    if not log.completed and (front or narrative):
+        # why a narrative log does not show the run ended: what its front matter says
+        log.unended = (f"its front matter says status '{status}'" if status else
+                       "its front matter gives no status") + (
+            ", and no ended_at" if status in _FAILED and not ended else "")
     return log
