@@ -208,6 +208,11 @@ CASES = [
     Case("followed-by-one-sentence-after-a-number", "a score from 0-100, followed by exactly "
          "one sentence", "85 — the evidence is strong.", "count", "passed", "satisfied",
          "`out` has 1 sentence after its first line"),
+    # a labelled lead is the label and its value: "70/100." is no sentence of what follows
+    # (v14 counted 2)
+    Case("followed-by-one-sentence-after-a-labelled-value", "a score from 0-100, followed by "
+         "exactly one sentence", "Score: 70/100. Rolling back restores the old behaviour.",
+         "count", "passed", "satisfied", "`out` has 1 sentence after its first line"),
     Case("followed-by-one-sentence-after-a-number-fails", "a score from 0-100, followed by "
          "exactly one sentence", "85/100: strong. Very.", "count", "failed", "partially_satisfied",
          "`out` has 2 sentences after its first line"),
@@ -995,9 +1000,21 @@ CASES = [
     Case("fields-csv-column-fails", "a CSV with columns `name`, `phone`",
          "name,email\nann,a@x.example\n", "required_field", "failed", "partially_satisfied",
          "no `phone` field, label or heading in `out`", select="`phone`"),
+    # a list the clause names that the output lacks holds no count: an upper bound is not
+    # met by "0 items" (v14 passed it, and the clause was partially satisfied at 95)
+    Case("no-named-list-no-count", "a numbered list of the queries issued, at most 12 entries",
+         "The benchmark claims fewer escalations.\n\nA second paragraph of prose.", "count",
+         "undecided", "violated", "no list, table or JSON array in `out` in which to count"),
+    # values compare with `-`, `_` and spaces alike (v14 failed "request changes")
+    Case("enum-separators-alike", 'one of "approve", "request-changes", or "comment"',
+         "request changes", "enum_value", "passed", "satisfied",
+         "the output is “request changes”"),
+    Case("enum-field-separators-alike", 'a JSON object with `status` set to "in-progress" or '
+         '"done"', '{"status": "in_progress"}', "enum_value", "passed", "satisfied",
+         "`status` values: in_progress"),
     Case("enum-csv-column-passes", 'a CSV file whose `city` is one of "Paris", "Rome"',
          'name,city\n"Doe, Ann",Paris\n"Roe, Bo", "Rome"\n', "enum_value", "passed",
-         "satisfied", "`city` values: paris, rome"),
+         "satisfied", "`city` values: Paris, Rome"),
     Case("enum-csv-column-fails", 'a CSV file whose `status` is one of "ok", "late"',
          "id,status\n1,ok\n2,lost\n", "enum_value", "failed", "partially_satisfied",
          "“lost” is not one of"),

@@ -405,6 +405,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      heading or label so named (v14: the word anywhere in the text). Era B: a forme graph
 #      of `nodes` holds the services (v14 made services of its keys), its execution order and
 #      returns are read as manifest.md's are (v14 made a service of each other spelling).
+#      A labelled lead takes its value ("Score: 70/100."); a count in a named structure the
+#      output lacks is undecided (v14: 0, passing upper bounds); enumerated values compare
+#      with `-`, `_` and spaces alike, as documented.
 DEFAULT_GRADER_ID = "prose.contract.grader/v15"
 
 

@@ -1140,9 +1140,10 @@ def normalise_key(expr: pl.Expr) -> pl.Expr:
 
 
 def normalise_value(expr: pl.Expr) -> pl.Expr:
-    """Enumerated values compare without case, emphasis, quotes or a trailing period."""
+    """Enumerated values compare without case, emphasis, quotes or a trailing period, with
+    `-`, `_` and spaces alike ("request changes" is "request-changes")."""
     return (expr.str.strip_chars().str.strip_chars("`*_\"'“”‘’.").str.strip_chars()
-            .str.to_lowercase())
+            .str.to_lowercase().str.replace_all(r"[\s_\-]+", "-"))
 
 
 # ---- extraction, one family at a time over a long frame of clause parts ------------------

@@ -511,6 +511,11 @@ def _csv_counted() -> pl.Expr:
     return pl.col("formats").list.contains("csv") & pl.col("csv_like").fill_null(False)
 
 
+def _some(count: pl.Expr) -> pl.Expr:
+    """`count`, or null where it is 0: no such structure to count in."""
+    return pl.when(count > 0).then(count)
+
+
 def _item_count() -> tuple[pl.Expr, pl.Expr]:
     """(number of items, what was counted): the named format first, else what the output has."""
     fmts = pl.col("formats")
@@ -524,13 +529,16 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
                              .list.eval(pl.element().str.strip_chars())
                              .list.eval(pl.element().filter(pl.element().str.len_chars() > 0))
                              .list.len())
-        .when(fmts.list.contains("table")).then(pl.col("n_table_rows"))
+        # a structure the clause names that the output does not have holds no count: the
+        # count is undecided, not 0 (v14 passed "a numbered list, at most 12 entries" on prose)
+        .when(fmts.list.contains("table")).then(
+            pl.when(pl.col("has_table")).then(pl.col("n_table_rows")))
         # "a CSV with at least 3 data rows": its lines below the header
         .when(csv).then(pl.col("n_lines") - 1)
-        .when(fmts.list.contains("numbered_list")).then(pl.col("n_numbered"))
-        .when(fmts.list.contains("bulleted_list")).then(pl.col("n_bullets"))
-        .when(fmts.list.contains("markdown_list")).then(lists)
-        .when(fmts.list.contains("list")).then(lists + pl.col("n_line_items"))
+        .when(fmts.list.contains("numbered_list")).then(_some(pl.col("n_numbered")))
+        .when(fmts.list.contains("bulleted_list")).then(_some(pl.col("n_bullets")))
+        .when(fmts.list.contains("markdown_list")).then(_some(lists))
+        .when(fmts.list.contains("list")).then(_some(lists + pl.col("n_line_items")))
         .when(pl.col("json_kind") == "array").then(pl.col("json_len"))
         .when(pl.col("has_table")).then(pl.col("n_table_rows"))
         .when(lists > 0).then(lists)
@@ -1037,9 +1045,11 @@ def enum_value() -> Check:
     e = pl.col("enums")
     field, allowed = e.struct.field("field"), e.struct.field("values")
     let = Lets()
-    observed = let("_observed", _values_of(e.struct.field("key")).list.eval(
-        normalise_value(pl.element())).list.eval(pl.element().filter(
-            (pl.element().str.len_chars() > 0) & ~pl.element().is_in(["[", "{", "null"]))))
+    # the values as written (shown), and as compared
+    raw = let("_raw", _values_of(e.struct.field("key")).list.eval(pl.element().filter(
+        (normalise_value(pl.element()).str.len_chars() > 0)
+        & ~normalise_value(pl.element()).is_in(["[", "{", "null"]))))
+    observed = let("_observed", raw.list.eval(normalise_value(pl.element())))
     bad = let("_bad", observed.list.set_difference(allowed))
     whole = normalise_value(pl.col("output_text"))
     whole_ok = allowed.list.contains(whole)
@@ -1056,11 +1066,11 @@ def enum_value() -> Check:
         .when(observed.list.len() == 0).then(pl.format("no value of `{}` found in {}", field,
                                                        label()))
         .when(bad.list.len() == 0).then(pl.format("`{}` values: {}", field,
-                                                  observed.list.unique(maintain_order=True)
+                                                  raw.list.unique(maintain_order=True)
                                                   .list.join(", ")))
         .otherwise(pl.format("{} is not one of {} (`{}` values: {})",
                              quoted(bad.list.first()), allowed_text, field,
-                             observed.list.join(", ")))
+                             raw.list.join(", ")))
     )
     source_conf = pl.when(pl.col("json_kind").is_not_null() | pl.col("has_table")).then(95) \
         .otherwise(75)

@@ -202,9 +202,13 @@ def _rest(text: pl.Expr) -> pl.Expr:
     after_line = text.str.splitn("\n", 2).struct.field("field_1")
     # the lead patterns only read one-line outputs (null elsewhere, so never scanned)
     single = pl.when(after_line.is_null()).then(text)
-    after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|[^.!?:\n]{1,40}:"
-                                    r"[^\s.!?]*|-?\d+(?:\.\d+)?(?:\s*/\s*\d+|\s*%)?\s*(?:[—–:,]"
-                                    r"|\s-\s))\s*[—–\-:,]?\s*((?s:.+))$", 1)
+    # a labelled lead takes its value, up to a dash or the end of its sentence ("Score: 70/100.",
+    # "Risk: 7.5 —"; v14 took "Score:" alone, and counted "70/100." a sentence of the rest)
+    # (a number set off so is read first: "85/100: strong. Very." has two sentences after it)
+    after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|-?\d+(?:\.\d+)?"
+                                    r"(?:\s*/\s*\d+|\s*%)?\s*(?:[—–:,]|\s-\s)|[^.!?:\n]{1,40}:"
+                                    r"(?:[^\n.!?—–]|\.\d){0,80}[.!?]?)\s*[—–\-:,]?\s*"
+                                    r"((?s:.+))$", 1)
     after_sentence = single.str.extract(r"^.*?[.!?…]+[\"'”’)\]*_]*\s+((?s:.*))$", 1)
     return pl.coalesce(after_line, after_lead, after_sentence, pl.lit("")).str.strip_chars()
 
