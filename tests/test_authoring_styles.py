@@ -104,3 +104,14 @@ def test_html_comments_in_an_item_are_not_read(tmp_path):
     assert spread == graded(tmp_path / "one", "- `b`: exactly one sentence",
                             {"b.md": "One sentence only."})
     assert spread[0][:2] == ("`b`: exactly one sentence", "satisfied")
+    # a `<!--` in inline code is the code's, not a comment's start
+    coded = graded(tmp_path / "coded", "- `b`: never contains `<!--` markers, and at most 5 "
+                   "words", {"b.md": "Short and clean."})
+    assert coded[0][0] == "`b`: never contains `<!--` markers, and at most 5 words"
+
+
+def test_text_after_an_items_fenced_block_is_no_part_of_it(tmp_path):
+    # (the fence closed a paragraph: the next line is no lazy continuation)
+    found = graded(tmp_path / "fenced", "- `c`: a code sample:\n  ```\n  x\n  ```\nNotes "
+                   "after the fence, at most 2 words.", {"c.md": "```\nx\n```"})
+    assert [text for text, *_ in found[:-1]] == ["`c`: a code sample:\n```\n  x\n```"]

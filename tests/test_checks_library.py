@@ -213,6 +213,12 @@ CASES = [
     Case("followed-by-one-sentence-after-a-labelled-value", "a score from 0-100, followed by "
          "exactly one sentence", "Score: 70/100. Rolling back restores the old behaviour.",
          "count", "passed", "satisfied", "`out` has 1 sentence after its first line"),
+    Case("followed-by-after-a-time", "a status line, followed by at most 4 words",
+         "10:30: deploy done, rollback ready.", "count", "passed", "satisfied",
+         "`out` has 4 words after its first line"),
+    Case("followed-by-one-sentence-after-a-labelled-url", "a source, followed by exactly one "
+         "sentence", "Source: https://example.com/report. The figures match.", "count",
+         "passed", "satisfied", "`out` has 1 sentence after its first line"),
     Case("followed-by-one-sentence-after-a-number-fails", "a score from 0-100, followed by "
          "exactly one sentence", "85/100: strong. Very.", "count", "failed", "partially_satisfied",
          "`out` has 2 sentences after its first line"),
@@ -442,6 +448,9 @@ CASES = [
     Case("named-section-passes-on-a-heading", 'a report with a "Sources" heading',
          "# Report\n\nText.\n\n### sources\n\n- a", "literal", "passed", "satisfied",
          "heading “### sources”"),
+    Case("named-section-passes-on-a-numbered-bold-heading", "a report with a `Sources` section",
+         "# Report\n\n## 3. **Sources:**\n\n- a", "literal", "passed", "satisfied",
+         "heading “## 3. **Sources:**”"),
     Case("named-section-passes-on-a-label", "a report with a `Sources` section",
          "Report\n\n**Sources:**\n- a", "literal", "passed", "satisfied",
          "label “**Sources:**”"),

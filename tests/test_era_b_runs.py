@@ -98,13 +98,14 @@ def plain(tmp_path) -> tuple:
     {**FORME, "executionOrder": ["1. collector", "2. editor"]},
     {**FORME, "executionOrder": ["collector (depends on: caller)", "editor (depends on: x)"]},
     {**FORME, "executionOrder": ["collector ∥ editor"]},
+    {**FORME, "executionOrder": ["1 collector", "editor (depends on: caller, collector)"]},
     # returns given as the binding's path (v14 looked for bindings/bindings/editor/…)
     {**FORME, "callerInterface": {"returns": {"digest": "bindings/editor/digest.md"}}},
     # the entry file's path as the program's name (v14 named the program
     # "daily-digest.prose.md")
     {**{k: v for k, v in FORME.items() if k != "program"}, "root": "daily-digest.prose.md"},
 ], ids=["graph-nodes", "order-case", "order-numbered", "order-notes", "order-parallel",
-        "returns-path", "root-path"])
+        "order-note-list", "returns-path", "root-path"])
 def test_a_forme_manifest_as_agents_write_it_grades_as_the_plain_one(tmp_path, plain, forme):
     write(tmp_path / "written", forme)
     assert graded(tmp_path / "written") == plain

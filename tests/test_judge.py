@@ -502,11 +502,14 @@ def test_judge_names_from_commands_and_models():
     assert name_from_command(["env", "FOO=1", "npx", "tsx", "strict.ts"]) == "strict"
     # a launcher's duration or an option's value is no name (were `60`, `10`, `ignore`,
     # `openai`: two judges started alike shared one name, one cache and one grader id)
-    assert name_from_command(["timeout", "60", "python3", "judge.py"]) == "judge"
+    assert name_from_command(["timeout", "60", "python3", "strict.py"]) == "strict"
     assert name_from_command(["timeout", "-k", "5", "1.5m", "python3", "strict.py"]) == "strict"
-    assert name_from_command(["nice", "-n", "10", "python3", "judge.py"]) == "judge"
-    assert name_from_command(["python3", "-W", "ignore", "judge.py"]) == "judge"
+    assert name_from_command(["nice", "-n", "10", "python3", "lenient.py"]) == "lenient"
+    assert name_from_command(["python3", "-W", "ignore", "strict.py"]) == "strict"
     assert name_from_command(["uv", "run", "--with", "openai", "lenient.py"]) == "lenient"
+    # an option of one launcher is a flag of another: `python3 -s` takes no value
+    assert name_from_command(["python3", "-s", "judges/strict.py"]) == "strict"
+    assert name_from_command(["env", "-u", "HOME", "python3", "-s", "lenient.py"]) == "lenient"
     assert slug("meta-llama/Llama-3.1-8B-Instruct") == "meta-llama-llama-3.1-8b-instruct"
     assert slug("..//") == "judge"
 

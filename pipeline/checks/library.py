@@ -838,6 +838,13 @@ def count() -> Check:
 
 # ---- exact phrases ------------------------------------------------------------------------
 
+def _section_title(heading: pl.Expr) -> pl.Expr:
+    """A section's title as written in a heading or named in a clause, without the heading's
+    marks, a number, emphasis or a closing colon: `## 3. **Sources:**` is `Sources`."""
+    return (heading.str.replace(r"^#+\s*", "").str.replace(r"^\d+[.)]\s*", "")
+            .str.strip_chars(" *_:").str.strip_chars())
+
+
 @check("literal")
 def literal() -> Check:
     """An exact phrase is where the clause says: contained (as often as it says), first, last,
@@ -866,17 +873,17 @@ def literal() -> Check:
     last_title = last_heading.str.replace(r"^#+\s*", "").str.to_lowercase()
     # 'a `Sources` section': a heading of that title, whatever its level or case, or a label on
     # a line of its own ("Sources:", "**Sources**"), as a section is written without a heading
-    title = lit.str.replace(r"^#+\s*", "").str.strip_chars()
+    title = _section_title(lit)
     in_section = mode == "section"
     titled = let("_titled", pl.when(in_section).then(pl.col("headings").list.eval(
-        pl.element().str.replace(r"^#+\s*", "").str.strip_chars().str.to_lowercase())
-        .list.contains(title.str.to_lowercase())))
-    # the line it is written on, quoted as evidence
-    line = pl.when(titled).then(pl.lit(r"(?im)^([ \t]{0,3}#{1,6}[ \t]+")).otherwise(
-        pl.lit(r"(?im)^([ \t]*(?:\*\*|__)?"))
+        _section_title(pl.element()).str.to_lowercase()).list.contains(title.str.to_lowercase())))
+    # the line it is written on, quoted as evidence (a heading's marks, a number, emphasis and
+    # a colon around its title are no part of it: "## 3. **Sources:**")
+    line = pl.when(titled).then(pl.lit(r"(?im)^([ \t]{0,3}#{1,6}[ \t]+(?:\d+[.)][ \t]*)?"))\
+        .otherwise(pl.lit(r"(?im)^([ \t]*"))
     labelled = let("_labelled", pl.when(in_section).then(out.str.extract(pl.concat_str(
-        line, _escaped(title),
-        pl.when(titled).then(pl.lit(r"[ \t]*#*)[ \t]*$"))
+        line, pl.lit(r"(?:\*\*|__)?"), _escaped(title),
+        pl.when(titled).then(pl.lit(r"(?:\*\*|__)?:?(?:\*\*|__)?[ \t]*#*)[ \t]*$"))
         .otherwise(pl.lit(r"(?::(?:\*\*|__)?|(?:\*\*|__)?:?))[ \t]*$"))), 1)))
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too

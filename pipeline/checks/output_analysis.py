@@ -205,10 +205,12 @@ def _rest(text: pl.Expr) -> pl.Expr:
     # a labelled lead takes its value, up to a dash or the end of its sentence ("Score: 70/100.",
     # "Risk: 7.5 —"; v14 took "Score:" alone, and counted "70/100." a sentence of the rest)
     # (a number set off so is read first: "85/100: strong. Very." has two sentences after it)
-    after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|-?\d+(?:\.\d+)?"
+    # (a number may be a time, "10:30:"; a value's mark followed by no space, as in a URL or a
+    # decimal, does not end it)
+    after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|-?\d+(?:[.:]\d+)*"
                                     r"(?:\s*/\s*\d+|\s*%)?\s*(?:[—–:,]|\s-\s)|[^.!?:\n]{1,40}:"
-                                    r"(?:[^\n.!?—–]|\.\d){0,80}[.!?]?)\s*[—–\-:,]?\s*"
-                                    r"((?s:.+))$", 1)
+                                    r"(?:[^\n.!?—–]|[.!?][^\s.!?—–]){0,80}[.!?]?)\s*[—–\-:,]?"
+                                    r"\s*((?s:.+))$", 1)
     after_sentence = single.str.extract(r"^.*?[.!?…]+[\"'”’)\]*_]*\s+((?s:.*))$", 1)
     return pl.coalesce(after_line, after_lead, after_sentence, pl.lit("")).str.strip_chars()
 

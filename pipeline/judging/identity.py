@@ -21,11 +21,17 @@ LAUNCHERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|node|deno|bun|bash|sh|zsh|r
                        r"pipx|conda)$")
 
 
-# Options of those launchers that take the next word as their value (`timeout -k 5 60`,
-# `nice -n 10`, `python3 -W ignore`, `uv run --with openai`): never the judge's name
-TAKES_VALUE = frozenset({"-n", "--adjustment", "-k", "--kill-after", "-s", "--signal", "-W",
-                         "-X", "--with", "--python", "-p", "--from", "--project",
-                         "--directory", "--env-file", "-C", "--unset"})
+# Options of a launcher that take the next word as their value (`timeout -k 5 60`, `nice -n
+# 10`, `python3 -W ignore`, `uv run --with openai`): never the judge's name. Per launcher: the
+# same letter is a flag of another (`python3 -s` takes none)
+TAKES_VALUE = {
+    "timeout": frozenset({"-k", "--kill-after", "-s", "--signal"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "python": frozenset({"-W", "-X"}),
+    "uv": frozenset({"--with", "--python", "-p", "--from", "--project", "--directory",
+                     "--env-file"}),
+    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
+}
 # A launcher's bare argument that is a number or a duration (`timeout 60`, `timeout 1.5m`)
 DURATION = re.compile(r"^\d+(?:\.\d+)?[smhd]?$")
 
@@ -57,15 +63,21 @@ def name_from_command(argv: list[str]) -> str:
     judges.strict` -> `strict`), past launchers, options (with the values of those that take
     one), durations and `NAME=value` settings."""
     words = iter(argv)
+    launcher = ""  # the last launcher read: which options take a value
     for word in words:
         base = Path(word).name
         if word == "-m":
             module = next(words, "")
             return slug(module.rsplit(".", 1)[-1]) if module else "judge"
-        if word in TAKES_VALUE:
+        if word in TAKES_VALUE.get(launcher, ()):
             next(words, None)
             continue
-        if word.startswith("-") or "=" in word or LAUNCHERS.match(base) or DURATION.match(word):
+        if LAUNCHERS.match(base):
+            if base not in ("run", "exec"):  # (`uv run`: uv's options still)
+                launcher = re.sub(r"[0-9.]+$", "", base).replace("uvx", "uv").replace(
+                    "pypy", "python")
+            continue
+        if word.startswith("-") or "=" in word or DURATION.match(word):
             continue
         return slug(Path(base).stem or base)
     return "judge"

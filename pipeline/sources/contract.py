@@ -187,17 +187,26 @@ def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]
 def _without_comments(text: str) -> str:
     """`text` without its HTML comments (`<!-- … -->`, one left open running to the end),
     which are not rendered and say nothing of the output; the text around each is parted by
-    one space. (Found with `str.find`: a pattern starting with spaces is quadratic on a long
-    run of them.)"""
+    one space. A `<!--` in inline code or a fenced block is the code's. (Found with
+    `str.find`: a pattern starting with spaces is quadratic on a long run of them.)"""
     if "<!--" not in text:
         return text
-    kept, start = [], 0
-    while (opened := text.find("<!--", start)) != -1:
+    code = [m.span() for m in _CODE.finditer(text)]
+    kept, start, at = [], 0, 0
+    while (opened := text.find("<!--", at)) != -1:
+        inside = next((end for begin, end in code if begin <= opened < end), None)
+        if inside is not None:  # (code: go on after it)
+            at = inside
+            continue
         kept.append(text[start:opened])
         closed = text.find("-->", opened + 4)
-        start = len(text) if closed == -1 else closed + 3
+        start = at = len(text) if closed == -1 else closed + 3
     kept.append(text[start:])
     return " ".join(piece.strip() for piece in kept if piece.strip())
+
+
+# Inline code, or a fenced block an item holds (its lines joined with "\n", see _parse_items)
+_CODE = re.compile(r"`[^`\n]*`|\n(```|~~~).*?(?:\n\1|\Z)", re.DOTALL)
 
 
 def _parse_items(lines: list[str]) -> list[Item]:
@@ -211,6 +220,7 @@ def _parse_items(lines: list[str]) -> list[Item]:
         blank, after_blank = after_blank, not line.strip()
         if _FENCE.match(line):
             in_fence = not in_fence
+            after_blank = True  # (a fence ends a paragraph: the next line continues none)
             if items:
                 texts[-1] += ("\n", line.strip())
             continue

@@ -263,9 +263,9 @@ def parse_manifest(text: str) -> Manifest:
 def step_names(step: str) -> list[str]:
     """The services one step of an execution order names: the first word of each of its
     parts (`2. ∥ critic, fact-checker (parallel)` names critic and fact-checker; what follows
-    a name says what the step does), its number left out."""
-    names = (_strip_name((part.split() or [""])[0])
-             for part in _ORDER_PARTS.split(re.sub(r"^\s*\d+[.)]\s*", "", step)))
+    a name says what the step does), its number and its notes in parentheses left out."""
+    step = re.sub(r"\([^)]*\)?", " ", re.sub(r"^\s*\d+[.)]?\s+", "", step))  # (notes)
+    names = (_strip_name((part.split() or [""])[0]) for part in _ORDER_PARTS.split(step))
     return [name for name in names if re.search(r"\w", name)]
 
 
