@@ -191,12 +191,13 @@ def _without_comments(text: str) -> str:
     `str.find`: a pattern starting with spaces is quadratic on a long run of them.)"""
     if "<!--" not in text:
         return text
-    code = [m.span() for m in _CODE.finditer(text)]
-    kept, start, at = [], 0, 0
+    code = [m.span() for m in _CODE.finditer(text)]  # (in order: read once, front to back)
+    kept, start, at, k = [], 0, 0, 0
     while (opened := text.find("<!--", at)) != -1:
-        inside = next((end for begin, end in code if begin <= opened < end), None)
-        if inside is not None:  # (code: go on after it)
-            at = inside
+        while k < len(code) and code[k][1] <= opened:
+            k += 1
+        if k < len(code) and code[k][0] <= opened:  # (in code: go on after it)
+            at = code[k][1]
             continue
         kept.append(text[start:opened])
         closed = text.find("-->", opened + 4)
