@@ -4,6 +4,7 @@ import os
 
 import polars as pl
 import pytest
+from run_folders import PROGRAM, RESEARCHER, WRITER
 
 from pipeline.checks import default_grader
 from pipeline.grade import grade_tables, read_runs, source_tables
@@ -135,3 +136,19 @@ def test_an_incomplete_run_says_why_its_log_does_not_show_it_complete(make_run, 
     row = refusal_of(run_root)
     assert row["reason"] == "incomplete-run"
     assert row["detail"].startswith("state.md ") and said in row["detail"], row["detail"]
+
+
+@pytest.mark.parametrize("heading", ["## Ensures", "**Ensures**", "#### Ensures:",
+                                     "Ensures\n-------"])
+def test_an_ensures_heading_of_another_form_is_named_by_its_refusal(make_run, run_root,
+                                                                    heading):
+    # the refusal said only that no ensures clause is declared, beside an Ensures heading
+    make_run(files={"services/researcher.md": RESEARCHER.replace("### Ensures", heading),
+                    "services/writer.md": WRITER.replace("ensures:", "notes:"),
+                    "program.md": PROGRAM.replace("### Ensures", "### Notes")})
+    row = refusal_of(run_root)
+    assert row["reason"] == "no-ensures"
+    assert row["detail"] == (
+        "no service or program declares an ensures clause; services/researcher.md has an "
+        f"ensures heading this grader does not read, “{' '.join(heading.split())}”: ensures "
+        "are read under a `### Ensures` heading or an `ensures:` block")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import re
 import traceback
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -434,10 +435,37 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         missing = [c["description"] for c in rows.clauses if c["kind"] == MISSING_CONTRACT]
         raise Refusal("no-ensures", "no service or program declares an ensures clause" + (
             f" (the run holds no contract of {len(missing)} service(s): "
-            f"{', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})" if missing else ""))
+            f"{', '.join(missing[:3])}{', …' if len(missing) > 3 else ''})" if missing else "")
+            + _unread_ensures(layout, files, text_of))
     run["status"] = "graded"
     rows.runs.append(run)
     return rows
+
+
+# An "Ensures" heading of a form contracts do not use: another level than `###`, bold on a
+# line of its own, or underlined (setext)
+_UNREAD_ENSURES = re.compile(r"(?im)^[ ]{0,3}(?:#{1,2}|#{4,6})[ \t]+[*_]*ensures[*_]*[ \t]*:?"
+                             r"[ \t]*#*[ \t]*$|^[ ]{0,3}(?:\*\*|__)ensures:?(?:\*\*|__):?[ \t]*$"
+                             r"|^[ ]{0,3}ensures[ \t]*\n[ ]{0,3}(?:=+|-+)[ \t]*$")
+
+
+def _unread_ensures(layout: Layout, files, text_of) -> str:
+    """What a `no-ensures` refusal adds where a contract of the run has an "Ensures" heading
+    this grader does not read (`## Ensures`, `**Ensures**`, underlined): it names the file and
+    the heading, and the forms that are read."""
+    tops = {pattern.split("/", 1)[0] + "/" for pattern in layout.snapshots}
+    contracts = [layout.program, *sorted(rel for rel in files if rel.startswith(tuple(tops))
+                                         and rel.endswith(".md") and rel.count("/") == 1)]
+    for rel in contracts:
+        try:  # (read as the run's other files are: a link or a special file is not)
+            found = rel in files and _UNREAD_ENSURES.search(text_of(rel))
+        except Refusal:
+            continue
+        if found:
+            heading = " ".join(found.group(0).split())
+            return (f"; {rel} has an ensures heading this grader does not read, “{heading}”: "
+                    "ensures are read under a `### Ensures` heading or an `ensures:` block")
+    return ""
 
 
 def _binding_order(manifest: Manifest):
