@@ -219,6 +219,9 @@ CASES = [
     Case("followed-by-one-sentence-after-a-labelled-url", "a source, followed by exactly one "
          "sentence", "Source: https://example.com/report. The figures match.", "count",
          "passed", "satisfied", "`out` has 1 sentence after its first line"),
+    Case("followed-by-one-sentence-after-a-value-with-eg", "a verdict, followed by exactly one "
+         "sentence", "Verdict: approve, e.g. ship it. Tests pass.", "count", "passed",
+         "satisfied", "`out` has 1 sentence after its first line"),
     Case("followed-by-one-sentence-after-a-number-fails", "a score from 0-100, followed by "
          "exactly one sentence", "85/100: strong. Very.", "count", "failed", "partially_satisfied",
          "`out` has 2 sentences after its first line"),

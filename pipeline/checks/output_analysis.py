@@ -206,10 +206,11 @@ def _rest(text: pl.Expr) -> pl.Expr:
     # "Risk: 7.5 —"; v14 took "Score:" alone, and counted "70/100." a sentence of the rest)
     # (a number set off so is read first: "85/100: strong. Very." has two sentences after it)
     # (a number may be a time, "10:30:"; a value's mark followed by no space, as in a URL or a
-    # decimal, does not end it)
+    # decimal, does not end it, nor does "e.g." or "i.e.")
     after_lead = single.str.extract(r"^\s*(?:\*\*[^*\n]+\*\*|__[^_\n]+__|-?\d+(?:[.:]\d+)*"
                                     r"(?:\s*/\s*\d+|\s*%)?\s*(?:[—–:,]|\s-\s)|[^.!?:\n]{1,40}:"
-                                    r"(?:[^\n.!?—–]|[.!?][^\s.!?—–]){0,80}[.!?]?)\s*[—–\-:,]?"
+                                    r"(?:\b(?i:e\.g|i\.e)\.\s|[^\n.!?—–]|[.!?][^\s.!?—–]){0,80}"
+                                    r"[.!?]?)\s*[—–\-:,]?"
                                     r"\s*((?s:.+))$", 1)
     after_sentence = single.str.extract(r"^.*?[.!?…]+[\"'”’)\]*_]*\s+((?s:.*))$", 1)
     return pl.coalesce(after_line, after_lead, after_sentence, pl.lit("")).str.strip_chars()
