@@ -29,7 +29,7 @@ from pipeline.judging import (
     load_template,
     make_judge,
 )
-from pipeline.judging.answers import MalformedAnswer, answer_from, answer_from_text
+from pipeline.judging.answers import Failure, MalformedAnswer, answer_from, answer_from_text
 from pipeline.judging.identity import name_from_command, slug
 
 REPO = Path(__file__).resolve().parent.parent
@@ -547,3 +547,31 @@ def test_an_interrupt_sends_no_further_judge_call(two_runs, tmp_path):
         grade(two_runs, results, judge, progress=progress)
     processes, _ = sent(log)
     assert 1 <= len(processes) <= 2 < 4  # 4 questions: one call each, at most one more begun
+
+
+def _echo_judge(body: str) -> CommandJudge:
+    """A judge command of a few lines: it reads the requests and prints `body`'s answers,
+    written for each request `r` (a Python expression list of dicts)."""
+    script = ("import json, sys\nfor line in sys.stdin:\n    r = json.loads(line)\n"
+              f"    for a in {body}:\n        print(json.dumps(a))\n")
+    return CommandJudge([sys.executable, "-c", script], name="echo")
+
+
+def test_a_judge_answering_one_request_twice_differently_gives_no_answer_to_it():
+    # the first line won, so the verdict depended on the order the judge printed its lines
+    requests = [{"id": "q1", "question": "?"}, {"id": "q2", "question": "?"}]
+    twice = _echo_judge('[{"id": r["id"], "outcome": "passed", "confidence": 90}, '
+                        '{"id": r["id"], "outcome": "failed" if r["id"] == "q1" else "passed",'
+                        ' "confidence": 80}]').ask(requests, timeout=30)
+    assert twice["q1"] == Failure("judge answered this request twice, differently: passed, "
+                                  "then failed")
+    assert (twice["q2"].outcome, twice["q2"].confidence) == ("passed", 90)  # the same: first
+
+
+def test_a_judge_answering_only_requests_it_was_not_asked_is_told_so():
+    # (was "judge answered malformed JSON", each line being valid JSON)
+    found = _echo_judge('[{"id": "other-" + r["id"], "outcome": "passed", "confidence": 90}]'
+                        ).ask([{"id": "q1", "question": "?"}], timeout=30)
+    assert found["q1"].reason.startswith(
+        "judge answered only requests it was not asked (1 line(s), first: no known request "
+        "id:"), found

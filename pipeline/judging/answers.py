@@ -70,8 +70,10 @@ def _snippet(text: str, size: int = 80) -> str:
 def answers_from_lines(text: str, ids: set[str]) -> tuple[dict[str, Answer | Failure], list[str]]:
     """Answers keyed by request id from JSON Lines output, and notes on lines not understood.
 
-    A line naming a known id but malformed becomes a Failure for that id; the first answer to
-    an id wins; lines with no known id are only noted.
+    A line naming a known id but malformed becomes a Failure for that id; an id answered
+    again with the same outcome keeps its first answer, and with another outcome becomes a
+    Failure (the judge contradicted itself: which to keep would depend on the lines' order);
+    lines with no known id are only noted.
     """
     found: dict[str, Answer | Failure] = {}
     notes: list[str] = []
@@ -87,12 +89,15 @@ def answers_from_lines(text: str, ids: set[str]) -> tuple[dict[str, Answer | Fai
         if not isinstance(rid, str) or rid not in ids:
             notes.append(f"no known request id: {_snippet(line)!r}")
             continue
-        if rid in found:
-            continue
         try:
-            found[rid] = answer_from(obj)
+            answer: Answer | Failure = answer_from(obj)
         except MalformedAnswer as exc:
-            found[rid] = Failure(f"judge answer malformed: {exc}")
+            answer = Failure(f"judge answer malformed: {exc}")
+        first = found.setdefault(rid, answer)
+        if (first is not answer and isinstance(first, Answer) and isinstance(answer, Answer)
+                and first.outcome != answer.outcome):
+            found[rid] = Failure(f"judge answered this request twice, differently: "
+                                 f"{first.outcome}, then {answer.outcome}")
     return found, notes
 
 

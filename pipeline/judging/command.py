@@ -92,6 +92,9 @@ def _why_missing(code: int | None, timed_out: bool, timeout: float, err: bytes,
         return f"judge was killed by signal {-code}{said}"
     if code:
         return f"judge exited with code {code}{said}"
+    if notes and all(note.startswith("no known request id") for note in notes):
+        return (f"judge answered only requests it was not asked ({len(notes)} line(s), "
+                f"first: {notes[0]})")
     if notes:
         return (f"judge answered malformed JSON ({len(notes)} line(s) not understood, first: "
                 f"{notes[0]})")
