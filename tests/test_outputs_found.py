@@ -229,6 +229,24 @@ def test_an_inline_service_the_manifest_does_not_list_is_graded(tmp_path):
     assert verdicts(tables)["`notes`: a JSON object"][0] == "violated"
 
 
+def test_an_inline_service_named_twice_is_one_service(tmp_path):
+    # each component of the name was made a service: its clauses were judged twice (a
+    # property test found it). The first is the service, as a contract's lookup takes it
+    write_files(tmp_path / run_id(1), {
+        "program.md": "---\nname: inl\n---\n# inl\n\n## helper\n### Ensures\n"
+                      "- `notes`: a JSON object\n\n## Helper\n### Ensures\n"
+                      "- `notes`: at most 2 words\n",
+        "manifest.md": "# Manifest: inl\n\n## Graph\n\n### writer\nsource: services/writer.md\n",
+        "services/writer.md": "### Ensures\n- `report`: at most 10 words\n",
+        "bindings/writer/report.md": "short",
+        "bindings/helper/notes.md": '{"a": 1}',
+        "state.md": "# run:x inl\n1→ writer ✓\n2→ helper ✓\n---end 2026-11-12T03:20:11Z\n"})
+    tables, _ = grade_folder(tmp_path)
+    assert tables["services"].filter(pl.col("service").str.to_lowercase() == "helper").height == 1
+    rows = tables["clause_verdicts"].filter(pl.col("service") == "helper")
+    assert rows.height == 1 and rows["verdict"].to_list() == ["satisfied"]
+
+
 def test_a_programs_missing_output_is_said_of_the_run_not_of_a_folder_of_the_program(
         tmp_path):
     write_files(tmp_path / run_id(1), {**two_publishers("1. drafter\n2. writer"),

@@ -350,10 +350,15 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
 
     # An inline `## name` component with ensures that the manifest does not list is one more
     # service (after the listed ones): its clauses are graded, not dropped
+    # (a name the program gives two components is one service: the first, as the contract's
+    # index of components takes it)
     listed = {normalise_name(w.name) for w in manifest.services}
+    inline: dict[str, Component] = {}
+    for comp in program.inline:
+        inline.setdefault(normalise_name(comp.name), comp)
     wirings = [*manifest.services, *(
         ServiceWiring(name=c.name, heading=c.name, source=f"{layout.program}#{c.name}")
-        for c in program.inline if normalise_name(c.name) not in listed and c.items("ensures"))]
+        for key, c in inline.items() if key not in listed and c.items("ensures"))]
     # A service's name compares as output names do (case, '-', '_' and spaces alike) with
     # its bindings' folder, its workspace and its log steps: `### Fact_Checker` publishes
     # in bindings/fact-checker/. Its bindings then carry the manifest's name.
