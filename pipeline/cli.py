@@ -296,9 +296,8 @@ def grade(
         from .store import ResultStore
 
         with contextlib.suppress(OSError):  # the grade's record says so too (a log, not data)
-            store = ResultStore(out_dir, endpoint_url)
-            if record := store.grade_record(summary.grade_id):
-                store.log_grade({**record, "uncompacted": 0, "compacted": summary.compacted})
+            ResultStore(out_dir, endpoint_url).amend_grade(
+                summary.grade_id, uncompacted=0, compacted=summary.compacted)
     if not summary.found and not summary.unlisted:
         _refuse_misplaced_root(runs, out_dir, endpoint_url, summary.grade_id)
     if as_json:
@@ -339,9 +338,7 @@ def _refuse_misplaced_root(runs: str, out_dir: str, endpoint_url: str | None,
     if not problem:
         return
     with contextlib.suppress(OSError):  # (a log, not data: the answer is the exit code)
-        store = ResultStore(out_dir, endpoint_url)
-        if record := store.grade_record(grade_id):
-            store.log_grade({**record, "status": "failed", "error": problem})
+        ResultStore(out_dir, endpoint_url).amend_grade(grade_id, status="failed", error=problem)
     raise fail(f"{problem}.", exit_codes.USAGE)
 
 

@@ -999,6 +999,11 @@ class ResultStore:
             record.update(grade_id=latest, status="interrupted")
             self.log_grade(record)
 
+    def amend_grade(self, grade_id: str, **fields) -> None:
+        """Rewrite the record of `grade_id` with `fields` changed (nothing when it has none)."""
+        if record := self.grade_record(grade_id):
+            self.log_grade({**record, **fields})
+
     def grade_record(self, grade_id: str) -> dict | None:
         """The record of `grade_id` as it is now (None: no such record, or not one)."""
         try:

@@ -238,6 +238,11 @@ def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     return f"{name} does not end with a '---end' line"
 
 
+def _snapshot_folders(layout: Layout) -> tuple[str, ...]:
+    """The folders that hold a layout's service snapshots (`services/`, `sources/`)."""
+    return tuple({pattern.split("/", 1)[0] + "/" for pattern in layout.snapshots})
+
+
 def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tuple[str, int]]:
     """(relative path, cap) of the files `read_run` reads from a listed run, for a remote
     store to fetch them all at once (`Bucket.prefetch`): the entry copy, wiring and log of the
@@ -246,7 +251,7 @@ def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tupl
     when it is read."""
     layout = detect_layout(ref.files)
     named = {layout.program, *layout.manifests, layout.log}
-    snapshots = tuple({pattern.split("/", 1)[0] + "/" for pattern in layout.snapshots})
+    snapshots = _snapshot_folders(layout)
     wanted = []
     for rel, info in ref.files.items():
         if info.link_target is not None:
@@ -458,8 +463,8 @@ def _unread_ensures(layout: Layout, files, text_of) -> str:
     """What a `no-ensures` refusal adds where a contract of the run has an "Ensures" heading
     this grader does not read (`## Ensures`, `**Ensures**`, underlined): it names the file and
     the heading, and the forms that are read."""
-    tops = {pattern.split("/", 1)[0] + "/" for pattern in layout.snapshots}
-    contracts = [layout.program, *sorted(rel for rel in files if rel.startswith(tuple(tops))
+    contracts = [layout.program, *sorted(rel for rel in files
+                                         if rel.startswith(_snapshot_folders(layout))
                                          and rel.endswith(".md") and rel.count("/") == 1)]
     for rel in contracts:
         try:  # (read as the run's other files are: a link or a special file is not)
