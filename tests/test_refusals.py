@@ -4,12 +4,14 @@ import os
 
 import polars as pl
 import pytest
-from run_folders import PROGRAM, RESEARCHER, WRITER
+from run_folders import PROGRAM, RESEARCHER, STATE, WRITER
 
 from pipeline.checks import default_grader
 from pipeline.grade import grade_tables, read_runs, source_tables
 from pipeline.sources.bucket import Bucket, group_runs
 from pipeline.tables import REFUSAL_REASONS
+
+STATE_END = STATE.rsplit("---end ", 1)[1].strip()  # when the written runs end
 
 
 def grade_folder(root):
@@ -63,6 +65,37 @@ def test_a_run_without_a_manifest_keeps_its_programs_name(make_run, run_root):
     _, tables = grade_folder(run_root)
     assert row["reason"] == "missing-manifest"
     assert tables["runs"]["program"].to_list() == ["brief"]
+
+
+@pytest.mark.parametrize("dropped", ["program.md", "manifest.md"])
+def test_a_run_refused_before_its_log_still_says_when_it_ended(make_run, run_root, dropped):
+    # the log was read after these two refusals only: completed and ended_at stayed null,
+    # and a run without its program went unnamed though its log names it
+    make_run(drop=(dropped,))
+    row = refusal_of(run_root)
+    _, tables = grade_folder(run_root)
+    run = tables["runs"].row(0, named=True)
+    assert row["reason"] == f"missing-{dropped.removesuffix('.md')}"
+    assert run["completed"] is True
+    assert run["ended_at"] == STATE_END
+    assert run["program"] == "brief"
+
+
+@pytest.mark.parametrize("dropped", [("program.md", "state.md"), ("state.md",)])
+def test_a_run_without_a_log_did_not_complete(make_run, run_root, dropped):
+    make_run(drop=dropped)
+    refusal_of(run_root)
+    _, tables = grade_folder(run_root)
+    assert tables["runs"].select("completed", "ended_at").row(0) == (False, None)
+
+
+def test_a_run_refused_early_with_an_unreadable_log_keeps_its_refusal(make_run, run_root):
+    run = make_run(drop=("program.md", "state.md"))
+    os.mkfifo(run / "state.md")  # no file to read: the run's end stays unknown
+    row = refusal_of(run_root)
+    _, tables = grade_folder(run_root)
+    assert row["reason"] == "missing-program"
+    assert tables["runs"]["completed"].to_list() == [None]
 
 
 def test_a_folder_mixing_eras_is_refused_saying_so(make_run, run_root):

@@ -285,14 +285,6 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         raise Refusal("unsafe-path", "the run folder itself is a symlink")
     layout = detect_layout(files)
     run["layout"] = layout.name
-    if "." in files:  # named like a run folder, but a file
-        raise Refusal("missing-program", f"the run path is a file, not a folder: no "
-                      f"{layout.program} to read")
-    if layout.program not in files:
-        raise Refusal("missing-program", f"no {layout.program} in the run folder"
-                      + a_folder(ref, layout.program) + _results_here(ref))
-    manifest_rel = next((m for m in layout.manifests if m in files), None)
-
     cut: set[str] = set()  # files longer than their cap: only their head was read
 
     def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
@@ -308,21 +300,47 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             cut.add(rel)
         return decode(data)[0]
 
+    def read_log():
+        """The run's log, parsed (None without one); its end is recorded on the run."""
+        if layout.log not in files:
+            run["completed"] = False
+            return None
+        text = text_of(layout.log, LOG_CAP)
+        log = parse_vm_log(text) if layout is ERA_B else parse_state_log(text)
+        run["completed"], run["ended_at"] = bool(log.completed), log.ended_at
+        return log
+
+    def refuse_early(reason: str, detail: str):
+        """A refusal before the log is read: the log still tells when the run ended (an
+        unreadable log leaves that unknown, and the refusal stands)."""
+        try:
+            log = read_log()
+            if log is not None and run["program"] is None:
+                run["program"] = log.program or None
+        except Refusal as refusal:
+            if is_outage(refusal):
+                raise
+        return Refusal(reason, detail)
+
+    if "." in files:  # named like a run folder, but a file
+        raise Refusal("missing-program", f"the run path is a file, not a folder: no "
+                      f"{layout.program} to read")
+    if layout.program not in files:
+        raise refuse_early("missing-program", f"no {layout.program} in the run folder"
+                           + a_folder(ref, layout.program) + _results_here(ref))
+    manifest_rel = next((m for m in layout.manifests if m in files), None)
+
     program_text = text_of(layout.program)
     if manifest_rel is None:  # (the program's name is known: trends count it under it)
         run["program"] = _contract(program_text, "", "program").main.name or None
-        raise Refusal("missing-manifest", f"no {' or '.join(layout.manifests)}: a program "
-                      "without a services list" + a_folder(ref, *layout.manifests)
-                      + _mixed_eras(layout, files))
+        raise refuse_early("missing-manifest", f"no {' or '.join(layout.manifests)}: a "
+                           "program without a services list" + a_folder(ref, *layout.manifests)
+                           + _mixed_eras(layout, files))
     manifest = _manifest(text_of(manifest_rel), manifest_rel.endswith(".json"))
-    log_text = text_of(layout.log, LOG_CAP) if layout.log in files else None
-    log = None if log_text is None else (
-        parse_vm_log(log_text) if layout is ERA_B else parse_state_log(log_text))
+    log = read_log()
     program = _contract(program_text, manifest.program or "", "program")
     program_name = program.main.name or (log.program if log else None) or "program"
     run["program"] = program_name
-    run["completed"] = bool(log and log.completed)
-    run["ended_at"] = log.ended_at if log else None
     if log is None:
         raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established"
                       + a_folder(ref, layout.log) + _mixed_eras(layout, files))
