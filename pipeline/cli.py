@@ -905,7 +905,7 @@ def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
     others = [w for w in words if not GRADER_ID.match(w)]
     if len(others) > 1 or len(ids) not in (0, 2):
         raise fail(f"expected the results and two grader ids, base then head, as in "
-                   f"`RESULTS prose.contract.grader/v14 prose.contract.grader/v15`; got "
+                   f"`RESULTS prose.contract.grader/v15 prose.contract.grader/v16`; got "
                    f"{' '.join(words)}", exit_codes.USAGE)
     if ids and (base or head):
         raise fail("the grader ids are given twice: give them after the results or with "

@@ -457,6 +457,10 @@ CASES = [
     Case("named-section-passes-on-a-label", "a report with a `Sources` section",
          "Report\n\n**Sources:**\n- a", "literal", "passed", "satisfied",
          "label “**Sources:**”"),
+    # a label in a code block is the code's (v15 passed "Sources:" in a fenced config)
+    Case("named-section-fails-on-a-label-in-code", "a report with a `Sources` section",
+         "# Report\n\nThe parser reads:\n\n```yaml\nSources:\n  - a\n```\n", "literal",
+         "failed", "violated", "no heading or label “Sources” in `out`; headings: “# Report”"),
     Case("first-line-passes", "a comment whose first line is exactly `### Review`",
          "### Review\nLooks fine.", "literal", "passed", "satisfied",
          "first line: “### Review”"),

@@ -408,7 +408,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      A labelled lead takes its value ("Score: 70/100."); a count in a named structure the
 #      output lacks is undecided (v14: 0, passing upper bounds); enumerated values compare
 #      with `-`, `_` and spaces alike, as documented.
-DEFAULT_GRADER_ID = "prose.contract.grader/v15"
+# v16: a label in fenced code is no section ("a `Sources` section": v15 passed on
+#      `Sources:` in a YAML block).
+DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader

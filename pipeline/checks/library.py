@@ -19,7 +19,14 @@ import polars as pl
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
 from .contract import CUT_SHORT, FAILED, ON_AN_OUTPUT, PASSED, UNDECIDED, excerpt, quoted
 from .grader import SECRET_PATTERNS, Check, Lets, check
-from .output_analysis import WORDS, csv_commas, csv_unquoted, distinct_urls, top_level_items
+from .output_analysis import (
+    WORDS,
+    csv_commas,
+    csv_unquoted,
+    distinct_urls,
+    top_level_items,
+    unfenced,
+)
 
 # A clause judged on an output read whole: a primary ensures naming one, or a triggered
 # conditional (an output cut at the read cap is judged by `output_read_whole` alone).
@@ -881,7 +888,8 @@ def literal() -> Check:
     # a colon around its title are no part of it: "## 3. **Sources:**")
     line = pl.when(titled).then(pl.lit(r"(?im)^([ \t]{0,3}#{1,6}[ \t]+(?:\d+[.)][ \t]*)?"))\
         .otherwise(pl.lit(r"(?im)^([ \t]*"))
-    labelled = let("_labelled", pl.when(in_section).then(out.str.extract(pl.concat_str(
+    # (a label in fenced code is the code's: `Sources:` in a YAML block is no section)
+    labelled = let("_labelled", pl.when(in_section).then(unfenced(out).str.extract(pl.concat_str(
         line, pl.lit(r"(?:\*\*|__)?"), _escaped(title),
         pl.when(titled).then(pl.lit(r"(?:\*\*|__)?:?(?:\*\*|__)?[ \t]*#*)[ \t]*$"))
         .otherwise(pl.lit(r"(?::(?:\*\*|__)?|(?:\*\*|__)?:?))[ \t]*$"))), 1)))
