@@ -38,7 +38,7 @@ from .catalog import catalog_stale, tidy_compacted, write_catalog
 from .checks import BUILTIN_NAMES
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
-from .checks.grader import Grader, measure, refuse_unknown_columns, run_checks
+from .checks.grader import Grader, GraderError, measure, refuse_unknown_columns, run_checks
 from .checks.ledger import (
     LEDGER_CLAUSE_KIND,
     LedgerGrader,
@@ -60,6 +60,7 @@ from .sources.bucket import (
     Bucket,
     Listing,
     RunRef,
+    group_runs,
     split_uri,
     spread_runs,
 )
@@ -1062,19 +1063,65 @@ def _results_in_a_run(runs_uri: str, results_uri: str) -> str | None:
     return None
 
 
-def _refuse_unknown_columns(grader: Grader) -> None:
+def _refuse_broken_checks(grader: Grader) -> None:
     """GraderError, before anything is read or written, when a check of `grader` reads a
-    column the clause frame does not have (`checks.grader.refuse_unknown_columns`): the
-    frame's columns are those of the frame of no run, measured as the checks read it. The
-    built-in checks are known to read none: making that frame costs about a second (its
-    clause readings' query), which a no-change rerun would spend for nothing."""
+    column the clause frame does not have (`checks.grader.refuse_unknown_columns`), or
+    cannot be computed on the clause frame of a few runs of every program `rungrade synth`
+    writes (`pl.col("formats") == "json"` on a list column: polars says so only where a row
+    has a value). Either refused every run with a clause `internal-error`. The built-in
+    checks are known to pass: the probe costs about a second, which a no-change rerun would
+    spend for nothing."""
     names = [c.name for c in grader.checks]
     if len(names) == len(BUILTIN_NAMES) and set(names) == BUILTIN_NAMES:
         return
-    empty = source_tables(RunRows())
-    frame = clause_frame(empty["clauses"], empty["services"], empty["bindings"],
-                         measured=False)
-    refuse_unknown_columns(grader.checks, measure(grader.checks, frame).columns)
+    frame = _probe_frame()
+
+    def computed(checks) -> None:
+        refuse_unknown_columns(checks, measure(checks, frame).columns)
+        run_checks(Grader(grader.grader_id, checks), frame)
+
+    try:
+        computed(grader.checks)
+    except pl.exceptions.PolarsError:
+        for order, c in enumerate(grader.checks):  # which check: each alone, in order
+            try:
+                computed([c])
+            except pl.exceptions.PolarsError as exc:
+                said = str(exc).strip().split("\n")[0]
+                raise GraderError(
+                    f"check {c.name!r} cannot be computed on a clause frame: {said} (tried "
+                    f"on runs of every program `rungrade synth` writes; check {order + 1} "
+                    "of the grader)") from exc
+        raise
+
+
+def _probe_frame() -> pl.DataFrame:
+    """The clause frame (unmeasured) of a few `rungrade synth` runs that are graded, one or
+    more of each program it writes."""
+    from tempfile import TemporaryDirectory
+
+    from .synth import PROGRAMS, make_run
+
+    with TemporaryDirectory(prefix="rungrade-probe-") as root:
+        programs: set[str] = set()
+        for index in itertools.count():
+            folder, files, outcome = make_run(0, index)
+            program = folder.split("/")[0]
+            if outcome not in ("clean", "sloppy", "errored") or program in programs:
+                continue
+            programs.add(program)
+            for rel, text in files.items():
+                path = os.path.join(root, folder, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as out:
+                    out.write(text)
+            if len(programs) == len(PROGRAMS) or index > 400:
+                break
+        bucket = Bucket(root)
+        tables = source_tables(read_runs(root, group_runs(bucket, bucket.walk()),
+                                         ledger_graders=()))
+    return clause_frame(tables["clauses"], tables["services"], tables["bindings"],
+                        measured=False)
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,
@@ -1114,7 +1161,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     if misplaced := (_misplaced_local_root(runs_uri, results_uri, endpoint_url)
                      or _results_in_a_run(runs_uri, results_uri)):
         raise MisplacedFolder(misplaced)
-    _refuse_unknown_columns(grader)
+    _refuse_broken_checks(grader)
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} " + (

@@ -163,6 +163,32 @@ def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tm
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(("part", "said"), [
+    # a list column compared as a string: polars says so only on a row with a value, so
+    # every run with a clause was refused internal-error and the grade exited 0
+    ("needs={'words': pl.col('formats') == 'json'}, outcome=pl.when(pl.col('n_words') < 9)"
+     ".then(PASSED)", "cannot cast List type"),
+    ("outcome=pl.when(pl.col('n_words') < 'many').then(PASSED)",
+     "cannot compare string with numeric type"),
+])
+def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, part, said):
+    path = tmp_path / "typed.py"
+    path.write_text(
+        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
+        "builtin_checks, check\n\n@check('short')\ndef short():\n    return Check("
+        f"applies=NAMED, {part}, detail=pl.lit('d'), evidence=pl.lit('e'), "
+        "confidence=pl.lit(80))\n\n"
+        "grader = Grader('acme.typed.grader/v1', [*builtin_checks(), short()])\n")
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
+    assert result.exit_code == USAGE, result.output
+    flat = " ".join(result.output.split())
+    assert f"check 'short' cannot be computed on a clause frame: {said}" in flat
+    assert f"check {len(builtin_checks()) + 1} of the grader" in flat
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_malformed_grader_id_option_stops_grade(tmp_path):
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
