@@ -88,7 +88,7 @@ def old_returned_from(value):  # (the caller strips the name; the lazy name left
 
 
 def new_returned_from(value):
-    got = manifest._returned_from(value)
+    got = manifest.returned_from(value)
     return (manifest._strip_name(got[0]), got[1]) if got else None
 
 

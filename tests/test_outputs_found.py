@@ -139,11 +139,12 @@ def write_files(run: Path, files: dict[str, str]) -> Path:
     return run
 
 
-def two_publishers(order: str, returns: str = "") -> dict[str, str]:
-    """A program whose `report` both drafter and writer publish, run in `order`."""
+def two_publishers(order: str, returns: str = "", origin: str = "") -> dict[str, str]:
+    """A program whose `report` both drafter and writer publish, run in `order`; its ensures
+    item may name its origin (`origin`: "(from writer)")."""
     return {
         "program.md": "---\nname: pub\n---\n### Ensures\n"
-                      "- `report`: a markdown report stating \"FINAL\"\n",
+                      f"- `report`{origin}: a markdown report stating \"FINAL\"\n",
         "manifest.md": f"# Manifest: pub\n\n## Caller Interface\nreturns:\n{returns}\n\n"
                        "## Graph\n\n### drafter\nsource: services/drafter.md\n\n### writer\n"
                        f"source: services/writer.md\n\n## Execution Order\n{order}\n",
@@ -162,15 +163,19 @@ def program_report(tables) -> tuple[str, str, str]:
     return row[1], verdict["verdict"], verdict["evidence"]
 
 
-@pytest.mark.parametrize(("order", "returns", "publisher"), [
-    ("1. drafter\n2. writer", "", "writer"),  # the last to run (v13: the first by name)
-    ("1. writer\n2. drafter", "", "drafter"),
-    ("1. writer\n2. drafter", "- Report (from Writer)", "writer"),  # named as names are
-    ("1. writer\n2. drafter", "- `report.md` (from writer)", "writer"),
+@pytest.mark.parametrize(("order", "returns", "publisher", "origin"), [
+    ("1. drafter\n2. writer", "", "writer", ""),  # the last to run (v13: the first by name)
+    ("1. writer\n2. drafter", "", "drafter", ""),
+    ("1. writer\n2. drafter", "- Report (from Writer)", "writer", ""),  # named as names are
+    ("1. writer\n2. drafter", "- `report.md` (from writer)", "writer", ""),
+    # the ensures item names its origin as a returns line does (v15 ignored it), and wins
+    ("1. writer\n2. drafter", "", "writer", " (from Writer)"),
+    ("1. writer\n2. drafter", "- report (from drafter)", "writer", " (from writer)"),
+    ("1. writer\n2. drafter", "", "drafter", " (from editor)"),  # no service: ignored
 ])
 def test_a_programs_output_comes_from_the_service_that_returns_it_or_ran_last(
-        tmp_path, order, returns, publisher):
-    write_files(tmp_path / run_id(1), two_publishers(order, returns))
+        tmp_path, order, returns, publisher, origin):
+    write_files(tmp_path / run_id(1), two_publishers(order, returns, origin))
     tables, _ = grade_folder(tmp_path)
     service, verdict, _ = program_report(tables)
     assert (service, verdict) == (publisher, "satisfied" if publisher == "writer"

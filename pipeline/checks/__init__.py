@@ -409,7 +409,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      output lacks is undecided (v14: 0, passing upper bounds); enumerated values compare
 #      with `-`, `_` and spaces alike, as documented.
 # v16: a label in fenced code is no section ("a `Sources` section": v15 passed on
-#      `Sources:` in a YAML block).
+#      `Sources:` in a YAML block); a program's ensures item naming its origin ("`report`
+#      (from writer)") is graded on that service's output (v15: the last to run).
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 

@@ -94,7 +94,7 @@ def _closes(value: str, at: int) -> bool:
     return value.startswith(")", at) and value[at + 1:].lstrip()[:1] in ("", ":")
 
 
-def _returned_from(value: str) -> tuple[str, str] | None:
+def returned_from(value: str) -> tuple[str, str] | None:
     r"""`name (from service): what` as (name, service), each to strip, or None.
 
     The same groups as ``^`?([^`(:]+?)`?\s*\(from\s+`?([^`)]+?)`?\)\s*(?::\s*(.*))?$`` on a
@@ -249,7 +249,7 @@ def parse_manifest(text: str) -> Manifest:
                 if not m_item or key not in ("returns", "requires"):
                     continue
                 value = m_item.group(1).strip()
-                m_from = _returned_from(value)
+                m_from = returned_from(value)
                 head = m_from[0] if m_from else _NAME_END.split(value, maxsplit=1)[0]
                 name = _strip_name(head)
                 if key == "returns":

@@ -19,7 +19,7 @@ from ..tables import MISSING_CONTRACT
 from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
-from .manifest import Manifest, ServiceWiring, parse_manifest
+from .manifest import Manifest, ServiceWiring, parse_manifest, returned_from
 from .outage import is_outage, unavailable
 from .state_log import StateLog, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
@@ -453,10 +453,17 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             "error_detail": first_error[2] or log_error, "log_status": "completed",
             "position": 0,
         })
+        # an item may name its origin as a returns line does ("`report` (from writer): …"),
+        # and then that service's output is the one graded
+        origins = {item.position: wired[normalise_name(origin[1].strip())]
+                   for item in program.main.items("ensures")
+                   if (origin := returned_from(item.text.partition("\n")[0].strip()))
+                   and normalise_name(origin[1].strip()) in wired}
         for row in _clause_rows(ref, component, program.main, "program_ensures", None):
             if row["output_name"]:
                 key = output_name_key(row["output_name"])
-                row["output_service"] = returns.get(key) or published.get(key)
+                row["output_service"] = (origins.get(row["position"]) or returns.get(key)
+                                         or published.get(key))
             rows.clauses.append(row)
 
     if not any(c["kind"] not in ("detail", MISSING_CONTRACT) for c in rows.clauses):
