@@ -4,7 +4,7 @@ import os
 
 import polars as pl
 import pytest
-from run_folders import PROGRAM, RESEARCHER, STATE, WRITER
+from run_folders import MANIFEST, PROGRAM, RESEARCHER, STATE, WRITER
 
 from pipeline.checks import default_grader
 from pipeline.grade import grade_tables, read_runs, source_tables
@@ -96,6 +96,21 @@ def test_a_run_refused_early_with_an_unreadable_log_keeps_its_refusal(make_run, 
     _, tables = grade_folder(run_root)
     assert row["reason"] == "missing-program"
     assert tables["runs"]["completed"].to_list() == [None]
+
+
+@pytest.mark.parametrize("rel", ["services/writer.md", "manifest.md", "program.md"])
+def test_a_contract_longer_than_the_read_is_refused_not_graded_on_its_head(make_run, run_root,
+                                                                         rel):
+    # cut at 1 MiB and read silently: clauses past the cut (one failing) went ungraded, and
+    # the run was satisfied at 100
+    padding = "".join(f"- `tldr`: at most 50 words (note {i} of many)\n" for i in range(30_000))
+    text = {"services/writer.md": WRITER + padding, "program.md": PROGRAM + "\n" + padding,
+            "manifest.md": MANIFEST + "\n## Notes\n" + padding}[rel]
+    make_run(files={rel: text})
+    row = refusal_of(run_root)
+    assert row["reason"] == "unreadable-file"
+    assert row["detail"] == (f"{rel} is longer than the 1 MB this grader reads of a contract, "
+                             "manifest or error file: what follows would be left ungraded")
 
 
 def test_a_folder_mixing_eras_is_refused_saying_so(make_run, run_root):

@@ -410,7 +410,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      with `-`, `_` and spaces alike, as documented.
 # v16: a label in fenced code is no section ("a `Sources` section": v15 passed on
 #      `Sources:` in a YAML block); a program's ensures item naming its origin ("`report`
-#      (from writer)") is graded on that service's output (v15: the last to run).
+#      (from writer)") is graded on that service's output (v15: the last to run); a
+#      contract, manifest or error file longer than the 1 MB read of it refuses its run
+#      `unreadable-file` (v15 graded the run on its head: clauses past the cut unread).
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 

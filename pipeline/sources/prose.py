@@ -24,7 +24,7 @@ from .outage import is_outage, unavailable
 from .state_log import StateLog, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
 
-CONTRACT_CAP = 1 << 20  # contract files are small; a huge one is cut, never loaded whole
+CONTRACT_CAP = 1 << 20  # contract files are small; a longer one is refused, never loaded whole
 # A run's log is read whole up to this: a long run's log passes a megabyte, and whether the run
 # ended is said by its last line
 LOG_CAP = 32 << 20
@@ -296,6 +296,10 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             data, truncated = bucket.read(f"{ref.path}/{ref.key(rel)}", cap)
         except OSError as exc:
             raise Refusal("unreadable-file", f"{rel}: {exc}") from exc
+        if truncated and cap == CONTRACT_CAP:  # (its clauses, services or error cut off)
+            raise Refusal("unreadable-file", f"{rel} is longer than the {CONTRACT_CAP >> 20} MB "
+                          "this grader reads of a contract, manifest or error file: what "
+                          "follows would be left ungraded")
         if truncated:
             cut.add(rel)
         return decode(data)[0]
