@@ -110,7 +110,8 @@ def build_corpus(base: Path, marker: Path) -> dict[str, tuple[str, str | None]]:
     path = run("20261112-000001-bytes")
     (path / "bindings/writer/summary.md").write_bytes("Résumé, naïve café\n".encode("latin-1"))
     (path / "bindings/writer/tldr.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe" * 64)
-    (path / "bindings/writer/report.json").write_bytes(b"\xff\xfe{\x00}\x00")
+    # (half a UTF-16 mark: the whole mark, b"\xff\xfe", opens a UTF-16 text, read so)
+    (path / "bindings/writer/report.json").write_bytes(b"\xff{\x00}\x00")
 
     # Empty files: outputs, contracts, the log.
     path = run("20261112-000002-empty-outputs")

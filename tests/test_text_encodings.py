@@ -7,6 +7,7 @@ from __future__ import annotations
 import unicodedata
 
 import polars as pl
+import pytest
 from check_runs import grade_folder
 from run_folders import BINDINGS, MANIFEST, PROGRAM, RESEARCHER, STATE, WRITER, write_run
 
@@ -46,6 +47,31 @@ def test_a_byte_order_mark_opening_any_file_is_no_part_of_its_text(tmp_path):
     assert ("researcher", "`data`: a JSON object", "satisfied") in [
         row[:3] for row in expected[0]]
     assert (marked / "program.md").read_bytes().startswith(b"\xef\xbb\xbf")
+
+
+@pytest.mark.parametrize("written", [
+    # UTF-16 with its mark, as PowerShell and Notepad write it (v15 read the bytes as UTF-8:
+    # a service's contract gave no ensures and the service left its run's score)
+    lambda text: text.encode("utf-16"), lambda text: text.encode("utf-16-be").join(
+        [b"\xfe\xff", b""]),
+    lambda text: text.encode("utf-32"),
+    # lines ended by `\r` alone, as classic Mac editors end them (v15 read an output's list
+    # as one line: "at least 3 findings" failed)
+    lambda text: text.replace("\n", "\r").encode(),
+], ids=["utf-16-le", "utf-16-be", "utf-32", "cr-only"])
+def test_a_file_in_another_unicode_encoding_or_line_end_reads_as_the_same_text(tmp_path,
+                                                                               written):
+    files = {"program.md": PROGRAM, "manifest.md": MANIFEST,
+             "services/researcher.md": RESEARCHER_JSON, "services/writer.md": WRITER,
+             "state.md": STATE.format(run_id=RUN), **BINDINGS,
+             "bindings/researcher/data.json": '{"rows": 3}'}
+    plain = write_run(tmp_path / "plain", RUN, files=files)
+    other = write_run(tmp_path / "other", RUN, files=files)
+    for rel, text in files.items():
+        (other / rel).write_bytes(written(text))
+    assert outcome(other.parent) == outcome(plain.parent)
+    tables, _ = grade_folder(other.parent)
+    assert not tables["bindings"]["decode_errors"].any()
 
 
 def test_names_with_decomposed_accents_are_the_names_with_composed_ones(tmp_path):

@@ -412,7 +412,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      `Sources:` in a YAML block); a program's ensures item naming its origin ("`report`
 #      (from writer)") is graded on that service's output (v15: the last to run); a
 #      contract, manifest or error file longer than the 1 MB read of it refuses its run
-#      `unreadable-file` (v15 graded the run on its head: clauses past the cut unread).
+#      `unreadable-file` (v15 graded the run on its head: clauses past the cut unread); a
+#      file in UTF-16 or UTF-32 opened by its mark is read so, and a lone `\r` ends a line
+#      (v15: such a contract had no ensures, such an output's list was one line).
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 

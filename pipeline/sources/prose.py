@@ -7,6 +7,7 @@ whole columns.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import hashlib
 import re
@@ -154,15 +155,24 @@ def _forme_manifest(text: str) -> Manifest:
 def decode(data: bytes) -> tuple[str, bool]:
     """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal. A file
     as editors on Windows write it reads as any other: a byte-order mark opening it is no part
-    of its text (front matter, a first heading or a JSON document start after it), and its
-    lines end with `\n` alone (a table, a fence or YAML is read line by line)."""
+    of its text (front matter, a first heading or a JSON document start after it), a mark of
+    UTF-16 or UTF-32 (as PowerShell and Notepad write files) decodes the text so, and its
+    lines end with `\n` alone, whether written `\r\n` or `\r` (a table, a fence or YAML
+    is read line by line)."""
+    encoding = next((name for mark, name in _UNICODE_MARKS if data.startswith(mark)), "utf-8")
     try:
-        text, bad = data.decode("utf-8"), False
+        text, bad = data.decode(encoding), False
     except UnicodeDecodeError:
-        text, bad = data.decode("utf-8", errors="replace"), True
+        text, bad = data.decode(encoding, errors="replace"), True
     if "\r" in text:
-        text = text.replace("\r\n", "\n")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text.removeprefix("\ufeff"), bad
+
+
+# byte-order marks of the encodings other than UTF-8 a text file is written in (UTF-32's
+# before UTF-16's, whose little-endian mark opens it); the codec reads and drops the mark
+_UNICODE_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                  (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
 def _base_run(ref: RunRef, now: str) -> dict:
@@ -372,7 +382,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             "name": stem if dot else fname, "uri": f"{ref.uri}/{ref.key(rel)}",
             "extension": ext.lower() if dot else "", "size_bytes": files[rel].size,
             "sha256": hashlib.sha256(data).hexdigest(), "text": text, "truncated": truncated,
-            "decode_errors": bad or b"\x00" in data,
+            "decode_errors": bad or "\x00" in text,
         })
 
     # An inline `## name` component with ensures that the manifest does not list is one more
