@@ -7,6 +7,7 @@ each parser instead of being rejected on the first line.
 
 from __future__ import annotations
 
+import codecs
 import os
 import tempfile
 
@@ -132,10 +133,25 @@ def test_state_log_parser_never_raises(text):
 def test_decode_never_raises_and_flags_bad_bytes(data):
     text, bad = decode(data)
     assert isinstance(text, str)
+    # UTF-8, or UTF-32/UTF-16 where their byte-order mark opens the bytes (UTF-32's first:
+    # UTF-16's little-endian mark opens it); the text without a mark, its lines ended by \n
+    codec = next((name for mark, name in (
+        (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+        if data.startswith(mark)), "utf-8")
     try:
-        assert text == data.decode("utf-8") and not bad
+        plain = data.decode(codec)
     except UnicodeDecodeError:
         assert bad and "\ufffd" in text
+        return
+    assert not bad
+    assert text == plain.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+@FAST
+@given(st.text(max_size=512), st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32"]))
+def test_a_text_decodes_alike_in_each_unicode_encoding_with_its_mark(text, codec):
+    assert decode(text.encode(codec)) == decode(text.encode("utf-8"))
 
 
 @settings(max_examples=100, deadline=None)
