@@ -63,6 +63,13 @@ BATCHES_NOW = """case when g.batches is not null then coalesce((
         on c.replaced = u.b), []) end"""
 
 
+def query_interrupted(exc: BaseException) -> bool:
+    """True when `exc` is DuckDB's own error for a query a signal stopped: a signal handler's
+    exception (KeyboardInterrupt, SIGTERM's) raised while DuckDB runs a query is taken by
+    DuckDB, which raises this in its place, with no trace of the signal."""
+    return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
+
+
 def _records_json(files: str | list[str]) -> str:
     """The grade records in the JSON files `files` (a glob, or a list of files) as a relation
     with RECORD_COLUMNS."""

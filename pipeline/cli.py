@@ -269,11 +269,13 @@ def grade(
         raise fail(str(exc), exit_codes.LOCKED) from exc
     except EngineError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
-    except KeyboardInterrupt:
-        raise fail(f"interrupted (Ctrl-C): the batch in progress was abandoned; the batches "
-                   f"committed before stand in {out_dir}. Rerun the same command to finish.",
-                   exit_codes.INTERRUPTED) from None
-    except Exception as exc:
+    except (KeyboardInterrupt, Exception) as exc:  # (Ctrl-C in a query: DuckDB's error)
+        from .catalog import query_interrupted
+
+        if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+            raise fail(f"interrupted (Ctrl-C): the batch in progress was abandoned; the "
+                       f"batches committed before stand in {out_dir}. Rerun the same command "
+                       "to finish.", exit_codes.INTERRUPTED) from None
         if not _store_failed(exc):
             raise
         if _damaged(exc):  # (says what to do)
@@ -390,13 +392,16 @@ def _writing_results(nothing: str | None, doing: str, left: str,
         raise fail(f"{exc}; {nothing}" if nothing else str(exc), exit_codes.USAGE) from exc
     except ResultsLocked as exc:
         raise fail(str(exc), exit_codes.LOCKED) from exc
-    except KeyboardInterrupt:
-        raise fail(f"interrupted (Ctrl-C) while {doing}. {left}; rerun the same command.",
-                   exit_codes.INTERRUPTED) from None
-    except _Terminated:
-        raise fail(f"stopped by SIGTERM while {doing}. {left}; rerun the same command.",
-                   exit_codes.STOPPED) from None
-    except Exception as exc:
+    except (KeyboardInterrupt, _Terminated, Exception) as exc:
+        # (a signal in a query: DuckDB raises its own error in place of the handler's)
+        from .catalog import query_interrupted
+
+        if isinstance(exc, _Terminated) or (query_interrupted(exc) and _TERMINATED.is_set()):
+            raise fail(f"stopped by SIGTERM while {doing}. {left}; rerun the same command.",
+                       exit_codes.STOPPED) from None
+        if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+            raise fail(f"interrupted (Ctrl-C) while {doing}. {left}; rerun the same command.",
+                       exit_codes.INTERRUPTED) from None
         if not _store_failed(exc):
             raise
         if _damaged(exc):  # (says what to do)
@@ -413,7 +418,11 @@ class _Terminated(BaseException):
     """SIGTERM, raised where the command was (see `_writing_results`)."""
 
 
+_TERMINATED = threading.Event()  # SIGTERM came: a query it stopped was stopped by it
+
+
 def _terminated(*_) -> None:
+    _TERMINATED.set()
     raise _Terminated
 
 

@@ -34,7 +34,7 @@ import polars as pl
 from polars.exceptions import PanicException
 
 from . import scratch
-from .catalog import catalog_stale, tidy_compacted, write_catalog
+from .catalog import catalog_stale, query_interrupted, tidy_compacted, write_catalog
 from .checks import BUILTIN_NAMES
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
@@ -272,8 +272,11 @@ class GradeLog:
         if exc is None:
             self.write("stopped" if self.summary.stopped else "finished")
         else:
+            # (a query Ctrl-C stopped fails with DuckDB's error, not KeyboardInterrupt; a
+            # grade's SIGTERM raises nothing, see `should_stop`)
+            failed = isinstance(exc, Exception) and not query_interrupted(exc)
             with contextlib.suppress(Exception):  # the store may be what failed
-                self.write(*(("failed", f"{kind.__name__}: {exc}") if isinstance(exc, Exception)
+                self.write(*(("failed", f"{kind.__name__}: {exc}") if failed
                              else ("interrupted",)))
 
     def committed(self) -> None:

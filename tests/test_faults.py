@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -339,6 +340,32 @@ def test_ctrl_c_while_compacting_says_what_is_left(capsys):
     assert stopped.value.exit_code == exit_codes.INTERRUPTED
     said = " ".join(capsys.readouterr().err.split())
     assert "interrupted (Ctrl-C) while compacting. The results are as they were; rerun" in said
+
+
+@pytest.mark.parametrize(("sent", "code", "said"), [
+    (signal.SIGINT, exit_codes.INTERRUPTED, "interrupted (Ctrl-C) while compacting"),
+    (signal.SIGTERM, exit_codes.STOPPED, "stopped by SIGTERM while compacting"),
+])
+def test_a_signal_stopping_a_duckdb_query_ends_with_its_exit_code(capsys, sent, code, said):
+    # DuckDB takes the exception a signal handler raises mid-query and raises its own
+    # RuntimeError('Query interrupted'): the command exited 1 with a traceback
+    import typer
+
+    from pipeline.cli import _TERMINATED, _writing_results
+
+    _TERMINATED.clear()
+    con = duckdb.connect()
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), sent))
+    timer.start()
+    try:
+        with pytest.raises(typer.Exit) as stopped, _writing_results(
+                "nothing to compact.", "compacting", "The results are as they were"):
+            con.sql("select count(*) from range(100000000000) t(i) where i % 7 = 3").fetchall()
+    finally:
+        timer.join()
+        _TERMINATED.clear()
+    assert stopped.value.exit_code == code
+    assert said in " ".join(capsys.readouterr().err.split())
 
 
 def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
