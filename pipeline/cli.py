@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import exit_codes
+from . import exit_codes, numbers
 
 app = typer.Typer(
     help="Grade AI agent runs clause by clause against their contracts; write Parquet results.",
@@ -473,8 +473,9 @@ def print_summary(summary) -> None:
     table.add_row("graded", str(data["graded"]))
     refused = ", ".join(f"{k} {v}" for k, v in data["refusals"].items())
     table.add_row("refused", f"{data['refused']}" + (f"  ({refused})" if refused else ""))
-    score = data["mean_overall_score"]
-    table.add_row("mean overall score", "—" if score is None else f"{score:.1f}")
+    score = summary.mean_score  # (shown from the mean itself: the 2 decimals of the JSON's,
+    table.add_row("mean overall score", "—" if score is None  # rounded again, went astray)
+                  else numbers.shown(score, 1))
     table.add_row("verdicts", ", ".join(f"{k} {v}" for k, v in data["verdicts"].items()) or "—")
     if data["ledger_verdicts"]:
         table.add_row("ledger verdicts",
@@ -640,7 +641,8 @@ def _a_query(word: str) -> bool:
 
 
 def _cell(value) -> str:
-    return "" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
+    return "" if value is None else (numbers.shown(value, 2) if isinstance(value, float)
+                                     else str(value))
 
 
 def _print_frame(df, limit: int = 50, title: str | None = None,
@@ -965,10 +967,11 @@ def diff(
     if s["mean_score_delta"] is None:
         facts.add_row("mean score delta", "— (no run has a score under both)")
     else:
-        ci = ("" if s["ci95_low"] is None
-              else f"  (95% CI {s['ci95_low']:+.1f} to {s['ci95_high']:+.1f})")
-        facts.add_row("mean score delta",
-                      f"{s['mean_score_delta']:+.1f}{ci} over {s['runs_paired']} runs")
+        # (the bounds to 2 decimals: -0.04 is short of zero, where -0.0 read as touching it)
+        ci = ("" if s["ci95_low"] is None else f"  (95% CI {numbers.shown(s['ci95_low'], 2, True)}"
+              f" to {numbers.shown(s['ci95_high'], 2, True)})")
+        facts.add_row("mean score delta", f"{numbers.shown(s['mean_score_delta'], 1, True)}{ci} "
+                      f"over {s['runs_paired']} runs")
     facts.add_row("runs whose verdict changed", str(s["runs_verdict_changed"]))
     facts.add_row("clauses flipped", f"{s['clauses_flipped']} of {s['clauses_paired']} paired")
     if s["clauses_only_base"] or s["clauses_only_head"]:

@@ -50,6 +50,7 @@ from .checks.moltzap import builtin_ledger_graders
 from .checks.verdicts import clause_verdicts
 from .compact import uncompacted
 from .names import shown
+from .numbers import rounded
 from .processes import process_context
 from .reports import build_reports
 from .scoring import run_models
@@ -220,7 +221,7 @@ class Summary:
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())),
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":
-            None if self.mean_score is None else round(self.mean_score, 2),
+            None if self.mean_score is None else rounded(self.mean_score, 2),
             "batches": self.batches, "discarded": self.discarded, "stopped": self.stopped,
             "unlisted": [{"path": path, "error": why} for path, why in self.unlisted],
             "elapsed_s": round(self.elapsed_s, 2), "uncompacted": self.uncompacted,

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from . import analysis
+from . import analysis, numbers
 from .tables import VERDICTS
 
 CHART_WIDTH = 560
@@ -41,12 +41,16 @@ def _img(chart, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="{_png(chart)}">'
 
 
-def _cell(value) -> str:
+def _cell(value, places: int = 1) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.1f}"
+        return numbers.shown(value, places)
     return str(value)
+
+
+# columns shown to 2 decimals: a confidence bound of -0.04 is short of zero, which -0.0 hid
+FINE_COLUMNS = frozenset({"ci95_low", "ci95_high"})
 
 
 def _table(df: pl.DataFrame, limit: int = 200) -> str:
@@ -54,11 +58,12 @@ def _table(df: pl.DataFrame, limit: int = 200) -> str:
     text_cols = {c for c, t in df.schema.items() if t == pl.String}
     head = "".join(f'<th class="{"text" if c in text_cols else ""}">{html.escape(c)}</th>'
                    for c in df.columns)
+    places = [2 if c in FINE_COLUMNS else 1 for c in df.columns]
     rows = []
     for row in df.head(limit).iter_rows():
         cells = "".join(
-            f'<td class="{"text" if c in text_cols else ""}">{html.escape(_cell(v))}</td>'
-            for c, v in zip(df.columns, row, strict=True))
+            f'<td class="{"text" if c in text_cols else ""}">{html.escape(_cell(v, n))}</td>'
+            for c, v, n in zip(df.columns, row, places, strict=True))
         rows.append(f"<tr>{cells}</tr>")
     more = (f'<p class="note">… {df.height - limit} more rows</p>' if df.height > limit else "")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"

@@ -35,6 +35,7 @@ from pipeline import analysis
 from pipeline.catalog import ResultsDamaged
 from pipeline.cli import app
 from pipeline.exit_codes import LOCKED, STORAGE, USAGE
+from pipeline.numbers import shown
 from pipeline.store import ResultStore, grader_slug
 from pipeline.synth import synthesize
 from pipeline.tables import COLUMNS, TABLES
@@ -516,7 +517,10 @@ def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     assert result.exit_code == 0, result.output
     flips = _independent_flips(graded["results"])
     assert f"{flips.height} of" in result.output and "satisfied" in result.output
-    assert "95% CI" in result.output
+    # the bounds to 2 decimals, rounded half up, as the summary holds them
+    s = analysis.version_diff(analysis.open_results(results), BASE_ID, HEAD_ID).summary
+    assert (f"(95% CI {shown(s['ci95_low'], 2, True)} to {shown(s['ci95_high'], 2, True)})"
+            in " ".join(result.output.split()))
     written = pl.read_parquet(tmp_path / "diff.parquet")
     assert written.filter(pl.col("flipped")).select(KEY).sort(KEY).equals(
         flips.select(KEY).sort(KEY))
