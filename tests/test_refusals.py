@@ -4,7 +4,7 @@ import os
 
 import polars as pl
 import pytest
-from run_folders import MANIFEST, PROGRAM, RESEARCHER, STATE, WRITER
+from run_folders import MANIFEST, PROGRAM, RESEARCHER, STATE, WRITER, write_run
 
 from pipeline.checks import default_grader
 from pipeline.grade import grade_tables, read_runs, source_tables
@@ -132,6 +132,18 @@ def test_symlink_out_of_root_is_refused_and_not_followed(make_run, run_root, tmp
     assert row["reason"] == "unsafe-path"
     _, tables = grade_folder(run_root)
     assert "TOP SECRET" not in str(tables["bindings"].to_dicts())
+
+
+@pytest.mark.parametrize("outside", [True, False])
+def test_a_run_folder_that_is_a_symlink_is_refused_saying_so(run_root, tmp_path, outside):
+    # one to a folder outside the root was refused "'. links outside the runs root'"
+    target = write_run(tmp_path / "elsewhere" if outside else run_root / "kept",
+                       "20261112-031502-real")
+    (run_root / "20261112-031502-abc123").symlink_to(target)
+    _, tables = grade_folder(run_root)
+    details = dict(tables["refusals"].select("run_id", "detail").rows())
+    assert details["20261112-031502-abc123"] == "the run folder itself is a symlink" + (
+        ", to a folder outside the runs root" if outside else "") + ": never followed"
 
 
 def test_unreadable_file_is_refused(make_run, run_root):

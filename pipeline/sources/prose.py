@@ -288,11 +288,13 @@ def _graded_binding(rel: str) -> bool:
 
 def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     files = ref.files
+    if files.get(".", None) is not None and files["."].link_target is not None:
+        raise Refusal("unsafe-path", "the run folder itself is a symlink" + (
+            "" if bucket.inside(files["."].link_target) else ", to a folder outside the runs "
+            "root") + ": never followed")
     for rel, info in files.items():
         if info.link_target is not None and not bucket.inside(info.link_target):
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
-    if ref.files.get(".", None) is not None and ref.files["."].link_target is not None:
-        raise Refusal("unsafe-path", "the run folder itself is a symlink")
     layout = detect_layout(files)
     run["layout"] = layout.name
     cut: set[str] = set()  # files longer than their cap: only their head was read
