@@ -289,6 +289,30 @@ def test_event_that_does_not_decode_is_refused(tmp_path, case):
     assert reason == "ledger-undecodable-event" and "line 4" in detail
 
 
+@pytest.mark.parametrize(("case", "said"), [
+    # a field written as another kind of value is named so (it said "has no messageId",
+    # sending its reader looking for a field that is there)
+    ({"messageId": 42}, "messageId is 42 (a number), not a non-empty string"),
+    ({"messageId": None}, "messageId is null, not a non-empty string"),
+    ({"messageId": ""}, "messageId is empty, not a non-empty string"),
+    ({"messageId": ["m"]}, "messageId is ['m'] (a list), not a non-empty string"),
+])
+def test_an_events_field_of_another_kind_is_named_so(tmp_path, case, said):
+    builder = sender_ledger()
+    builder.events.insert(3, {**message_received("e", "k", "c", "m", "t", []), **case})
+    reason, detail = refused(read(tmp_path, builder))
+    assert reason == "ledger-undecodable-event"
+    assert detail.endswith(f"moltzap.endpoint-message-received/v1: {said}"), detail
+
+
+def test_an_envelope_producer_of_another_kind_is_named_so(tmp_path):
+    builder = sender_ledger()
+    reason, detail = refused(read(tmp_path, builder,
+                                  builder.artifacts(records=_edited(builder, 1, producer=7))))
+    assert reason == "ledger-schema-mismatch"
+    assert detail.endswith("producer is 7 (a number), not a non-empty string or an object")
+
+
 def test_unknown_well_formed_events_are_kept(tmp_path):
     builder = sender_ledger()
     builder.events.insert(3, {"_tag": "moltzap.router-started/v2", "anything": [1, 2]})

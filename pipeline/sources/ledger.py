@@ -285,13 +285,33 @@ def _envelope_problem(env) -> str | None:
     if env["observedAt"] > LAST_MS:
         return f"observedAt {env['observedAt']} ms is after the year 9999"
     if not (_text(env.get("producer")) or isinstance(env.get("producer"), dict)):
-        return "producer is missing"
+        return _unlike(env, "producer", "a non-empty string or an object")
     for key in ("causationId", "correlationId"):
         if env.get(key) is not None and not isinstance(env[key], str):
             return f"{key} is not a string"
     if not isinstance(env.get("event"), dict):
         return "event is not an object"
     return None
+
+
+_JSON_KINDS = ((bool, "true or false"), (int, "a number"), (float, "a number"),
+               (str, "a string"), (list, "a list"), (dict, "an object"))
+
+
+def _unlike(doc: dict, key: str, wanted: str) -> str:
+    """Why `doc[key]` is not what the schema wants: absent, null, or written as another kind
+    of value ("messageId is 42 (a number), not a non-empty string"), so that a detail never
+    sends its reader looking for a field that is there."""
+    if key not in doc:
+        return f"{key} is missing"
+    value = doc[key]
+    if value is None:
+        return f"{key} is null, not {wanted}"
+    if value == "":
+        return f"{key} is empty, not {wanted}"
+    kind = next(name for types, name in _JSON_KINDS if isinstance(value, types))
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return f"{key} is {shown} ({kind}), not {wanted}"
 
 
 def _part_problem(part) -> str | None:
@@ -322,7 +342,7 @@ def _event_problem(event: dict) -> str | None:
         return f"_tag {tag!r} is not of the form 'moltzap.<name>/v<N>'"
     for key in EVENT_FIELDS.get(tag, ()):
         if not _text(event.get(key)):
-            return f"{tag} has no {key}"
+            return f"{tag}: {_unlike(event, key, 'a non-empty string')}"
     if tag == MESSAGE_RECEIVED:
         parts = event.get("parts")
         if not isinstance(parts, list):
