@@ -5,6 +5,7 @@ with other dashes, and a service whose contract the run does not hold."""
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import polars as pl
@@ -180,6 +181,26 @@ def test_a_programs_output_comes_from_the_service_that_returns_it_or_ran_last(
     service, verdict, _ = program_report(tables)
     assert (service, verdict) == (publisher, "satisfied" if publisher == "writer"
                                   else "partially_satisfied")
+
+
+@pytest.mark.parametrize("first", ["named", "other"])
+@pytest.mark.parametrize(("named", "other"), [
+    ("tldr", "Tldr"), (unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")),
+    ("tl-dr", "tl_dr"),
+])
+def test_of_two_outputs_named_alike_the_one_the_clause_names_is_graded(tmp_path, first,
+                                                                       named, other):
+    # names compare without case, accents composed or not, '-' and '_' alike: of two such
+    # files the first listed was graded, so the verdict followed the order they were written
+    files = {f"bindings/svc/{named}.md": "Done.", f"bindings/svc/{other}.md": "One. Two. Three."}
+    run = tmp_path / run_id(1)
+    write_service_run(tmp_path, run_id(1), ensures=f"- `{named}`: exactly one sentence",
+                      outputs={})
+    for rel in sorted(files, reverse=first == "other"):
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text(files[rel], encoding="utf-8")
+    tables, _ = grade_folder(tmp_path)
+    assert tables["clause_verdicts"]["verdict"].to_list() == ["satisfied"]
 
 
 def test_of_one_output_written_twice_the_file_the_manifest_wires_is_graded(tmp_path):

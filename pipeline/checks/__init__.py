@@ -414,7 +414,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      contract, manifest or error file longer than the 1 MB read of it refuses its run
 #      `unreadable-file` (v15 graded the run on its head: clauses past the cut unread); a
 #      file in UTF-16 or UTF-32 opened by its mark is read so, and a lone `\r` ends a line
-#      (v15: such a contract had no ensures, such an output's list was one line).
+#      (v15: such a contract had no ensures, such an output's list was one line); of two
+#      outputs whose names compare alike (`Tldr.md`, `tldr.md`), the one named as the clause
+#      writes it is graded (v15: the first listed).
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 
