@@ -736,6 +736,10 @@ CASES = [
     Case("inline-field-type-fails", "a JSON object with `items` and `total` (a number)",
          '{"items": [], "total": "x"}', "field_type", "failed", "partially_satisfied",
          "“x” is not a number (`total`, value 1 of 1)"),
+    # a nested value is of no scalar type (v15 skipped it, and passed on the nested `score`)
+    Case("nested-field-type-fails", "a JSON object with `score` (an integer, 1 to 5)",
+         '{"score": {"score": 3}}', "field_type", "failed", "partially_satisfied",
+         "“{…} (an object)” is not an integer (`score`, value 1 of 2)"),
     # a sub-item's type said between commas
     Case("type-apart-fails", "a JSON object with fields:",
          '{"status": "ok", "retry_after": "soon"}', "field_type", "failed",
