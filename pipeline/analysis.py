@@ -184,13 +184,18 @@ def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
 def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
                     known: list[str]) -> str | None:
     """The newest grader id other than `grader_id` with which it can be compared: that
-    graded (not refused) one of its runs from the same files (`paired_runs`), if any."""
+    graded (not refused) one of its runs from the same files (`paired_runs`), if any; of
+    those, the newest version of the same grader first (after an upgrade to
+    `prose.contract.grader/v16`, v15, not a team's grader that graded a few runs since)."""
     sharing = {g for (g,) in con.sql("""
         select distinct base_grader_id
         from paired_runs
         where head_grader_id = $id and same_files
     """, params={"id": grader_id}).fetchall()}
-    return next((g for g in reversed(known) if g in sharing), None)
+    name = grader_id.rpartition("/v")[0]
+    newest_first = [g for g in reversed(known) if g in sharing]
+    return next((g for g in newest_first if g.rpartition("/v")[0] == name),
+                next(iter(newest_first), None))
 
 
 @dataclass

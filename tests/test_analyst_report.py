@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from pipeline.exit_codes import USAGE
+from pipeline.numbers import shown
 
 
 class Page(HTMLParser):
@@ -81,7 +82,7 @@ def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
     assert len(rows) == len(log) >= 2
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows]
     assert [c[1:4] + c[5:7] for c in cells] == [
-        ["finished", f"{r['elapsed_s']:.1f}", str(r["found"]), str(r["graded"]),
+        ["finished", shown(r["elapsed_s"], 1), str(r["found"]), str(r["graded"]),
          str(r["refused"])] for r in reversed(log)]
 
 

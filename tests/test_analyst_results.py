@@ -26,6 +26,7 @@ from analyst_runs import (
     write_sample_runs,
     write_strict_grader,
 )
+from check_runs import run_id, write_service_run
 from conftest import SAMPLE_RUNS
 from nightly_changes import change_night
 from test_faults import CATALOG
@@ -56,6 +57,24 @@ def stored(results: Path, table: str) -> pl.DataFrame:
 
 def cli(*args: str):
     return CliRunner().invoke(app, list(args))
+
+
+def test_the_default_base_is_the_previous_version_of_the_heads_grader(tmp_path):
+    # after acme v1 graded every run and a side grader a few since, acme v2's diff compared
+    # it with the side grader (the newest id sharing runs), not with acme v1
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    for folder, n in (("x", 1), ("x", 2), ("y", 3)):
+        write_service_run(runs / folder, run_id(n), ensures="- `out`: one sentence",
+                          outputs={"out.md": "Done."})
+    for root, grader_id in ((runs, "acme.contract.grader/v1"),
+                            (runs / "x", "side.contract.grader/v1"),
+                            (runs, "acme.contract.grader/v2")):
+        assert cli("grade", str(root), "--out", str(results), "--grader-id",
+                   grader_id).exit_code == 0
+    result = cli("diff", str(results))
+    assert result.exit_code == 0, result.output
+    assert "acme.contract.grader/v1 → acme.contract.grader/v2" in result.output
+    assert "runs compared 3 " in " ".join(result.output.split())
 
 
 def test_sql_prints_what_the_results_hold_never_as_markup(graded):

@@ -21,6 +21,7 @@ from pipeline.catalog import connect, read_grades
 from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.checks.clause_analysis import readings_version
 from pipeline.cli import app
+from pipeline.numbers import shown
 from pipeline.sources.bucket import Bucket
 from pipeline.store import ResultsLocked, ResultStore, grader_slug, new_batch_id
 from pipeline.synth import synthesize
@@ -490,7 +491,7 @@ def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, 
     assert html.count("data:image/png;base64,") == 2  # one grader id: no flip matrix
     grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", html, re.S).group(1)
     row = re.findall(r"<td[^>]*>([^<]*)</td>", grades.split("<tbody>")[1])
-    assert row[1:4] + row[5:7] == ["finished", f"{first['elapsed_s']:.1f}", str(RUNS),
+    assert row[1:4] + row[5:7] == ["finished", shown(first["elapsed_s"], 1), str(RUNS),
                                    str(first["graded"]), str(first["refused"])]
 
 
