@@ -1,6 +1,7 @@
 """Every refusal reason, each on a real run folder; a refusal is never a verdict."""
 
 import os
+import shutil
 
 import polars as pl
 import pytest
@@ -144,6 +145,34 @@ def test_a_run_folder_that_is_a_symlink_is_refused_saying_so(run_root, tmp_path,
     details = dict(tables["refusals"].select("run_id", "detail").rows())
     assert details["20261112-031502-abc123"] == "the run folder itself is a symlink" + (
         ", to a folder outside the runs root" if outside else "") + ": never followed"
+
+
+@pytest.mark.parametrize(("link", "target"), [
+    ("services", "../20261112-031502-kept/services"),
+    ("bindings/writer", "../../20261112-031502-kept/bindings/writer"),
+    ("bindings/writer/tldr.md", "summary.md"),
+])
+def test_a_link_inside_the_root_where_the_grader_reads_is_refused(make_run, run_root, link,
+                                                                  target):
+    # never followed, it was read as absent: outputs "not published" (violated), contracts
+    # "not in it", and with every service unscored the run was satisfied at 100
+    make_run("20261112-031502-kept")
+    run = make_run()
+    path = run / link
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+    path.symlink_to(target)
+    _, tables = grade_folder(run_root)
+    refused = tables["refusals"].select("run_id", "reason", "detail").rows()
+    assert refused == [("20261112-031502-abc123", "unsafe-path", f"{link} is a symlink (never "
+                        "followed): an output or a contract is graded as a file of the run "
+                        "itself")]
+
+
+def test_a_link_among_the_callers_inputs_is_left_alone(make_run, run_root):
+    run = make_run()
+    (run / "bindings/caller/again.md").symlink_to("question.md")  # (not graded, never read)
+    _, tables = grade_folder(run_root)
+    assert tables["refusals"].is_empty() and tables["runs"]["status"].to_list() == ["graded"]
 
 
 def test_unreadable_file_is_refused(make_run, run_root):

@@ -417,7 +417,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      (v15: such a contract had no ensures, such an output's list was one line); of two
 #      outputs whose names compare alike (`Tldr.md`, `tldr.md`), the one named as the clause
 #      writes it is graded (v15: the first listed); a field's nested value (an object or
-#      array) is of no scalar type (v15 skipped it: `{"score": {"score": 3}}` passed).
+#      array) is of no scalar type (v15 skipped it: `{"score": {"score": 3}}` passed); a
+#      symlink inside the root where the grader reads refuses the run `unsafe-path` (v15
+#      read it as absent: an output "not published", a contract "not in it").
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 

@@ -297,6 +297,17 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
     layout = detect_layout(files)
     run["layout"] = layout.name
+    # a link inside the root where the grader reads (an output, an output's folder, a
+    # contract or their folder) is never followed either: the run would be graded as if it
+    # lacked what the link stands for (an output "not published", a contract "not in it")
+    read_below = {"bindings/", *_snapshot_folders(layout)}
+    linked = next((rel for rel, info in sorted(files.items()) if info.link_target is not None
+                   and rel.split("/", 1)[0] + "/" in read_below
+                   and rel != "bindings/caller" and not rel.startswith("bindings/caller/")),
+                  None)
+    if linked is not None:
+        raise Refusal("unsafe-path", f"{linked} is a symlink (never followed): an output or "
+                      "a contract is graded as a file of the run itself")
     cut: set[str] = set()  # files longer than their cap: only their head was read
 
     def text_of(rel: str, cap: int = CONTRACT_CAP) -> str:
