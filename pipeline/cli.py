@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import json
 import re
@@ -82,7 +83,26 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-@app.command()
+def _command():
+    """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
+    loads a grader, prints) ends it with exit 130 and one line saying so: typer ended it
+    with 130 and nothing said."""
+    def register(command):
+        @functools.wraps(command)
+        def run(*args, **kwargs):
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt:
+                raise fail("interrupted (Ctrl-C) before the command finished; what it "
+                           "committed before stands: rerun the same command.",
+                           exit_codes.INTERRUPTED) from None
+
+        return app.command()(run)
+
+    return register
+
+
+@_command()
 def grade(
     runs: Annotated[str, typer.Argument(metavar="RUNS", help="Folder or s3://bucket/prefix "
                                                             "holding run folders (found at "
@@ -506,7 +526,7 @@ def print_summary(summary) -> None:
         err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")
 
 
-@app.command()
+@_command()
 def synth(
     out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Folder to write the run "
                                                                "folders into (created if "
@@ -544,7 +564,7 @@ def synth(
     out.print(table)
 
 
-@app.command()
+@_command()
 def sql(
     words: Annotated[list[str], typer.Argument(
         metavar="[results] query", show_default=False,
@@ -735,7 +755,7 @@ def _writing_to(path: Path | str):
         raise fail(f"cannot write {path}: {exc.strerror or exc}", exit_codes.USAGE) from exc
 
 
-@app.command()
+@_command()
 def grades(
     results: ResultsArg = "results",
     last: Annotated[int, typer.Option(min=1, help="Show the last N grades.")] = 14,
@@ -791,7 +811,7 @@ def grades(
                      if out_file.suffix.lower() == ".csv" else log, out_file)
 
 
-@app.command()
+@_command()
 def compact(
     results: ResultsArg = "results",
     everything: Annotated[bool, typer.Option(
@@ -833,7 +853,7 @@ def compact(
               f"{done.elapsed_s:.1f} s; every view shows the same rows")
 
 
-@app.command()
+@_command()
 def catalog(results: ResultsArg = "results", endpoint_url: EndpointOpt = None) -> None:
     """Write RESULTS/catalog.duckdb again, for the folder where it is now.
 
@@ -856,7 +876,7 @@ def catalog(results: ResultsArg = "results", endpoint_url: EndpointOpt = None) -
               soft_wrap=True)
 
 
-@app.command()
+@_command()
 def trend(
     results: ResultsArg = "results",
     program: Annotated[str | None, typer.Option(help="Only this program.")] = None,
@@ -924,7 +944,7 @@ def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
     return (others[0] if others else "results", *(ids or (base, head)))
 
 
-@app.command()
+@_command()
 def diff(
     words: ResultsAndIds = None,
     base: Annotated[str | None, typer.Option(
@@ -999,7 +1019,7 @@ def diff(
                                   pl.lit(d.head).alias("head_grader_id"), pl.all()), out_file)
 
 
-@app.command()
+@_command()
 def report(
     words: ResultsAndIds = None,
     html_out: Annotated[Path, typer.Option("--html", "--out", "-o",

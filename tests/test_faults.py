@@ -328,6 +328,30 @@ def test_ctrl_c_abandons_the_batch_in_hand_and_says_how_to_finish(tmp_path):
     assert_no_duplicates(out, total)
 
 
+def test_ctrl_c_while_the_grade_starts_says_so(tmp_path):
+    # Ctrl-C before grading began (here: while a grader file loads) ended the command with
+    # exit code 130 and not a word
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    write_run(runs, "20261112-000000-one")
+    ready = tmp_path / "loading"
+    slow = tmp_path / "slow_grader.py"
+    slow.write_text(f"import pathlib, time\npathlib.Path({str(ready)!r}).touch()\n"
+                    "time.sleep(60)\n")
+    code = "import sys; from pipeline.cli import app; sys.exit(app())"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "grade", str(runs), "--out", str(out), "--grader",
+         str(slow)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == exit_codes.INTERRUPTED, stderr
+    assert "interrupted (Ctrl-C) before the command finished" in " ".join(stderr.split())
+    assert "Traceback" not in stderr and not out.exists()
+
+
 def test_ctrl_c_while_compacting_says_what_is_left(capsys):
     # (Python's SIGINT handler raises KeyboardInterrupt wherever the main thread is)
     import typer
