@@ -38,7 +38,15 @@ from .catalog import catalog_stale, query_interrupted, tidy_compacted, write_cat
 from .checks import BUILTIN_NAMES
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
-from .checks.grader import Grader, GraderError, measure, refuse_unknown_columns, run_checks
+from .checks.grader import (
+    Check,
+    Grader,
+    GraderError,
+    judged_rows,
+    measure,
+    refuse_unknown_columns,
+    run_checks,
+)
 from .checks.ledger import (
     LEDGER_CLAUSE_KIND,
     LedgerGrader,
@@ -61,7 +69,6 @@ from .sources.bucket import (
     Bucket,
     Listing,
     RunRef,
-    group_runs,
     split_uri,
     spread_runs,
 )
@@ -85,7 +92,7 @@ from .store import (
     new_batch_id,
     pack_listing,
 )
-from .tables import SOURCE_TABLES, conform, frame
+from .tables import SOURCE_TABLES, collect, conform, frame
 
 if TYPE_CHECKING:
     from .engines import Engine, EngineFactory
@@ -1070,62 +1077,44 @@ def _results_in_a_run(runs_uri: str, results_uri: str) -> str | None:
 def _refuse_broken_checks(grader: Grader) -> None:
     """GraderError, before anything is read or written, when a check of `grader` reads a
     column the clause frame does not have (`checks.grader.refuse_unknown_columns`), or
-    cannot be computed on the clause frame of a few runs of every program `rungrade synth`
-    writes (`pl.col("formats") == "json"` on a list column: polars says so only where a row
-    has a value). Either refused every run with a clause `internal-error`. The built-in
-    checks are known to pass: the probe costs about a second, which a no-change rerun would
-    spend for nothing."""
+    cannot be computed on the clause frame's column types (a number compared with a word):
+    either refused every run with a clause `internal-error`. Both are told on the frame of no
+    run, so that a check is never stopped for what some outputs hold (errors that depend on a
+    value, such as a list cast to text where a row has one, still refuse the runs they meet).
+    The built-in checks are known to pass: the frame costs about a second (its clause
+    readings' query), which a no-change rerun would spend for nothing."""
     names = [c.name for c in grader.checks]
     if len(names) == len(BUILTIN_NAMES) and set(names) == BUILTIN_NAMES:
         return
-    frame = _probe_frame()
+    empty = source_tables(RunRows())
+    unmeasured = clause_frame(empty["clauses"], empty["services"], empty["bindings"],
+                              measured=False)
 
-    def computed(checks) -> None:
-        refuse_unknown_columns(checks, measure(checks, frame).columns)
-        run_checks(Grader(grader.grader_id, checks), frame)
+    def computed(c: Check, order: int, frame: pl.DataFrame | None) -> pl.DataFrame:
+        """The frame measured for `c` (when `frame` is None), then `c` computed on it."""
+        try:
+            frame = measure([c], unmeasured) if frame is None else frame
+            collect(judged_rows(frame, c, order))
+            if c.needs:  # (read where measures are planned, on the rows after `each`)
+                rows = frame.lazy() if c.each is None else frame.lazy().explode(c.each)
+                collect(rows.select(e.alias(n) for n, e in c.needs.items()))
+        except pl.exceptions.PolarsError as exc:
+            said = str(exc).strip().split("\n")[0]
+            raise GraderError(f"check {c.name!r} cannot be computed on the clause frame's "
+                              f"columns: {said} (check {order + 1} of the grader)") from exc
+        except Exception:  # (code of the check's own, run on no row: told where it runs)
+            pass
+        return frame
 
     try:
-        computed(grader.checks)
-    except pl.exceptions.PolarsError:
-        for order, c in enumerate(grader.checks):  # which check: each alone, in order
-            try:
-                computed([c])
-            except pl.exceptions.PolarsError as exc:
-                said = str(exc).strip().split("\n")[0]
-                raise GraderError(
-                    f"check {c.name!r} cannot be computed on a clause frame: {said} (tried "
-                    f"on runs of every program `rungrade synth` writes; check {order + 1} "
-                    "of the grader)") from exc
+        frame = measure(grader.checks, unmeasured)
+    except pl.exceptions.PolarsError:  # (whose: each check measured alone says)
+        for order, c in enumerate(grader.checks):
+            computed(c, order, None)
         raise
-
-
-def _probe_frame() -> pl.DataFrame:
-    """The clause frame (unmeasured) of a few `rungrade synth` runs that are graded, one or
-    more of each program it writes."""
-    from tempfile import TemporaryDirectory
-
-    from .synth import PROGRAMS, make_run
-
-    with TemporaryDirectory(prefix="rungrade-probe-") as root:
-        programs: set[str] = set()
-        for index in itertools.count():
-            folder, files, outcome = make_run(0, index)
-            program = folder.split("/")[0]
-            if outcome not in ("clean", "sloppy", "errored") or program in programs:
-                continue
-            programs.add(program)
-            for rel, text in files.items():
-                path = os.path.join(root, folder, rel)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w", encoding="utf-8") as out:
-                    out.write(text)
-            if len(programs) == len(PROGRAMS) or index > 400:
-                break
-        bucket = Bucket(root)
-        tables = source_tables(read_runs(root, group_runs(bucket, bucket.walk()),
-                                         ledger_graders=()))
-    return clause_frame(tables["clauses"], tables["services"], tables["bindings"],
-                        measured=False)
+    refuse_unknown_columns(grader.checks, frame.columns)
+    for order, c in enumerate(grader.checks):
+        computed(c, order, frame)
 
 
 def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: int = 2000,

@@ -4,6 +4,7 @@ with a message that says what to do."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -164,12 +165,12 @@ def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tm
 
 
 @pytest.mark.parametrize(("part", "said"), [
-    # a list column compared as a string: polars says so only on a row with a value, so
-    # every run with a clause was refused internal-error and the grade exited 0
-    ("needs={'words': pl.col('formats') == 'json'}, outcome=pl.when(pl.col('n_words') < 9)"
-     ".then(PASSED)", "cannot cast List type"),
+    # a number compared with a word: every run with a clause was refused internal-error, and
+    # the grade exited 0
     ("outcome=pl.when(pl.col('n_words') < 'many').then(PASSED)",
      "cannot compare string with numeric type"),
+    ("needs={'words': pl.col('kind') > 3}, outcome=pl.when(pl.col('n_words') < 9)"
+     ".then(PASSED)", "cannot compare string with numeric type"),
 ])
 def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, part, said):
     path = tmp_path / "typed.py"
@@ -184,9 +185,28 @@ def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, p
     result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
     assert result.exit_code == USAGE, result.output
     flat = " ".join(result.output.split())
-    assert f"check 'short' cannot be computed on a clause frame: {said}" in flat
+    assert f"check 'short' cannot be computed on the clause frame's columns: {said}" in flat
     assert f"check {len(builtin_checks()) + 1} of the grader" in flat
     assert not (tmp_path / "results").exists()
+
+
+def test_a_check_failing_on_some_outputs_only_grades_the_others(tmp_path):
+    # the check is not tried on outputs at grade start: one that fails on what some outputs
+    # hold (here, text that is not JSON) refuses those runs, and the rest are graded
+    path = tmp_path / "json_only.py"
+    path.write_text(
+        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
+        "builtin_checks, check\n\n@check('status_ok')\ndef status_ok():\n    return Check("
+        "applies=NAMED, outcome=pl.when(pl.col('binding_text').str.json_decode("
+        "pl.Struct({'status': pl.String})).struct.field('status') == 'ok').then(PASSED), "
+        "detail=pl.lit('d'), evidence=pl.lit('e'), confidence=pl.lit(80))\n\n"
+        "grader = Grader('acme.json.grader/v1', [*builtin_checks(), status_ok()])\n")
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: a JSON object",
+                      outputs={"out.json": '{"status": "ok"}'})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path),
+                       "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["graded"] == 1
 
 
 def test_a_malformed_grader_id_option_stops_grade(tmp_path):

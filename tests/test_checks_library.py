@@ -740,6 +740,12 @@ CASES = [
     Case("nested-field-type-fails", "a JSON object with `score` (an integer, 1 to 5)",
          '{"score": {"score": 3}}', "field_type", "failed", "partially_satisfied",
          "“{…} (an object)” is not an integer (`score`, value 1 of 2)"),
+    # an array's elements are not a field's values here: undecided, as in v15 (the array
+    # failed as "no date" while v16 was being written)
+    Case("array-field-type-is-undecided", "a JSON object with:",
+         '{"dates": ["2026-01-02", "2026-01-03"]}', "field_type", "undecided",
+         "satisfied", "no value of `dates` to read in `out`",
+         details=("`dates`: the dates it was read, as YYYY-MM-DD",)),
     # a sub-item's type said between commas
     Case("type-apart-fails", "a JSON object with fields:",
          '{"status": "ok", "retry_after": "soon"}', "field_type", "failed",
