@@ -102,20 +102,6 @@ def _dated(results: Path, batch_id: str, year: int) -> str:
     return moved
 
 
-def test_a_runs_root_given_through_a_symlink_is_the_same_root(corpus: Path, tmp_path: Path):
-    # a run is known by its real path: a root given through a link one night and by its own
-    # path the next made every run new, each then counted twice under one grader id
-    runs = _copy(corpus, tmp_path / "runs")
-    (tmp_path / "link").symlink_to(runs)
-    out = tmp_path / "results"
-    grade_runs(str(tmp_path / "link"), str(out), default_grader(), workers=1)
-    again = grade_runs(str(runs), str(out), default_grader(), workers=1)
-    assert (again.found, again.new, again.skipped) == (RUNS, 0, RUNS)
-    views = _views(out)
-    assert views["runs"]["run_uri"].n_unique() == views["runs"].height == RUNS
-    assert views["runs"]["run_uri"].str.starts_with(f"{runs}/").all()
-
-
 def test_a_regrade_is_shown_after_a_batch_stamped_by_a_clock_that_ran_ahead(corpus: Path,
                                                                             tmp_path: Path):
     # The catalog shows each run's latest batch. A batch committed by a machine whose clock

@@ -243,8 +243,6 @@ class Bucket:
         self.protocol, self.root = split_uri(uri)
         self.fs = filesystem(uri, endpoint_url)
         self.local = self.protocol == "file"
-        if self.local:  # a run is known by its real path: a root through a symlink one night
-            self.root = os.path.realpath(self.root)  # and by its own the next is one root
         self._fetched: dict[str, tuple[int, bytes]] = {}  # path -> (cap, data), see prefetch
         # (path + "/", its descriptor, or the error opening it met), see run_folder
         self._folder: tuple[str, int | OSError] | None = None
