@@ -30,6 +30,23 @@ def test_a_value_is_shown_without_a_signed_zero(value, places, signed, expected)
     assert shown(value, places, signed) == expected
 
 
+@pytest.mark.parametrize(("query", "expected"), [
+    # a value Decimal cannot quantize at 2 decimals: `rungrade sql` failed with a traceback
+    ("select 1.0/0 as x", "inf"),
+    ("select 1e30::double as x", "1000000000000000019884624838656.00"),
+    ("select 'nan'::double as x", "nan"), ("select 2.675::double as x", "2.68"),
+])
+def test_sql_shows_any_double(tmp_path, query, expected):
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `o`: exactly one sentence",
+                      outputs={"o.md": "Done."})
+    runner = CliRunner()
+    assert runner.invoke(app, ["grade", str(tmp_path / "runs"), "--out",
+                               str(tmp_path / "results")]).exit_code == 0
+    said = runner.invoke(app, ["sql", str(tmp_path / "results"), query])
+    assert said.exit_code == 0, said.output
+    assert said.output.split()[-1] == expected
+
+
 def test_the_summary_shows_the_mean_rounded_once(tmp_path):
     # 7 of 13 clauses satisfied: 53.846…; rounded to 53.85 for the JSON, then to one decimal
     # again, the summary said 53.9
