@@ -203,6 +203,25 @@ def test_of_two_outputs_named_alike_the_one_the_clause_names_is_graded(tmp_path,
     assert tables["clause_verdicts"]["verdict"].to_list() == ["satisfied"]
 
 
+@pytest.mark.parametrize(("clause", "wired", "stray"), [
+    ("`Report`", "report.md", "Report.txt"),  # named exactly, but the manifest wires report.md
+    ("`report.md`", "Report.md", "report.json"),  # the clause's extension is part of its name
+])
+def test_the_wired_output_wins_over_a_stray_file_named_alike(tmp_path, clause, wired, stray):
+    # the exact name won over the wiring, and the clause's extension was dropped before the
+    # comparison: a stray file was graded in place of the wired one (review X5)
+    write_files(tmp_path / run_id(1), {
+        "program.md": "---\nname: api\n---\n# api\n",
+        "manifest.md": "# Manifest: api\n\n## Graph\n\n### api\nsource: services/api.md\n"
+                       f"outputs:\n- (public) report → bindings/api/{wired}\n",
+        "services/api.md": f"### Ensures\n- {clause}: a list of at least 3 items\n",
+        f"bindings/api/{wired}": "- a\n- b\n- c\n",
+        f"bindings/api/{stray}": "draft",
+        "state.md": "# run:x api\n1→ api ✓\n---end 2026-11-12T03:20:11Z\n"})
+    tables, _ = grade_folder(tmp_path)
+    assert tables["clause_verdicts"]["verdict"].to_list() == ["satisfied"]
+
+
 def test_of_one_output_written_twice_the_file_the_manifest_wires_is_graded(tmp_path):
     # v13 took .md before .json whatever the manifest said
     for n, wired in ((1, "result.json"), (2, "result.md")):

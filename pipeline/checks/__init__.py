@@ -415,11 +415,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      `unreadable-file` (v15 graded the run on its head: clauses past the cut unread); a
 #      file in UTF-16 or UTF-32 opened by its mark is read so, and a lone `\r` ends a line
 #      (v15: such a contract had no ensures, such an output's list was one line); of two
-#      outputs whose names compare alike (`Tldr.md`, `tldr.md`), the one named as the clause
-#      writes it is graded (v15: the first listed); a field's value that is a JSON
-#      object is of no scalar type (v15 skipped it: `{"score": {"score": 3}}` passed); a
-#      symlink inside the root where the grader reads refuses the run `unsafe-path` (v15
-#      read it as absent: an output "not published", a contract "not in it").
+#      outputs whose names compare alike (`Tldr.md`, `tldr.md`), the one wired, else the
+#      one named as the clause writes it is graded (v15: the first by path); a field whose
+#      value is a JSON object is of no scalar type (v15 skipped the value, and
+#      `{"score": {"score": 3}}` passed); a symlink inside the root where the grader reads
+#      refuses the run `unsafe-path` (v15 read it as absent: an output "not published", a
+#      contract "not in it").
 DEFAULT_GRADER_ID = "prose.contract.grader/v16"
 
 

@@ -55,23 +55,13 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     ones its checks read, only where they read them. The joins are one polars query: a shard
     of few runs pays for one plan, not for seventy steps.
     """
-    # the names clauses give their outputs as written, by the service that publishes them
-    written = (clauses.lazy().filter(pl.col("output_name").is_not_null())
-               .select("run_uri", pl.coalesce("output_service", "service").alias("service"),
-                       pl.col("output_name").str.strip_chars().str.strip_chars("`")
-                       .str.replace(OUTPUT_EXTENSION, "").alias("name"), _named=pl.lit(True))
-               .unique())
     outputs = (
         bindings.lazy().with_columns(
             normalised(pl.col("name")).alias("output_key"),
             pl.col("text").str.contains(r"\S").alias("_nonempty"),
         )
-        # one name published twice: the one named as a clause writes it (`tldr` of `Tldr.md`
-        # and `tldr.md`, `café` composed or not), else the first the reader wrote (the file
-        # the manifest wires, else .md, then .json, then any other: see sources/prose.py,
-        # `_binding_order`)
-        .join(written, on=["run_uri", "service", "name"], how="left", maintain_order="left")
-        .sort(pl.col("_named").is_null(), maintain_order=True).drop("_named")
+        # one name published twice: the first the reader wrote (the file the manifest wires,
+        # else .md, then .json, then any other: see sources/prose.py, `_binding_order`)
         .unique(["run_uri", "service", "output_key"], keep="first", maintain_order=True)
     )
     nonempty = outputs.filter("_nonempty")
