@@ -168,9 +168,14 @@ def test_a_link_inside_the_root_where_the_grader_reads_is_refused(make_run, run_
                         "itself")]
 
 
-def test_a_link_among_the_callers_inputs_is_left_alone(make_run, run_root):
+@pytest.mark.parametrize(("link", "target"), [
+    ("bindings/caller/again.md", "question.md"),  # the caller's inputs are not graded
+    ("services/old-writer.md", "writer.md"),  # a contract no service is wired to
+    ("bindings/NOTES.md", "writer/tldr.md"),  # a file beside the services' folders
+])
+def test_a_link_the_grader_never_reads_is_left_alone(make_run, run_root, link, target):
     run = make_run()
-    (run / "bindings/caller/again.md").symlink_to("question.md")  # (not graded, never read)
+    (run / link).symlink_to(target)
     _, tables = grade_folder(run_root)
     assert tables["refusals"].is_empty() and tables["runs"]["status"].to_list() == ["graded"]
 

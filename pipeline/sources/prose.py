@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import errno
 import hashlib
+import os
 import re
 import traceback
 from dataclasses import dataclass, field
@@ -280,6 +281,13 @@ def files_read(ref: RunRef, binding_cap: int = DEFAULT_BINDING_CAP) -> list[tupl
 ERROR_FILE = "__error.md"  # workspace/{service}/__error.md: the service's error report
 
 
+def _service_folder(rel: str, info) -> bool:
+    """A link standing for a service's folder of outputs (`bindings/writer`), not for a file
+    beside them (its target, inside the root, is looked at: never read)."""
+    return (rel.startswith("bindings/") and rel.count("/") == 1 and rel != "bindings/caller"
+            and os.path.isdir(info.link_target))
+
+
 def _graded_binding(rel: str) -> bool:
     """A service's output (`bindings/{service}/...`); the caller's inputs are not graded."""
     return (rel.startswith("bindings/") and rel.count("/") >= 2
@@ -300,10 +308,9 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     # a link inside the root where the grader reads (an output, an output's folder, a
     # contract or their folder) is never followed either: the run would be graded as if it
     # lacked what the link stands for (an output "not published", a contract "not in it")
-    read_below = {"bindings/", *_snapshot_folders(layout)}
+    folders = {"bindings", *(f.rstrip("/") for f in _snapshot_folders(layout))}
     linked = next((rel for rel, info in sorted(files.items()) if info.link_target is not None
-                   and rel.split("/", 1)[0] + "/" in read_below
-                   and rel != "bindings/caller" and not rel.startswith("bindings/caller/")),
+                   and (rel in folders or _graded_binding(rel) or _service_folder(rel, info))),
                   None)
     if linked is not None:
         raise Refusal("unsafe-path", f"{linked} is a symlink (never followed): an output or "
