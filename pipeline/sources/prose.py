@@ -158,16 +158,19 @@ def decode(data: bytes) -> tuple[str, bool]:
     as editors on Windows write it reads as any other: a byte-order mark opening it is no part
     of its text (front matter, a first heading or a JSON document start after it), a mark of
     UTF-16 or UTF-32 (as PowerShell and Notepad write files) decodes the text so, and its
-    lines end with `\n` alone, whether written `\r\n` or `\r` (a table, a fence or YAML
-    is read line by line)."""
+    lines end with `\n` alone, whether written `\r\n`, `\r\r\n` or `\r` (a table, a fence
+    or YAML is read line by line)."""
     encoding = next((name for mark, name in _UNICODE_MARKS if data.startswith(mark)), "utf-8")
     try:
         text, bad = data.decode(encoding), False
     except UnicodeDecodeError:
         text, bad = data.decode(encoding, errors="replace"), True
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\r" in text:  # (`\r\r\n` is what Windows' text mode writes of a `\r\n`)
+        text = _CR_LF.sub("\n", text).replace("\r", "\n")
     return text.removeprefix("\ufeff"), bad
+
+
+_CR_LF = re.compile(r"\r+\n")  # a line end written `\r\n`, or `\r\r\n`
 
 
 # byte-order marks of the encodings other than UTF-8 a text file is written in (UTF-32's
