@@ -948,8 +948,9 @@ def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
 def diff(
     words: ResultsAndIds = None,
     base: Annotated[str | None, typer.Option(
-        help="Grader id to compare from (default: the newest other id that graded some of "
-             "the head's runs from the same files).")] = None,
+        help="Grader id to compare from (default: an earlier version of the head's grader "
+             "that graded some of its runs from the same files, else the newest other id "
+             "that did).")] = None,
     head: Annotated[str | None, typer.Option(
         help="Grader id to compare to (default: the newest grader id that can be compared "
              "with another).")] = None,
