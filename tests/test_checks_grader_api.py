@@ -145,16 +145,23 @@ def test_a_bad_grader_file_stops_grade_with_a_clear_message(tmp_path, body, mess
     assert not (tmp_path / "results" / "checks").exists()
 
 
+def write_one_check_grader(path: Path, grader_id: str, name: str, check: str) -> Path:
+    """A grader file: the built-in checks and one check `name` made of `check`, the
+    arguments of its `Check(...)` (applies, outcome, …) as source text."""
+    path.write_text(
+        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
+        f"builtin_checks, check\n\n@check({name!r})\ndef made():\n    return Check({check})"
+        f"\n\ngrader = Grader({grader_id!r}, [*builtin_checks(), made()])\n")
+    return path
+
+
 def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tmp_path):
     # a misspelt measure: every run with a clause was refused internal-error, polars naming
     # 13 "valid columns" (those the check's query was narrowed to), not `n_words`
-    path = tmp_path / "typo.py"
-    path.write_text(
-        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
-        "builtin_checks, check\n\n@check('short')\ndef short():\n    return Check("
+    path = write_one_check_grader(
+        tmp_path / "typo.py", "acme.typo.grader/v1", "short",
         "applies=NAMED, outcome=pl.when(pl.col('n_wrds') < 9).then(PASSED), detail=pl.lit('d'),"
-        " evidence=pl.lit('e'), confidence=pl.lit(80))\n\n"
-        "grader = Grader('acme.typo.grader/v1', [*builtin_checks(), short()])\n")
+        " evidence=pl.lit('e'), confidence=pl.lit(80)")
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
@@ -173,13 +180,9 @@ def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tm
      ".then(PASSED)", "cannot compare string with numeric type"),
 ])
 def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, part, said):
-    path = tmp_path / "typed.py"
-    path.write_text(
-        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
-        "builtin_checks, check\n\n@check('short')\ndef short():\n    return Check("
-        f"applies=NAMED, {part}, detail=pl.lit('d'), evidence=pl.lit('e'), "
-        "confidence=pl.lit(80))\n\n"
-        "grader = Grader('acme.typed.grader/v1', [*builtin_checks(), short()])\n")
+    path = write_one_check_grader(
+        tmp_path / "typed.py", "acme.typed.grader/v1", "short",
+        f"applies=NAMED, {part}, detail=pl.lit('d'), evidence=pl.lit('e'), confidence=pl.lit(80)")
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
@@ -193,14 +196,11 @@ def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, p
 def test_a_check_failing_on_some_outputs_only_grades_the_others(tmp_path):
     # the check is not tried on outputs at grade start: one that fails on what some outputs
     # hold (here, text that is not JSON) refuses those runs, and the rest are graded
-    path = tmp_path / "json_only.py"
-    path.write_text(
-        "import polars as pl\nfrom pipeline.checks import NAMED, PASSED, Check, Grader, "
-        "builtin_checks, check\n\n@check('status_ok')\ndef status_ok():\n    return Check("
-        "applies=NAMED, outcome=pl.when(pl.col('binding_text').str.json_decode("
-        "pl.Struct({'status': pl.String})).struct.field('status') == 'ok').then(PASSED), "
-        "detail=pl.lit('d'), evidence=pl.lit('e'), confidence=pl.lit(80))\n\n"
-        "grader = Grader('acme.json.grader/v1', [*builtin_checks(), status_ok()])\n")
+    path = write_one_check_grader(
+        tmp_path / "json_only.py", "acme.json.grader/v1", "status_ok",
+        "applies=NAMED, outcome=pl.when(pl.col('binding_text').str.json_decode(pl.Struct("
+        "{'status': pl.String})).struct.field('status') == 'ok').then(PASSED), "
+        "detail=pl.lit('d'), evidence=pl.lit('e'), confidence=pl.lit(80)")
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: a JSON object",
                       outputs={"out.json": '{"status": "ok"}'})
     result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path),
