@@ -541,47 +541,40 @@ def _unread_ensures(layout: Layout, files, text_of) -> str:
     return ""
 
 
-_EXTENSION_RANK = {"md": 0, "json": 1}  # of one output written twice: .md, .json, any other
-
-
-def _wired(manifest: Manifest) -> set[str]:
-    """The binding paths the manifest wires in its services' `outputs:`."""
-    return {o.target.removeprefix("./") for w in manifest.services for o in w.outputs
-            if o.target}
-
-
-def _binding_order(manifest: Manifest):
+def _binding_order(manifest: Manifest, named: frozenset[str] = frozenset()):
     """The sort key of binding paths: by service and output, and of one output published
-    twice (`result.md` and `result.json`), the file the manifest wires first, else .md, then
-    .json, then any other (clause_frame grades the first of them)."""
-    wired = _wired(manifest)
+    twice (`result.md` and `result.json`, or names that compare alike: `Tldr.md` and
+    `tldr.md`), the file the manifest wires first, else one of `named` (paths a clause names
+    as it writes them), else .md, then .json, then any other (clause_frame grades the first
+    of them)."""
+    wired = {o.target.removeprefix("./") for w in manifest.services for o in w.outputs
+             if o.target}
+    rank = {"md": 0, "json": 1}
 
     def key(rel: str) -> tuple:
         service, _, fname = rel[len("bindings/"):].partition("/")
         stem, dot, ext = fname.rpartition(".")
-        return (service, normalise_name(stem if dot else fname), rel not in wired,
-                _EXTENSION_RANK.get(ext.lower() if dot else "", 2), rel)
+        return (normalise_name(service), normalise_name(stem if dot else fname),
+                rel not in wired, rel not in named, rank.get(ext.lower() if dot else "", 2),
+                rel)
     return key
 
 
 def _named_first(bindings: list[dict], rels: list[str], manifest: Manifest,
                  clauses: list[dict]) -> None:
-    """Order `bindings` (read from `rels`) so that of the outputs of a service whose names
-    compare alike (`Tldr.md` and `tldr.md`, `café` composed or not), clause_frame grades the
-    file the manifest wires, else the one a clause names as it writes it (`tldr`; with its
-    extension where the clause writes one, `report.md`), else .md, .json, any other. v15 took
-    the first by path, so the output graded followed the case of the files' names."""
-    wired = _wired(manifest)
-    named = {(c["output_service"] or c["service"], c["output_name"].strip().strip("`"))
-             for c in clauses if c["output_name"]}
-
-    def key(i: int) -> tuple:
-        b, rel = bindings[i], rels[i]
-        exact = ((b["service"], b["name"]) in named
-                 or (b["service"], f"{b['name']}.{b['extension']}") in named)
-        return (b["service"], normalise_name(b["name"]), rel not in wired, not exact,
-                _EXTENSION_RANK.get(b["extension"], 2), rel)
-    bindings[:] = [bindings[i] for i in sorted(range(len(bindings)), key=key)]
+    """Order `bindings` (read from `rels`, in `_binding_order`) so that of outputs whose
+    names compare alike the one a clause names as it writes it (`tldr`; with its extension
+    where the clause writes one, `report.md`) comes after the wired file only. v15 took the
+    first by path, so the output graded followed the case of the files' names."""
+    written = {(c["output_service"] or c["service"], c["output_name"].strip().strip("`"))
+               for c in clauses if c["output_name"]}
+    named = frozenset(rel for b, rel in zip(bindings, rels, strict=True)
+                      if (b["service"], b["name"]) in written
+                      or (b["service"], f"{b['name']}.{b['extension']}") in written)
+    if named:
+        key = _binding_order(manifest, named)
+        order = sorted(range(len(rels)), key=lambda i: key(rels[i]))
+        bindings[:] = [bindings[i] for i in order]
 
 
 def _read_bindings(bucket: Bucket, ref: RunRef, rels: list[str], cap: int):
