@@ -7,6 +7,7 @@ import contextlib
 import functools
 import gc
 import json
+import os
 import re
 import signal
 import sys
@@ -27,8 +28,27 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="rich",
 )
-out = Console()
-err = Console(stderr=True)
+
+
+def _to_devnull(stream) -> None:
+    with contextlib.suppress(OSError, ValueError):  # (a stream without a descriptor)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
+class _Console(Console):
+    """A console that, when its reader closes the pipe (`rungrade … | head`), prints nothing
+    more and lets the command finish: the command then exits with SIGPIPE's code, as any
+    other program in a pipe, unless it fails otherwise (rich and Python exit 1, which says
+    the command failed)."""
+    pipe_closed = False
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = self.pipe_closed = True
+        _to_devnull(self.file)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 # The interpreter's last collections, as it exits, walk every object still alive (polars',
 # pydantic's, the grade's): 70-90 ms, about a tenth of a no-change rerun of 10,000 runs.
@@ -85,17 +105,24 @@ def fail(message: str, code: int) -> typer.Exit:
 
 def _command():
     """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
-    loads a grader, prints) ends it with exit 130 and one line saying so: typer ended it
-    with 130 and nothing said."""
+    loads a grader, prints) ends it with exit 130 and one line saying so (typer ended it
+    with 130 and nothing said), and a command whose output pipe was closed by its reader
+    exits 141 once done."""
     def register(command):
         @functools.wraps(command)
         def run(*args, **kwargs):
             try:
-                return command(*args, **kwargs)
+                done = command(*args, **kwargs)
             except KeyboardInterrupt:
                 raise fail("interrupted (Ctrl-C) before the command finished; what it "
                            "committed before stands: rerun the same command.",
                            exit_codes.INTERRUPTED) from None
+            except BrokenPipeError:  # (written to without rich: `sql --csv -`)
+                _to_devnull(sys.stdout)
+                raise typer.Exit(exit_codes.PIPE_CLOSED) from None
+            if out.pipe_closed:
+                raise typer.Exit(exit_codes.PIPE_CLOSED)
+            return done
 
         return app.command()(run)
 
@@ -211,7 +238,8 @@ def grade(
     Exit codes: 0 done; 1 unexpected failure; 2 bad arguments or input; 3 results locked.
 
     More exit codes: 4 a store failed (read-only, full, unreachable), or a folder under RUNS
-    could not be listed (every run found is graded first); 130 Ctrl-C; 143 stopped by SIGTERM.
+    could not be listed (every run found is graded first); 130 Ctrl-C; 141 the summary's
+    reader closed the pipe (the grade is committed); 143 stopped by SIGTERM.
     """
     if out_dir.startswith("-"):  # `--out --json`: the option's value is the next option
         raise fail(f"--out {out_dir}: a results path starting with '-' reads as an option given "

@@ -8,3 +8,5 @@ STORAGE = 4  # the runs or results store failed (full, read-only, unreachable); 
 #              batches are intact and nothing of the failed batch is visible: fix and rerun
 INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): the batch in progress abandoned; rerun to finish
 STOPPED = 143  # stopped by SIGTERM (128 + 15) at a batch boundary; rerun to finish
+PIPE_CLOSED = 141  # what the command printed was cut short: its reader closed the pipe (a
+#                 `| head`), as SIGPIPE (128 + 13) would end it; its work (a grade's commit) stands

@@ -8,6 +8,9 @@ import csv
 import io
 import json
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +22,7 @@ from pipeline.cli import app
 from pipeline.store import GRADES
 
 REPO = Path(__file__).resolve().parent.parent
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 SAMPLE = REPO / "data" / "runs"
 
 
@@ -302,3 +306,54 @@ def test_a_command_the_lock_stops_is_told_what_it_can_do(graded, tmp_path):
             assert result.exit_code == exit_codes.LOCKED
             assert "then run this command again" in said(result)
             assert "--out" not in said(result)  # (neither command has one)
+
+
+def _into_a_closed_pipe(command: list[str]) -> subprocess.CompletedProcess:
+    """`command` run with its standard output a pipe whose reader has gone (`… | head`)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    return subprocess.CompletedProcess(command, proc.wait(timeout=120), None,
+                                       proc.stderr.read().decode())
+
+
+@pytest.mark.parametrize("printed", [["grade", "--json"], ["grade"], ["sql"], ["sql", "--csv"]])
+def test_a_reader_that_closes_the_pipe_ends_the_command_with_sigpipes_code(graded, tmp_path,
+                                                                          printed):
+    # rich and Python exited 1 with nothing said, which tells a script the command failed
+    # where a grade had committed its results
+    runs, results = graded
+    if printed[0] == "grade":
+        command = [RUNGRADE, "grade", str(runs), "--out", str(tmp_path / "new"), *printed[1:]]
+    else:
+        command = [RUNGRADE, "sql", str(results), "select * from clause_verdicts",
+                   *(["--csv", "-"] if "--csv" in printed else [])]
+    done = _into_a_closed_pipe(command)
+    assert (done.returncode, done.stderr) == (exit_codes.PIPE_CLOSED, "")
+    if printed[0] == "grade":  # its work stands
+        counted = run("sql", str(tmp_path / "new"), "select count(*) as n from runs", "--csv",
+                      "-")
+        assert counted.stdout.splitlines() == ["n", "21"]
+
+
+def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path):
+    # a folder that cannot be listed fails the grade (exit 4) after its summary is printed
+    from run_folders import write_run
+
+    root = tmp_path / "runs"
+    write_run(root / "team-a", "20261112-000001-seen")
+    write_run(root / "team-b", "20261112-000002-hidden")
+    denying = textwrap.dedent(f"""
+        import errno, os, sys
+        from pipeline.sources import bucket
+        opened = bucket._open_beneath
+        def denying(dir_fd, path, folder=False):  # (the tests run as root, whom none stops)
+            if folder and path == "team-b":
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+            return opened(dir_fd, path, folder)
+        bucket._open_beneath = denying
+        from pipeline.cli import app
+        app({["grade", str(root), "--out", str(tmp_path / "results"), "--workers", "1"]!r})
+    """)
+    done = _into_a_closed_pipe([sys.executable, "-c", denying])
+    assert done.returncode == exit_codes.STORAGE, done.stderr
+    assert "team-b ([Errno 13] Permission denied)" in " ".join(done.stderr.split())
