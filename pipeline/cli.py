@@ -620,8 +620,12 @@ def sql(
         raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
                    "quotes, as one argument (`rungrade sql RESULTS \"select …\"`)",
                    exit_codes.USAGE)
+    if len(words) == 2 and all(map(_a_query, words)):
+        raise fail(f"got two queries ({words[0]!r} and {words[1]!r}) where one query and the "
+                   "results were expected: give one query, beside the results folder or "
+                   "s3:// prefix (`rungrade sql RESULTS \"select …\"`)", exit_codes.USAGE)
     if len(words) == 2 and ((_a_folder(words[1]) and not _a_folder(words[0]))
-                            or (_a_query(words[0]) and not _a_query(words[1]))):
+                            or _a_query(words[0]) or not words[0].strip()):
         words = words[::-1]  # (the results given after the query: a query is no folder)
     *before, query = words
     if before and results is not None:
@@ -673,6 +677,8 @@ def _rate(per_second: float) -> str:
 
 
 def _a_folder(path: str) -> bool:
+    if not path.strip():  # (`Path("")` is the working folder)
+        return False
     try:  # (a query longer than a file name may be makes the file system refuse to look)
         return path.startswith("s3://") or Path(path).is_dir()
     except OSError:

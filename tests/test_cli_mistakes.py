@@ -75,12 +75,22 @@ def test_a_mistyped_results_folder_after_the_query_is_named_as_such(graded, tmp_
 
 
 @pytest.mark.parametrize("query", ["", "   ", "empty.sql"])
-def test_an_empty_query_is_a_usage_error(graded, tmp_path, query):
+@pytest.mark.parametrize("query_first", [False, True])
+def test_an_empty_query_is_a_usage_error(graded, tmp_path, query, query_first):
+    # an empty query before the results was read as the results' path (`Path("")` is `.`)
     (tmp_path / "empty.sql").write_text("")
-    result = run("sql", str(graded[1]), str(tmp_path / query) if query.endswith(".sql")
-                 else query)
+    words = [str(graded[1]), str(tmp_path / query) if query.endswith(".sql") else query]
+    result = run("sql", *(words[::-1] if query_first else words))
     assert result.exit_code == exit_codes.USAGE
     assert "is empty: give a statement" in said(result)
+
+
+def test_two_queries_are_named_as_such(graded):
+    # the first was taken for the results: "run `rungrade grade RUNS --out select 1` first"
+    result = run("sql", "select 1", "select count(*) from runs")
+    assert result.exit_code == exit_codes.USAGE
+    assert said(result).startswith("error: got two queries ('select 1' and 'select count(*) "
+                                   "from runs') where one query and the results were expected")
 
 
 @pytest.mark.parametrize("statement", ["set threads = 1", "create temp view v as select 1"])
