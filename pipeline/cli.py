@@ -251,7 +251,12 @@ def grade(
         start_early(runs, out_dir, full=full, workers=workers)
     from .checks import GraderError, default_grader
     from .engines import EngineError
-    from .grade import MisplacedFolder, default_ledger_graders, grade_runs
+    from .grade import (
+        InterruptedAfterCommits,
+        MisplacedFolder,
+        default_ledger_graders,
+        grade_runs,
+    )
     from .judging import JudgeConfigError, make_judge
     from .store import ResultsLocked
     from .user_grader import load_grader, load_ledger_graders
@@ -320,6 +325,12 @@ def grade(
     except (KeyboardInterrupt, Exception) as exc:  # (Ctrl-C in a query: DuckDB's error)
         from .catalog import query_interrupted
 
+        if isinstance(exc, InterruptedAfterCommits):
+            raise fail(f"interrupted (Ctrl-C) after every batch was committed, while the "
+                       f"catalog was written: the results in {out_dir} are whole and "
+                       f"`rungrade sql` reads them; catalog.duckdb lags behind them until the "
+                       f"next grade or `rungrade catalog {out_dir}`.",
+                       exit_codes.INTERRUPTED) from None
         if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
             raise fail(f"interrupted (Ctrl-C): the batch in progress was abandoned; the "
                        f"batches committed before stand in {out_dir}. Rerun the same command "

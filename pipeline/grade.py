@@ -1010,6 +1010,12 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
     return results
 
 
+class InterruptedAfterCommits(KeyboardInterrupt):
+    """Ctrl-C after a grade committed every batch, while it wrote the catalog: its results
+    are whole, and only `catalog.duckdb` lags behind them (the next grade, or `rungrade
+    catalog`, writes it again)."""
+
+
 class MisplacedFolder(FileNotFoundError):
     """A runs root that holds no run because it is something else (results, or a run), or a
     results folder inside a run, where it would be taken for part of that run."""
@@ -1344,6 +1350,10 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             # another folder)
             if summary.batches or catalog_stale(store, commits):
                 write_catalog(store)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+                raise InterruptedAfterCommits from exc
+            raise
         finally:
             closing.join()
         if judge:

@@ -396,6 +396,36 @@ def test_a_signal_stopping_a_duckdb_query_ends_with_its_exit_code(capsys, sigter
     assert said in " ".join(capsys.readouterr().err.split())
 
 
+def test_ctrl_c_while_the_catalog_is_written_says_the_results_are_whole(tmp_path,
+                                                                       monkeypatch):
+    # it said "the batch in progress was abandoned" of a grade whose every batch was
+    # committed; the signal lands in the catalog's DuckDB query, which raises in its place
+    from pipeline import grade as grade_module
+
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    for i in range(3):
+        write_run(runs, f"20261112-{i:06d}-whole")
+
+    def interrupted(store):
+        raise QUERY_INTERRUPTED
+
+    monkeypatch.setattr(grade_module, "write_catalog", interrupted)
+    stopped = grade(runs, out)
+    assert stopped.exit_code == exit_codes.INTERRUPTED, stopped.output
+    said = " ".join(stopped.stderr.split())
+    assert "after every batch was committed" in said and "are whole" in said
+    assert f"rungrade catalog {out}" in said and "abandoned" not in said
+    assert not (out / CATALOG_FILE).exists()
+    assert [r["status"] for r in grade_log(out)] == ["interrupted"]
+    assert_no_duplicates(out, 3)  # (the views of `rungrade sql` read the commits)
+    monkeypatch.undo()
+    rerun = grade(runs, out)  # nothing to grade, and the catalog is written
+    assert rerun.exit_code == 0, rerun.output
+    assert json.loads(rerun.stdout)["skipped"] == 3
+    with duckdb.connect(str(out / CATALOG_FILE), read_only=True) as con:
+        assert con.sql("select count(*) from runs").fetchall() == [(3,)]
+
+
 def test_failed_commit_keeps_the_reports_of_changed_runs(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "results"
     write_run(runs, "20261112-010000-changes")
