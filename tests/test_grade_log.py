@@ -30,7 +30,7 @@ from pipeline import grade
 from pipeline.catalog import GRADE_COLUMNS, connect, read_grades
 from pipeline.checks import default_grader
 from pipeline.compact import compact
-from pipeline.grade import grade_runs
+from pipeline.grade import InterruptedAfterCommits, grade_runs
 from pipeline.store import ResultStore, new_batch_id
 from pipeline.synth import synthesize
 
@@ -135,8 +135,9 @@ def test_a_grade_whose_catalog_query_ctrl_c_stopped_says_interrupted(corpus: Pat
         raise QUERY_INTERRUPTED
 
     monkeypatch.setattr(grade, "write_catalog", ctrl_c_midway)
-    with pytest.raises(RuntimeError, match="Query interrupted"):
+    with pytest.raises(InterruptedAfterCommits) as stopped:  # (every batch is committed)
         grade_runs(str(corpus), str(out), default_grader(), workers=1)
+    assert stopped.value.__cause__ is QUERY_INTERRUPTED
     (record,) = records(out)
     assert (record["status"], record["error"]) == ("interrupted", None)
     assert record["batches"]  # (committed before the catalog is written)
