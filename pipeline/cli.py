@@ -103,6 +103,19 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+# rungrade's optional parts (pyproject's extras), by the modules each brings
+_EXTRAS = {"s3fs": "s3", "aiobotocore": "s3", "altair": "report", "vl_convert": "report",
+           "dask": "dask", "distributed": "dask"}
+
+
+def _missing_extra(exc: ImportError) -> str | None:
+    """The extra whose module `exc` did not find (fsspec names s3fs only in its message)."""
+    for module, extra in _EXTRAS.items():
+        if (exc.name or "").partition(".")[0] == module or f"{module} " in f"{exc} ":
+            return extra
+    return None
+
+
 def _command():
     """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
     loads a grader, prints) ends it with exit 130 and one line saying so (typer ended it
@@ -117,6 +130,12 @@ def _command():
                 raise fail("interrupted (Ctrl-C) before the command finished; what it "
                            "committed before stands: rerun the same command.",
                            exit_codes.INTERRUPTED) from None
+            except ImportError as exc:
+                if (extra := _missing_extra(exc)) is None:
+                    raise
+                raise fail(f"rungrade's optional '{extra}' packages are not installed "
+                           f"({exc}): pip install 'rungrade[{extra}]' installs them (`make "
+                           "run` does)", exit_codes.USAGE) from exc
             except BrokenPipeError:  # (written to without rich: `sql --csv -`)
                 _to_devnull(sys.stdout)
                 raise typer.Exit(exit_codes.PIPE_CLOSED) from None

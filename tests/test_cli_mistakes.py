@@ -367,3 +367,23 @@ def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path):
     done = _into_a_closed_pipe([sys.executable, "-c", denying])
     assert done.returncode == exit_codes.STORAGE, done.stderr
     assert "team-b ([Errno 13] Permission denied)" in " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize(("hidden", "extra", "command"), [
+    ("s3fs", "s3", ["sql", "s3://bucket/results", "select 1"]),
+    ("altair", "report", ["report", "{results}", "-o", "{tmp}/report.html"]),
+    ("vl_convert", "report", ["report", "{results}", "-o", "{tmp}/report.html"]),
+])
+def test_an_optional_part_not_installed_is_named_with_its_install(graded, tmp_path, hidden,
+                                                                   extra, command):
+    # `pip install rungrade` without the extra: a traceback ending in ImportError, exit 1
+    command = [word.format(results=graded[1], tmp=tmp_path) for word in command]
+    hiding = (f"import sys; sys.modules[{hidden!r}] = None  # (as Python marks it unimportable)\n"
+              f"from pipeline.cli import app; app({command!r})")
+    done = subprocess.run([sys.executable, "-c", hiding], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == exit_codes.USAGE, done.stderr
+    said = " ".join(done.stderr.split())
+    assert said.startswith(f"error: rungrade's optional '{extra}' packages are not installed")
+    assert f"pip install 'rungrade[{extra}]'" in said and "Traceback" not in said
+    assert not (tmp_path / "report.html").exists()
