@@ -23,6 +23,7 @@ from pipeline.sources.ledger_builder import (
     file,
     message_received,
     response_selected,
+    runtime_ready,
     sha256,
     text,
 )
@@ -426,6 +427,21 @@ def test_selections_for_other_endpoints_or_scenarios_do_not_count(tmp_path):
         {**sel, "endpointName": "observer"}, {**sel, "scenarioId": "evals.other/v1"}]
     rows = read(tmp_path, builder)
     assert [b["name"] for b in rows.bindings] == ["response-1"]
+
+
+def test_a_selection_of_a_later_instance_of_the_target_is_named_in_the_refusal(tmp_path):
+    # the target is the instance ready first; the detail said "0 selected response(s)" of a
+    # ledger that holds a selection of the target's name, without saying why it did not count
+    builder = sender_ledger()
+    first = next(i for i, e in enumerate(builder.events) if e.get("agentName") == "target-agent")
+    builder.events.insert(first, runtime_ready("target-agent", "agent-ready-first"))
+    reason, detail = refused(read(tmp_path, builder))
+    assert reason == "ledger-response-count-mismatch"
+    assert detail.startswith("0 selected response(s) of 'target-agent'")
+    later = builder.events[first + 1]["agentId"]
+    assert detail.endswith(f"as the target is the instance ready first ('agent-ready-first'): "
+                           f"1 selection(s) of another instance (line {len(builder.events) - 1} "
+                           f"names {later!r})")
 
 
 def test_earliest_delivery_wins_and_responses_follow_selection_order(tmp_path):

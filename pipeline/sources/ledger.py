@@ -389,7 +389,7 @@ def _responses(grader: LedgerGrader, records: list[Record]) -> list[Record]:
             e = r.event
             # the earliest delivery of one identity wins if the evidence repeats it
             deliveries.setdefault((e["messageId"], e["taskId"], e["endpointId"], e["senderId"]), r)
-    responses = []
+    responses, other_instances = [], []
     # every selection must name a delivery, whichever scenario or endpoint made it: one that
     # names a message the ledger does not hold makes the evidence inconsistent (SPEC 4)
     for sel in (r for r in records if r.tag == RESPONSE_SELECTED):
@@ -401,14 +401,20 @@ def _responses(grader: LedgerGrader, records: list[Record]) -> list[Record]:
                           f"{e['endpointId']!r}, sender {e['targetId']!r}); the ledger holds "
                           "no such delivery")
         if (e["scenarioId"] == grader.scenario_id and e["endpointName"] == grader.endpoint_name
-                and e["targetName"] == target["agentName"]
-                and e["targetId"] == target["agentId"]):
-            responses.append(found)
+                and e["targetName"] == target["agentName"]):
+            if e["targetId"] == target["agentId"]:
+                responses.append(found)
+            else:  # (an instance of the target other than the one ready first)
+                other_instances.append(f"line {sel.line} names {e['targetId']!r}")
     if len(responses) != grader.expected_responses:
+        skipped = (f"; not counted, as the target is the instance ready first "
+                   f"({target['agentId']!r}): {len(other_instances)} selection(s) of another "
+                   f"instance ({', '.join(other_instances[:3])}"
+                   f"{', …' if len(other_instances) > 3 else ''})") if other_instances else ""
         raise Refusal("ledger-response-count-mismatch", f"{len(responses)} selected response(s) "
                       f"of {grader.target_name!r} at endpoint {grader.endpoint_name!r} for "
                       f"scenario {grader.scenario_id!r}; {grader.grader_id} expects "
-                      f"{grader.expected_responses}")
+                      f"{grader.expected_responses}{skipped}")
     return responses
 
 
