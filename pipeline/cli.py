@@ -36,15 +36,28 @@ def _to_devnull(stream) -> None:
 
 
 class _Console(Console):
-    """A console that, when its reader closes the pipe (`rungrade … | head`), prints nothing
-    more and lets the command finish: the command then exits with SIGPIPE's code, as any
-    other program in a pipe, unless it fails otherwise (rich and Python exit 1, which says
-    the command failed)."""
+    """A console that, when its output cannot be written, prints nothing more and lets the
+    command finish (rich and Python exit 1 at once, with a traceback but for a closed pipe,
+    which says the command failed): see `_output_failed` for the exit code. The reader
+    closing the pipe (`rungrade … | head`) is `pipe_closed`; a full disk or an I/O error,
+    `write_error`."""
     pipe_closed = False
+    write_error: OSError | None = None
 
     def on_broken_pipe(self) -> None:
         self.quiet = self.pipe_closed = True
         _to_devnull(self.file)
+
+    def _check_buffer(self) -> None:  # (rich's, which answers only a closed pipe)
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            self.could_not_write(exc)
+
+    def could_not_write(self, exc: OSError) -> None:
+        del self._buffer[:]
+        self.quiet = True
+        self.write_error = self.write_error or exc
 
 
 out = _Console()
@@ -97,6 +110,30 @@ EndpointOpt = Annotated[str | None, typer.Option(
     help="S3-compatible endpoint for s3:// paths (default: the AWS variables).")]
 
 
+def _file(text: str) -> Path:
+    """A file or folder the user names (`parser=` of an option): an empty one is an unset
+    variable in a script, and one starting with '-' an option taken as the value (`-o
+    --base`): `Path` would make the first the working folder and the second a file so named."""
+    if not text.strip():
+        raise typer.BadParameter("is empty (an unset variable in a script?): give a path")
+    if text.startswith("-") and text != "-":
+        raise typer.BadParameter(f"{text!r} reads as an option given where a path was "
+                                 f"expected; for a file of that name, give ./{text}")
+    return Path(text)
+
+
+def _word(text: str) -> str:
+    """A grader id or other name the user gives (`parser=` of an option): an empty one was
+    taken as the option left out."""
+    if not text.strip():
+        raise typer.BadParameter("is empty (an unset variable in a script?): give a value, or "
+                                 "leave the option out")
+    return text
+
+
+_file.__name__, _word.__name__ = "path", "str"  # (the kinds of value --help shows)
+
+
 def fail(message: str, code: int) -> typer.Exit:
     # (escaped: a path or quoted text with brackets is not markup)
     err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
@@ -116,14 +153,44 @@ def _missing_extra(exc: ImportError) -> str | None:
     return None
 
 
+def _write_stdout(data: bytes) -> None:
+    """`data` on standard output as it is (CSV: UTF-8 whatever the terminal's encoding), to
+    the last byte: a reader gone mid-write raises BrokenPipeError, where a write that took
+    only part of the data returned without a word."""
+    try:
+        sys.stdout.flush()
+        rest = memoryview(data)
+        while rest:  # (unbuffered, as PYTHONUNBUFFERED makes it, a write may take a part)
+            rest = rest[sys.stdout.buffer.write(rest) or 0:]
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        out.could_not_write(exc)
+
+
+def _output_failed() -> None:
+    """Once a command's work is done: its exit code when its output could not be written."""
+    if out.write_error is not None:
+        err.print(f"error: the output could not be written to standard output "
+                  f"({out.write_error.strerror or out.write_error}); the command's work stands "
+                  "(a grade's results are committed).", markup=False, soft_wrap=True)
+        raise typer.Exit(exit_codes.STORAGE)
+    if out.pipe_closed:
+        raise typer.Exit(exit_codes.PIPE_CLOSED)
+
+
 def _command():
     """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
     loads a grader, prints) ends it with exit 130 and one line saying so (typer ended it
-    with 130 and nothing said), and a command whose output pipe was closed by its reader
-    exits 141 once done."""
+    with 130 and nothing said); a command whose output could not be written exits, once
+    done, as `_output_failed` says; and a character its terminal cannot show prints as ?."""
     def register(command):
         @functools.wraps(command)
         def run(*args, **kwargs):
+            for stream in (sys.stdout, sys.stderr):  # (a character the terminal's encoding
+                with contextlib.suppress(AttributeError, ValueError):  # lacks shows as ?)
+                    stream.reconfigure(errors="replace")
             try:
                 done = command(*args, **kwargs)
             except KeyboardInterrupt:
@@ -139,8 +206,7 @@ def _command():
             except BrokenPipeError:  # (written to without rich: `sql --csv -`)
                 _to_devnull(sys.stdout)
                 raise typer.Exit(exit_codes.PIPE_CLOSED) from None
-            if out.pipe_closed:
-                raise typer.Exit(exit_codes.PIPE_CLOSED)
+            _output_failed()
             return done
 
         return app.command()(run)
@@ -156,15 +222,18 @@ def grade(
     out_dir: Annotated[str, typer.Option("--out", "-o", help="Results folder or s3:// prefix.")]
     = "results",
     grader_id: Annotated[str | None, typer.Option(
-        "--grader-id", help="Grader id to stamp on every row, '<name>.grader/v<N>' "
-                            "(default: the grader's own id).")] = None,
+        "--grader-id", parser=_word,
+        help="Grader id to stamp on every row, '<name>.grader/v<N>' (default: the grader's "
+             "own id).")] = None,
     grader_path: Annotated[Path | None, typer.Option(
-        "--grader", help="Python file defining `grader` (a rungrade Grader) to use instead "
-                         "of the built-in contract grader.")] = None,
+        "--grader", parser=_file,
+        help="Python file defining `grader` (a rungrade Grader) to use instead "
+             "of the built-in contract grader.")] = None,
     ledger_grader_paths: Annotated[list[Path] | None, typer.Option(
-        "--ledger-grader", help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
-                                "for moltzap ledgers; each replaces the built-in grader of its "
-                                "scenario. Repeatable.")] = None,
+        "--ledger-grader", parser=_file,
+        help="Python file defining `ledger_graders = [LedgerGrader(...)]` "
+             "for moltzap ledgers; each replaces the built-in grader of its "
+             "scenario. Repeatable.")] = None,
     batch_size: Annotated[int, typer.Option(
         min=1, help="Runs per committed batch: a crash loses at most the batch in progress, "
                     "and memory grows with it.")] = 2000,
@@ -380,8 +449,8 @@ def grade(
                 summary.grade_id, uncompacted=0, compacted=summary.compacted)
     if not summary.found and not summary.unlisted:
         _refuse_misplaced_root(runs, out_dir, endpoint_url, summary.grade_id)
-    if as_json:
-        out.print_json(json.dumps(summary.as_dict()))
+    if as_json:  # (not rich's print_json: FORCE_COLOR would colour it in a pipe too)
+        _write_stdout(json.dumps(summary.as_dict(), indent=2).encode() + b"\n")
     else:
         print_summary(summary)
     if summary.stopped:
@@ -586,9 +655,9 @@ def print_summary(summary) -> None:
 
 @_command()
 def synth(
-    out_dir: Annotated[Path, typer.Argument(metavar="OUT", help="Folder to write the run "
-                                                               "folders into (created if "
-                                                               "missing).")],
+    out_dir: Annotated[Path, typer.Argument(
+        metavar="OUT", parser=_file,
+        help="Folder to write the run folders into (created if missing).")],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="How many runs.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same bytes.")] = 0,
     start: Annotated[int, typer.Option(
@@ -632,6 +701,7 @@ def sql(
         "--results", "-r", show_default=False,
         help="Results folder or s3:// prefix (default: results).")] = None,
     csv: Annotated[Path | None, typer.Option(
+        parser=_file,
         help="Also write the result as CSV to this file; `-` writes it to stdout instead of "
              "the table, for scripts.")] = None,
     endpoint_url: EndpointOpt = None,
@@ -694,7 +764,7 @@ def sql(
         out.print("done: the statement returns no rows")
         return
     if csv == Path("-"):
-        sys.stdout.write(df.write_csv())
+        _write_stdout(df.write_csv().encode())
         return
     if csv:
         _write_frame(df, csv, csv=True)
@@ -755,7 +825,7 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
 ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
                                                  "`rungrade grade`.")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", "-o", help="Also write the rows to this file: .csv or .parquet.")]
+    "--out", "-o", parser=_file, help="Also write the rows to this file: .csv or .parquet.")]
 
 
 def _ask(results: str, endpoint_url: str | None, question, ours: bool = True):
@@ -824,8 +894,9 @@ def grades(
     results: ResultsArg = "results",
     last: Annotated[int, typer.Option(min=1, help="Show the last N grades.")] = 14,
     out_file: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Also write every grade's record to this file: .csv or .parquet "
-                            "(.parquet keeps the lists and maps whole).")] = None,
+        "--out", "-o", parser=_file,
+        help="Also write every grade's record to this file: .csv or .parquet "
+             "(.parquet keeps the lists and maps whole).")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
     """The grade log: when each `rungrade grade` on RESULTS ran, and whether it finished.
@@ -946,7 +1017,7 @@ def trend(
     program: Annotated[str | None, typer.Option(help="Only this program.")] = None,
     since: Annotated[str | None, typer.Option(help="Only days on or after this date, "
                                                    "YYYY-MM-DD.")] = None,
-    grader_id: Annotated[str | None, typer.Option("--grader-id",
+    grader_id: Annotated[str | None, typer.Option("--grader-id", parser=_word,
                                                   help="Only this grader id.")] = None,
     out_file: OutOpt = None,
     endpoint_url: EndpointOpt = None,
@@ -1012,16 +1083,19 @@ def _results_and_ids(words: list[str] | None, base: str | None, head: str | None
 def diff(
     words: ResultsAndIds = None,
     base: Annotated[str | None, typer.Option(
+        parser=_word,
         help="Grader id to compare from (default: an earlier version of the head's grader "
              "that graded some of its runs from the same files, else the newest other id "
              "that did).")] = None,
     head: Annotated[str | None, typer.Option(
+        parser=_word,
         help="Grader id to compare to (default: the newest grader id that can be compared "
              "with another).")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Rows to show per table.")] = 20,
     out_file: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Also write every paired clause (base and head verdicts, "
-                            "`flipped`) to this file: .csv or .parquet.")] = None,
+        "--out", "-o", parser=_file,
+        help="Also write every paired clause (base and head verdicts, `flipped`) to this "
+             "file: .csv or .parquet.")] = None,
     endpoint_url: EndpointOpt = None,
 ) -> None:
     """What changed between two grader ids on the runs both graded from the same files.
@@ -1087,13 +1161,15 @@ def diff(
 @_command()
 def report(
     words: ResultsAndIds = None,
-    html_out: Annotated[Path, typer.Option("--html", "--out", "-o",
+    html_out: Annotated[Path, typer.Option("--html", "--out", "-o", parser=_file,
                                            help="Write the HTML page here.")]
     = Path("report.html"),
     base: Annotated[str | None, typer.Option(
+        parser=_word,
         help="Grader id the flip matrix compares from (default: as `rungrade diff` picks "
              "it).")] = None,
     head: Annotated[str | None, typer.Option(
+        parser=_word,
         help="Grader id the flip matrix compares to (default: as `rungrade diff` picks "
              "it).")] = None,
     endpoint_url: EndpointOpt = None,

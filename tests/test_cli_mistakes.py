@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +37,8 @@ def run(*args: str):
 
 
 def said(result) -> str:
-    return " ".join(result.output.split())
+    """What the command printed, as one line (click's error box drawn away)."""
+    return " ".join(result.output.replace("│", " ").split())
 
 
 @pytest.fixture(scope="module")
@@ -318,9 +321,13 @@ def test_a_command_the_lock_stops_is_told_what_it_can_do(graded, tmp_path):
             assert "--out" not in said(result)  # (neither command has one)
 
 
-def _into_a_closed_pipe(command: list[str]) -> subprocess.CompletedProcess:
-    """`command` run with its standard output a pipe whose reader has gone (`… | head`)."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _into_a_closed_pipe(command: list[str], read: int = 0,
+                        **env: str) -> subprocess.CompletedProcess:
+    """`command` run with its standard output a pipe whose reader has gone (`… | head`),
+    after reading `read` bytes."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **env})
+    proc.stdout.read(read)
     proc.stdout.close()
     return subprocess.CompletedProcess(command, proc.wait(timeout=120), None,
                                        proc.stderr.read().decode())
@@ -367,6 +374,106 @@ def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path):
     done = _into_a_closed_pipe([sys.executable, "-c", denying])
     assert done.returncode == exit_codes.STORAGE, done.stderr
     assert "team-b ([Errno 13] Permission denied)" in " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_csv_whose_reader_leaves_midway_ends_with_sigpipes_code(graded, unbuffered):
+    # one large write on an unbuffered standard output (PYTHONUNBUFFERED) took the part the
+    # pipe held and returned: the command exited 0 with its CSV cut short
+    query = "select * from bindings, range(8)"  # (more than a pipe holds)
+    whole = run("sql", str(graded[1]), query, "--csv", "-").stdout
+    assert len(whole.encode()) > 1 << 18
+    done = _into_a_closed_pipe([RUNGRADE, "sql", str(graded[1]), query, "--csv", "-"], read=10,
+                               PYTHONUNBUFFERED=unbuffered)
+    assert (done.returncode, done.stderr) == (exit_codes.PIPE_CLOSED, "")
+
+
+def _to_a_full_device(command: list[str], stream: str = "stdout", **env: str):
+    with open("/dev/full", "wb") as full:
+        return subprocess.run(command, **{stream: full}, capture_output=False, text=True,
+                              env={**os.environ, **env}, timeout=120,
+                              **{"stderr" if stream == "stdout" else "stdout": subprocess.PIPE})
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_summary_that_cannot_be_written_fails_the_grade_with_exit_4(graded, tmp_path, as_json):
+    # a full disk under the log: a traceback and exit 1 for a grade that had committed
+    done = _to_a_full_device([RUNGRADE, "grade", str(graded[0]), "--out", str(tmp_path / "new"),
+                              *(["--json"] if as_json else [])])
+    assert done.returncode == exit_codes.STORAGE, done.stderr
+    assert " ".join(done.stderr.split()) == (
+        "error: the output could not be written to standard output (No space left on device); "
+        "the command's work stands (a grade's results are committed).")
+    counted = run("sql", str(tmp_path / "new"), "select count(*) as n from runs", "--csv", "-")
+    assert counted.stdout.splitlines() == ["n", "21"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_usage_error_that_cannot_be_said_keeps_its_exit_code(tmp_path):
+    done = _to_a_full_device([RUNGRADE, "grade", str(tmp_path / "none"), "--out",
+                              str(tmp_path / "results")], stream="stderr")
+    assert done.returncode == exit_codes.USAGE
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_show_a_character_shows_a_question_mark(graded, encoding):
+    # a nightly rerun's summary ("—" for no verdicts) raised UnicodeEncodeError: exit 1
+    done = subprocess.run([RUNGRADE, "grade", str(graded[0]), "--out", str(graded[1])],
+                          capture_output=True, env={**os.environ, "PYTHONIOENCODING": encoding},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.search(rb"verdicts +\? ", done.stdout), done.stdout
+
+
+def test_json_stays_json_where_colour_is_forced(graded, tmp_path):
+    # FORCE_COLOR (set by many CI images) coloured the summary's JSON in a pipe too
+    done = subprocess.run([RUNGRADE, "grade", str(graded[0]), "--out", str(tmp_path / "new"),
+                           "--json"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FORCE_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["found"] == 21
+
+
+@pytest.mark.parametrize("words", [
+    ["synth", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--grader-id", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--grader", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--ledger-grader", ""],
+    ["diff", "{results}", "--base", ""],
+    ["report", "{results}", "--head", ""],
+    ["trend", "{results}", "--grader-id", ""],
+    ["sql", "{results}", "select 1", "--csv", ""],
+    ["grades", "{results}", "-o", ""],
+])
+def test_an_empty_value_is_refused_before_anything_is_written(graded, tmp_path, monkeypatch,
+                                                               words):
+    # `synth ""` wrote its runs into the working folder, `--grader-id ""` graded under the
+    # default id, `--base ""` asked for "grader id None"
+    monkeypatch.chdir(tmp_path)
+    words = [w.format(runs=graded[0], results=graded[1], tmp=tmp_path) for w in words]
+    result = run(*words)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "is empty (an unset variable in a script?)" in said(result)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("words", [
+    ["report", "{results}", "-o", "--base"],
+    ["sql", "{results}", "select 1", "--csv", "--results"],
+    ["grades", "{results}", "-o", "-x.csv"],
+    ["diff", "{results}", "-o", "--limit"],
+    ["synth", "--runs", "2", "--", "-out"],
+])
+def test_an_option_taken_as_an_output_file_is_refused(graded, tmp_path, monkeypatch, words):
+    # each wrote a file named after the option (`report -o --base`: `./--base`), exit 0
+    monkeypatch.chdir(tmp_path)
+    words = [w.format(results=graded[1]) for w in words]
+    result = run(*words)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "reads as an option given where a path was expected; for a file of that name, " \
+           "give ./" in said(result)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(("hidden", "extra", "command"), [
