@@ -735,7 +735,12 @@ def sql(
     if query.endswith(".sql") and not Path(query).is_file():
         raise fail(f"{query}: no such file (a query ending in .sql is read from that file)",
                    exit_codes.USAGE)
-    text = Path(query).read_text() if query.endswith(".sql") else query
+    try:
+        text = Path(query).read_text(encoding="utf-8") if query.endswith(".sql") else query
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (
+            exc.strerror or str(exc))
+        raise fail(f"cannot read the query in {query}: {why}", exit_codes.USAGE) from exc
     if not text.strip():
         raise fail(f"the query {'in ' + query + ' ' if query.strip() else ''}is empty: give a "
                    "statement, e.g. `rungrade sql RESULTS \"select * from run_scores\"`",

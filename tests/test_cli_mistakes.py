@@ -494,3 +494,12 @@ def test_an_optional_part_not_installed_is_named_with_its_install(graded, tmp_pa
     assert said.startswith(f"error: rungrade's optional '{extra}' packages are not installed")
     assert f"pip install 'rungrade[{extra}]'" in said and "Traceback" not in said
     assert not (tmp_path / "report.html").exists()
+
+
+def test_a_query_file_that_is_not_utf8_is_a_usage_error(graded, tmp_path):
+    # a traceback (UnicodeDecodeError), exit 1
+    (tmp_path / "latin.sql").write_bytes("select 'caf\u00e9' as x".encode("latin-1"))
+    result = run("sql", str(graded[1]), str(tmp_path / "latin.sql"))
+    assert result.exit_code == exit_codes.USAGE
+    assert said(result) == f"error: cannot read the query in {tmp_path / 'latin.sql'}: it is " \
+                           "not UTF-8 text"
