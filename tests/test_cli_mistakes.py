@@ -199,6 +199,27 @@ def test_paths_that_cannot_be_meant_are_refused_before_anything_is_written(tmp_p
     assert not list((tmp_path / "runs").glob("_*"))
 
 
+@pytest.mark.parametrize(("results", "said_of_it"), [
+    ("a-file", "is a file, not a folder"),
+    ("a-file/results", "cannot be made: {tmp}/a-file is not a folder"),
+    ("a-file/deeper/results", "cannot be made: {tmp}/a-file is not a folder"),
+    ("nowhere", "is a symlink to nothing"),
+    ("/dev/null", "is not a folder (a device, a pipe or a socket)"),
+])
+def test_a_results_folder_that_cannot_be_is_a_usage_error(graded, tmp_path, monkeypatch,
+                                                          results, said_of_it):
+    # a device, or a path through a file, was exit 4, "a store failed … batches committed
+    # in /dev/null are intact"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("notes")
+    (tmp_path / "nowhere").symlink_to(tmp_path / "gone")
+    result = run("grade", str(graded[0]), "--out", results, "--workers", "1")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert said(result).startswith(
+        f"error: results folder {results} {said_of_it.format(tmp=tmp_path)}. Check the path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "nowhere"]
+
+
 def test_arguments_given_the_wrong_way_round_write_nothing_into_the_runs(graded, tmp_path):
     runs, results = copied(graded, tmp_path)
     before = sorted(p.name for p in results.iterdir())
