@@ -65,7 +65,8 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
     store = ResultStore(results_uri, endpoint_url)
     done = Compaction(results_uri)
     if not store.commits():  # (before the lock, which would make the folder)
-        raise FileNotFoundError(store.holds_nothing(f"{results_uri} holds no committed results"))
+        raise store.nothing_committed(store.holds_nothing(
+            f"{results_uri} holds no committed results"), "rungrade compact")
     with store.lock("rungrade compact") as still_locked:
         store.close_interrupted_grade()  # (a grade still `running` cannot be: this holds the lock)
         store.discard_uncommitted()

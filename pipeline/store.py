@@ -1062,6 +1062,18 @@ class ResultStore:
             return None
         return _process_alive(holder.get("pid"))
 
+    def nothing_committed(self, message: str, command: str) -> Exception:
+        """What `command` (compact, catalog) raises on results with no commit: ResultsLocked
+        while a process holds the lock (the first grade into them, not done with its first
+        batch: its results are on their way), else FileNotFoundError(`message`)."""
+        if not self.lock_held():
+            return FileNotFoundError(message)
+        holder = None
+        with contextlib.suppress(Exception):  # (its name is for the message only)
+            holder = (self._s3_lock_state(S3_LOCK_STALE_SECONDS)[1] if not self.local
+                      else _json_or_none(self.fs.cat_file(self.path(LOCAL_LOCK_NAME))))
+        return ResultsLocked(self._locked_message(holder, taker={"command": command}))
+
     def _locked_message(self, holder: dict | None, stale_after: float | None = None,
                         taker: dict | None = None) -> str:
         who = (f"pid {holder.get('pid')} on {holder.get('host')}, running since "

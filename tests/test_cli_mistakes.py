@@ -330,10 +330,13 @@ def test_an_empty_judge_command_is_a_usage_error(tmp_path):
     assert "--judge-cmd is empty" in said(result)
 
 
-def test_a_command_the_lock_stops_is_told_what_it_can_do(graded, tmp_path):
+@pytest.mark.parametrize("first_grade", [False, True])
+def test_a_command_the_lock_stops_is_told_what_it_can_do(graded, tmp_path, first_grade):
+    # while the first grade into results had committed nothing yet, both said "no committed
+    # results" (exit 2), telling the user to run the grade that was running
     from pipeline.store import ResultStore
 
-    _, results = copied(graded, tmp_path)
+    results = tmp_path / "results" if first_grade else copied(graded, tmp_path)[1]
     with ResultStore(str(results)).lock():
         for command in (("compact", str(results)), ("catalog", str(results))):
             result = run(*command)
