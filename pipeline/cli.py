@@ -620,6 +620,10 @@ def print_summary(summary) -> None:
     table.add_row("graded", str(data["graded"]))
     refused = ", ".join(f"{k} {v}" for k, v in data["refusals"].items())
     table.add_row("refused", f"{data['refused']}" + (f"  ({refused})" if refused else ""))
+    if data["stopped"]:  # (found counts the runs found before the stop, not all RUNS holds)
+        left = data["found"] - data["skipped"] - data["graded"] - data["refused"]
+        table.add_row("[red]not graded[/]", f"{left}  (found before SIGTERM stopped the grade; "
+                      "the rerun grades them, and finds the runs not reached)")
     score = summary.mean_score  # (shown from the mean itself: the 2 decimals of the JSON's,
     table.add_row("mean overall score", "—" if score is None  # rounded again, went astray)
                   else numbers.shown(score, 1))

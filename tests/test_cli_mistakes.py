@@ -527,3 +527,19 @@ def test_a_query_file_that_is_not_utf8_is_a_usage_error(graded, tmp_path):
     assert result.exit_code == exit_codes.USAGE
     assert said(result) == f"error: cannot read the query in {tmp_path / 'latin.sql'}: it is " \
                            "not UTF-8 text"
+
+
+def test_a_stopped_grades_summary_says_how_many_runs_found_were_not_graded(capsys):
+    # "runs found 201" beside 100 graded or refused, and no word of the other 101
+    from pipeline.cli import print_summary
+    from pipeline.grade import Summary
+
+    summary = Summary("runs", "results", "prose.contract.grader/v16", found=201, new=201,
+                      graded=95, refused=5, stopped=True)
+    print_summary(summary)
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "not graded 101 (found before SIGTERM stopped the grade; the rerun grades them" in shown
+    summary.stopped = False  # (a finished grade has no such row)
+    summary.graded = 196
+    print_summary(summary)
+    assert "not graded" not in capsys.readouterr().out
