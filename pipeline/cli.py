@@ -816,17 +816,27 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
     rows = [[_cell(v) for v in row] for row in df.head(limit).iter_rows()]
     table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
+    needed = 2 * (df.width - 1)  # (the space between columns)
     for i, (col, dtype) in enumerate(df.schema.items()):
         # numbers and dates never fold; text columns take what is left
         whole = dtype.is_numeric() or dtype.is_temporal()
+        name = (rename or {}).get(col, col)
+        widest = max((len(r[i]) for r in rows), default=1) if whole else None
+        needed += max(widest or 4, *map(len, name.split() or [""]))  # (a name folds at spaces)
         # cells and names as Text: what the results hold is never read as markup ("[1]",
         # "[x]" and "[bold]" were dropped from evidence, and a stray "[/b]" failed the query)
-        table.add_column(Text((rename or {}).get(col, col)), overflow="fold",
-                         justify="right" if dtype.is_numeric() else "left",
-                         min_width=max((len(r[i]) for r in rows), default=1) if whole else None)
+        table.add_column(Text(name), overflow="fold", no_wrap=whole,
+                         justify="right" if dtype.is_numeric() else "left", min_width=widest)
     for row in rows:
         table.add_row(*map(Text, row))
-    out.print(table)
+    # on a terminal too narrow for the numbers, wider than it (the terminal wraps the lines):
+    # rich cut the columns at its edge, 86.11 showing as 86 and the last columns gone
+    width = out.width
+    out.width = max(needed, width)
+    try:
+        out.print(table)
+    finally:
+        out.width = width
     if df.height > limit:
         out.print(f"… {df.height - limit} more rows")
 

@@ -543,3 +543,21 @@ def test_a_stopped_grades_summary_says_how_many_runs_found_were_not_graded(capsy
     summary.graded = 196
     print_summary(summary)
     assert "not graded" not in capsys.readouterr().out
+
+
+def test_a_narrow_terminal_folds_text_and_never_cuts_a_number_or_a_column(graded,
+                                                                          monkeypatch):
+    # at 40 columns rich cut the table at the edge: the last columns were gone and 86.11
+    # showed as 86
+    from pipeline import cli
+
+    query = ("select run_id, program, overall_score * 1.0001 as score, services_scored, "
+             "services, overall_verdict from run_scores order by run_id")
+    wide = run("sql", str(graded[1]), query, "--csv", "-").stdout.splitlines()
+    monkeypatch.setattr(cli.out, "width", 40)
+    shown = run("sql", str(graded[1]), query).stdout
+    assert all(len(line) <= 120 for line in shown.splitlines())  # (text folds to fit)
+    for row in list(csv.reader(wide))[1:]:  # every number whole
+        assert f" {float(row[2]):.2f} " in shown, row
+    grades = run("grades", str(graded[1])).stdout
+    assert all(word in grades for word in ("graded", "refused", "unlisted")), grades
