@@ -207,15 +207,18 @@ def test_a_store_failing_under_catalog_or_compact_exits_4(tmp_path, command):
     assert current_rows(out) == rows
 
 
-def test_results_under_a_file_fail_clearly(tmp_path):
-    runs = tmp_path / "runs"
+def test_a_file_where_the_results_need_a_folder_fails_clearly(tmp_path):
+    # (results whose own path runs through a file are a usage error: see test_cli_mistakes)
+    runs, out = tmp_path / "runs", tmp_path / "results"
     write_run(runs)
-    blocker = tmp_path / "blocker.txt"
+    out.mkdir()
+    blocker = out / "run_scores"
     blocker.write_text("not a folder\n")
-    result = grade(runs, blocker / "results")
+    result = grade(runs, out)
     assert result.exit_code == exit_codes.STORAGE, result.output
     assert "a store failed" in result.output and "Traceback" not in result.output
     assert blocker.read_text() == "not a folder\n"
+    assert not (out / "_commits").exists() or not any((out / "_commits").iterdir())
 
 
 # Runs the signal tests grade in batches of 10: enough that, after the first commit, the grade
