@@ -605,7 +605,7 @@ def rewrite_catalog(results: str) -> str:
             f"{results} is on S3, where results have no catalog file: `rungrade sql -r "
             f"{results}` and `catalog.connect` make the views on each connection")
     if not store.commits():  # (before the lock, which would make the folder)
-        raise store.nothing_committed(f"{results} holds no committed results",
-                                      "rungrade catalog")
+        raise store.nothing_committed(store.holds_nothing(
+            f"{results} holds no committed results"), "rungrade catalog")
     with store.lock("rungrade catalog"):
         return write_catalog(store)

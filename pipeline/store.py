@@ -494,6 +494,9 @@ class ResultStore:
                 if not self.fs.exists(bucket):
                     return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
                             "no S3 service): check the bucket's name and --endpoint-url")
+        elif os.path.exists(self.root) and not os.path.isdir(self.root):
+            return (f"{self.uri} is a file, not a results folder: give the folder a `rungrade "
+                    "grade --out` wrote")
         return otherwise
 
     # -- commits ---------------------------------------------------------------------------

@@ -561,3 +561,15 @@ def test_a_narrow_terminal_folds_text_and_never_cuts_a_number_or_a_column(graded
         assert f" {float(row[2]):.2f} " in shown, row
     grades = run("grades", str(graded[1])).stdout
     assert all(word in grades for word in ("graded", "refused", "unlisted")), grades
+
+
+@pytest.mark.parametrize("command", [["sql", "{file}", "select 1"], ["grades", "{file}"],
+                                     ["trend", "{file}"], ["diff", "{file}"],
+                                     ["compact", "{file}"], ["catalog", "{file}"]])
+def test_results_that_are_a_file_are_named_as_such(tmp_path, command):
+    # each advised `rungrade grade RUNS --out notes.txt`, which refuses a file
+    (tmp_path / "notes.txt").write_text("not results")
+    result = run(*[word.format(file=tmp_path / "notes.txt") for word in command])
+    assert result.exit_code == exit_codes.USAGE
+    assert said(result).startswith(f"error: {tmp_path / 'notes.txt'} is a file, not a results "
+                                   "folder: give the folder a `rungrade grade --out` wrote")
