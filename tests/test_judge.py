@@ -443,7 +443,8 @@ def test_chat_endpoint_key_comes_from_the_environment(two_runs, tmp_path):
     (["--judge-max-calls", "5"], "--judge-max-calls needs --judge-cmd or --judge-url"),
     (["--judge-cmd", "no-such-judge-program --x"], "was not found"),
     (["--judge-cmd", "python3 j.py", "--judge-name", "Big Judge"], "not usable"),
-    (["--judge-url", "ftp://host/v1", "--judge-model", "m"], "is not an http(s) URL"),
+    (["--judge-url", "ftp://host/v1", "--judge-model", "m"],
+     "--judge-url 'ftp://host/v1' is not an http(s) URL"),  # (as given, not as completed)
     (["--judge-cmd", "python3 j.py", "--judge-concurrency", "0"], "at least 1"),
 ])
 def test_cli_refuses_judge_options_that_cannot_work(two_runs, tmp_path, args, message):

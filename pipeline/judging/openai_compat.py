@@ -35,7 +35,7 @@ class ChatJudge:
         if not model:
             raise JudgeConfigError("--judge-url needs --judge-model: the model name the "
                                    "endpoint serves, e.g. --judge-model gpt-4o-mini")
-        self.endpoint = chat_url(url)
+        self.url, self.endpoint = url, chat_url(url)  # (the first as given, for messages)
         self.model = model
         self.name = judge_name(name) if name else slug(model)
         self._api_key = api_key
@@ -45,7 +45,7 @@ class ChatJudge:
         """Refuses a URL that is not http(s)://host/…."""
         parts = urlsplit(self.endpoint)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise JudgeConfigError(f"--judge-url {self.endpoint!r} is not an http(s) URL: "
+            raise JudgeConfigError(f"--judge-url {self.url!r} is not an http(s) URL: "
                                    "give the endpoint's base URL, e.g. "
                                    "https://api.openai.com/v1")
 
