@@ -296,11 +296,14 @@ class GradeLog:
         self.written = time.monotonic()
         self.summary.elapsed_s = self.written - self.started
         done = self.summary.as_dict()
-        self.store.log_grade({
+        record = {
             "grade_id": done.pop("grade_id"), "status": status, "started_at": self.started_at,
             "finished_at": None if status == "running" else _now(),
             "elapsed_s": done.pop("elapsed_s"), "runs_uri": done.pop("runs"),
-            "results_uri": done.pop("results"), **done, "error": error})
+            "results_uri": done.pop("results"), **done, "error": error}
+        if status in ("interrupted", "failed"):  # (stopped between a commit and its count)
+            record = self.store.with_its_commits(record)
+        self.store.log_grade(record)
 
 
 def _now() -> str:
@@ -1278,7 +1281,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             for grader_id in ids:
                 stats = [shard.stats[grader_id] for shard in shards if grader_id in shard.stats]
                 counts = {"runs": sum(s["runs"] for s in stats),
-                          "refused": sum(s["refused"] for s in stats)}
+                          "refused": sum(s["refused"] for s in stats),
+                          "grade_id": summary.grade_id}  # (for the record: see store)
                 if grader_id == main_id:  # (its refused ledgers were read with these)
                     counts[LEDGER_GRADERS] = sorted(g.grader_id for g in ledger_graders)
                 committed = batch_for(batch_id, grader_id, main_id)

@@ -1000,7 +1000,22 @@ class ResultStore:
         record = self.grade_record(latest) if latest else None
         if record is not None and record.get("status") == "running":
             record.update(grade_id=latest, status="interrupted")
-            self.log_grade(record)
+            self.log_grade(self.with_its_commits(record))
+
+    def with_its_commits(self, record: dict) -> dict:
+        """A grade's record that ended abnormally, with the batches it committed and their
+        runs graded and refused, read from the commit markers: the record is rewritten at most
+        once a second, so a grade killed outright (or stopped between a commit and its
+        record) left it short of what it committed. Markers written before they named their
+        grade leave the record as it is."""
+        with contextlib.suppress(Exception):  # (a log: without the markers, as it was)
+            mine = [c for c in self.commits() if c.get("grade_id") == record["grade_id"]]
+            missing = [c for c in mine if c["batch_id"] not in set(record.get("batches") or ())]
+            if missing:
+                refused = sum(c["refused"] for c in mine)
+                record = {**record, "batches": sorted(c["batch_id"] for c in mine),
+                          "graded": sum(c["runs"] for c in mine) - refused, "refused": refused}
+        return record
 
     def amend_grade(self, grade_id: str, **fields) -> None:
         """Rewrite the record of `grade_id` with `fields` changed (nothing when it has none)."""

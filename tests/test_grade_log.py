@@ -252,6 +252,33 @@ def test_a_killed_grade_reads_interrupted_once_nobody_holds_the_lock(corpus: Pat
     assert read_grades(str(out))["status"].to_list() == ["finished"]
 
 
+def test_a_killed_grades_record_is_closed_with_every_batch_it_committed(corpus: Path,
+                                                                        tmp_path: Path):
+    # Its record is rewritten at most once a second: killed, it lagged behind its commits,
+    # and the next grade closed it as it was ("0 batches" where some were committed).
+    out = tmp_path / "results"
+    proc = subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out),
+                             "--batch-size", "2", "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        end = time.monotonic() + 60
+        while len(list((out / "_commits").glob("*.json"))) < 3:
+            assert proc.poll() is None and time.monotonic() < end
+            time.sleep(0.002)
+    finally:
+        proc.kill()
+        proc.wait()
+    killed = records(out)[0]["grade_id"]
+    mine = [c for c in ResultStore(str(out)).commits() if c["grade_id"] == killed]
+    assert len(mine) >= 3
+    grade_runs(str(corpus), str(out), default_grader(), workers=1)  # closes the record
+    closed = {r["grade_id"]: r for r in records(out)}[killed]
+    assert closed["status"] == "interrupted"
+    assert closed["batches"] == sorted(c["batch_id"] for c in mine)
+    assert closed["graded"] + closed["refused"] == sum(c["runs"] for c in mine)
+    assert closed["refused"] == sum(c["refused"] for c in mine)
+
+
 def test_a_running_record_stays_running_where_the_lock_cannot_tell(corpus: Path,
                                                                     tmp_path: Path):
     # Results shared with another machine, whose grade holds the lock: this machine cannot
