@@ -255,35 +255,12 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         con.register_filesystem(fs)
     _commits_table(con, commits)
     here = _read_where_written(catalog_file)
-    # Per grader id and run, the latest batch. A ledger is graded under its ledger grader's
-    # id and refused under the contract grader's, so neither would supersede the other: of
-    # those, the rows of a ledger's latest grading stand, and its rows of the other outcome
-    # from before it do not (grades are ordered by when they found the run, which a
-    # compacted batch keeps, then by batch id).
     con.execute(f"""
         create or replace view _current as
-        with committed as (
-            select grader_id, run_uri, batch, source, status, discovered_at
-            from {_source(store, 'runs', parts.get('runs'))}
-            where batch in (select batch_id from _commits {_where(_still_there(store), here)})
-        ), latest as (
-            select grader_id, run_uri, max(batch) as batch
-            from committed
-            group by grader_id, run_uri
-        ), ledgers as (
-            select l.*, r.status = 'graded' as graded,
-                   {{'found': r.discovered_at, 'batch': r.batch}} as seen
-            from committed as r
-            join latest as l using (grader_id, run_uri, batch)
-            where r.source = 'ledger'
-        ), outdone as (  -- (by a later grading of the other outcome)
-            select grader_id, run_uri, batch
-            from ledgers
-            qualify seen < case when graded
-                then max(case when not graded then seen end) over (partition by run_uri)
-                else max(case when graded then seen end) over (partition by run_uri) end
-        )
-        select * from latest anti join outdone using (grader_id, run_uri, batch)
+        select grader_id, run_uri, max(batch) as batch
+        from {_source(store, 'runs', parts.get('runs'))}
+        where batch in (select batch_id from _commits {_where(_still_there(store), here)})
+        group by grader_id, run_uri
     """)
     made = []
     for table in TABLES:

@@ -955,8 +955,7 @@ def test_a_ledger_run_id_naming_folders_names_one_report_inside_the_results(tmp_
 
 def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_path):
     # A refused ledger carries the batch's grader id (the contract grader's): its top-level
-    # report goes, its ledger grader's copy stays; the views show the refusal only (they
-    # showed that grader's rows beside it, for good).
+    # report goes, its ledger grader's copy stays with that grader's rows.
     runs, out = tmp_path / "runs", tmp_path / "out"
     shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs)
     name = "20261112-091500-pwguard.json"
@@ -968,7 +967,8 @@ def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_
     assert not (out / "reports" / name).exists() and copy.exists()
     assert connect(str(out)).sql(
         "select grader_id, status from runs where run_id = '20261112-091500-pwguard' "
-        "order by 1").fetchall() == [(DEFAULT_GRADER_ID, "refused")]
+        "order by 1").fetchall() == [("moltzap.password-guard.grader/v1", "graded"),
+                                     (DEFAULT_GRADER_ID, "refused")]
 
 
 def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):
