@@ -76,6 +76,7 @@ def _print_version(asked: bool) -> None:
         from .checks import DEFAULT_GRADER_ID
         out.print(f"rungrade {version('rungrade')} (default grader {DEFAULT_GRADER_ID})",
                   markup=False)
+        _output_failed()  # (an option's callback: no command's wrapper looks)
         raise typer.Exit()
 
 
@@ -155,16 +156,16 @@ def _missing_extra(exc: ImportError) -> str | None:
 
 def _write_stdout(data: bytes) -> None:
     """`data` on standard output as it is (CSV: UTF-8 whatever the terminal's encoding), to
-    the last byte: a reader gone mid-write raises BrokenPipeError, where a write that took
-    only part of the data returned without a word."""
+    the last byte: a reader gone mid-write is seen (BrokenPipeError), where a write that
+    took only part of the data returned without a word."""
     try:
         sys.stdout.flush()
         rest = memoryview(data)
         while rest:  # (unbuffered, as PYTHONUNBUFFERED makes it, a write may take a part)
             rest = rest[sys.stdout.buffer.write(rest) or 0:]
         sys.stdout.buffer.flush()
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # (the command goes on to its own exit code, as with rich)
+        out.on_broken_pipe()
     except OSError as exc:
         out.could_not_write(exc)
 
@@ -724,12 +725,12 @@ def sql(
         raise fail(f"got {len(words)} arguments where one query was expected: put the query in "
                    "quotes, as one argument (`rungrade sql RESULTS \"select …\"`)",
                    exit_codes.USAGE)
-    if len(words) == 2 and all(map(_a_query, words)):
+    if len(words) == 2 and all(_a_query(w) and not _a_folder(w) for w in words):
         raise fail(f"got two queries ({words[0]!r} and {words[1]!r}) where one query and the "
                    "results were expected: give one query, beside the results folder or "
                    "s3:// prefix (`rungrade sql RESULTS \"select …\"`)", exit_codes.USAGE)
-    if len(words) == 2 and ((_a_folder(words[1]) and not _a_folder(words[0]))
-                            or _a_query(words[0]) or not words[0].strip()):
+    if len(words) == 2 and not _a_folder(words[0]) and (
+            _a_folder(words[1]) or _a_query(words[0]) or not words[0].strip()):
         words = words[::-1]  # (the results given after the query: a query is no folder)
     *before, query = words
     if before and results is not None:
@@ -816,7 +817,7 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
     rows = [[_cell(v) for v in row] for row in df.head(limit).iter_rows()]
     table = Table(show_lines=False, title=title, box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
-    needed = 2 * (df.width - 1)  # (the space between columns)
+    needed = 2 * (df.width - 1) + 2  # (the space between columns, and the table's edges)
     for i, (col, dtype) in enumerate(df.schema.items()):
         # numbers and dates never fold; text columns take what is left
         whole = dtype.is_numeric() or dtype.is_temporal()

@@ -90,6 +90,7 @@ from .store import (
     ledger_graders_changed,
     new_attempt,
     new_batch_id,
+    no_folder_for,
     pack_listing,
 )
 from .tables import SOURCE_TABLES, collect, conform, frame
@@ -1013,20 +1014,6 @@ def _isolated(engine: Engine, job: Job, batch_id: str, refs: list[RunRef], gener
     return results
 
 
-def _no_folder_for(path: str) -> str | None:
-    """Why a folder cannot be at local `path` (something else is there, or a file stands
-    where a folder of its path should be), else None."""
-    if os.path.lexists(path):
-        return None if os.path.isdir(path) else (
-            "is a file, not a folder" if os.path.isfile(path) else
-            "is a symlink to nothing" if not os.path.exists(path) else
-            "is not a folder (a device, a pipe or a socket)")
-    above = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(above):
-        above = os.path.dirname(above)
-    return None if os.path.isdir(above) else f"cannot be made: {above} is not a folder"
-
-
 class InterruptedAfterCommits(KeyboardInterrupt):
     """Ctrl-C after a grade committed every batch, while it wrote the catalog: its results
     are whole, and only `catalog.duckdb` lags behind them (the next grade, or `rungrade
@@ -1187,7 +1174,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         raise FileNotFoundError(f"runs root {runs_uri} is an object, not a prefix of objects: "
                                 "give the prefix that holds the run folders")
     store = ResultStore(results_uri, endpoint_url)
-    if store.local and (why := _no_folder_for(store.root)):
+    if store.local and (why := no_folder_for(store.root)):
         raise FileNotFoundError(f"results folder {results_uri} {why}")
     if not store.local and (missing := store.holds_nothing("")):  # (named: runs or results?)
         raise FileNotFoundError(f"results {missing}")

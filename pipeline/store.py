@@ -173,6 +173,20 @@ def grader_slug(grader_id: str) -> str:
 BATCH_TIME = "%Y%m%dT%H%M%S%fZ"  # a batch id's first 22 characters: they order the batches
 
 
+def no_folder_for(path: str) -> str | None:
+    """Why a folder cannot be at local `path` (something else is there, or a file stands
+    where a folder of its path should be), else None."""
+    if os.path.lexists(path):
+        return None if os.path.isdir(path) else (
+            "is a file, not a folder" if os.path.isfile(path) else
+            "is a symlink to nothing" if not os.path.exists(path) else
+            "is not a folder (a device, a pipe or a socket)")
+    above = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(above):
+        above = os.path.dirname(above)
+    return None if os.path.isdir(above) else f"lies under {above}, which is not a folder"
+
+
 def new_batch_id(after: str | None = None) -> str:
     """`{UTC time to the microsecond}Z-{6 hex digits}`. With `after` (the latest batch id
     committed), an id later than it even when this machine's clock is behind that batch's:
@@ -494,9 +508,9 @@ class ResultStore:
                 if not self.fs.exists(bucket):
                     return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
                             "no S3 service): check the bucket's name and --endpoint-url")
-        elif os.path.exists(self.root) and not os.path.isdir(self.root):
-            return (f"{self.uri} is a file, not a results folder: give the folder a `rungrade "
-                    "grade --out` wrote")
+        elif why := no_folder_for(self.root):
+            return (f"{self.uri} is not a results folder: it {why}; give the folder a "
+                    "`rungrade grade --out` wrote")
         return otherwise
 
     # -- commits ---------------------------------------------------------------------------

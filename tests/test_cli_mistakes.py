@@ -88,6 +88,16 @@ def test_an_empty_query_is_a_usage_error(graded, tmp_path, query, query_first):
     assert "is empty: give a statement" in said(result)
 
 
+@pytest.mark.parametrize("query_first", [False, True])
+def test_results_named_like_sql_are_taken_for_the_results(graded, tmp_path, query_first):
+    # `from-ci` starts as a query does: both words were taken for queries
+    shutil.copytree(graded[1], tmp_path / "from-ci")
+    words = [str(tmp_path / "from-ci"), "select count(*) as n from runs"]
+    result = run("sql", *(words[::-1] if query_first else words), "--csv", "-")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["n", "21"]
+
+
 def test_two_queries_are_named_as_such(graded):
     # the first was taken for the results: "run `rungrade grade RUNS --out select 1` first"
     result = run("sql", "select 1", "select count(*) from runs")
@@ -201,8 +211,8 @@ def test_paths_that_cannot_be_meant_are_refused_before_anything_is_written(tmp_p
 
 @pytest.mark.parametrize(("results", "said_of_it"), [
     ("a-file", "is a file, not a folder"),
-    ("a-file/results", "cannot be made: {tmp}/a-file is not a folder"),
-    ("a-file/deeper/results", "cannot be made: {tmp}/a-file is not a folder"),
+    ("a-file/results", "lies under {tmp}/a-file, which is not a folder"),
+    ("a-file/deeper/results", "lies under {tmp}/a-file, which is not a folder"),
     ("nowhere", "is a symlink to nothing"),
     ("/dev/null", "is not a folder (a device, a pipe or a socket)"),
 ])
@@ -376,7 +386,8 @@ def test_a_reader_that_closes_the_pipe_ends_the_command_with_sigpipes_code(grade
         assert counted.stdout.splitlines() == ["n", "21"]
 
 
-def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path):
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path, as_json):
     # a folder that cannot be listed fails the grade (exit 4) after its summary is printed
     from run_folders import write_run
 
@@ -393,7 +404,8 @@ def test_a_failure_after_the_pipe_closed_keeps_its_own_exit_code(tmp_path):
             return opened(dir_fd, path, folder)
         bucket._open_beneath = denying
         from pipeline.cli import app
-        app({["grade", str(root), "--out", str(tmp_path / "results"), "--workers", "1"]!r})
+        app({["grade", str(root), "--out", str(tmp_path / "results"), "--workers", "1",
+              *(["--json"] if as_json else [])]!r})
     """)
     done = _into_a_closed_pipe([sys.executable, "-c", denying])
     assert done.returncode == exit_codes.STORAGE, done.stderr
@@ -431,6 +443,14 @@ def test_a_summary_that_cannot_be_written_fails_the_grade_with_exit_4(graded, tm
         "the command's work stands (a grade's results are committed).")
     counted = run("sql", str(tmp_path / "new"), "select count(*) as n from runs", "--csv", "-")
     assert counted.stdout.splitlines() == ["n", "21"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_version_that_cannot_be_printed_says_so(tmp_path):
+    # `--version` is no command: it exited 0, its output lost
+    assert _to_a_full_device([RUNGRADE, "--version"]).returncode == exit_codes.STORAGE
+    done = _into_a_closed_pipe([RUNGRADE, "--version"])
+    assert (done.returncode, done.stderr) == (exit_codes.PIPE_CLOSED, "")
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
@@ -559,17 +579,23 @@ def test_a_narrow_terminal_folds_text_and_never_cuts_a_number_or_a_column(graded
     assert all(len(line) <= 120 for line in shown.splitlines())  # (text folds to fit)
     for row in list(csv.reader(wide))[1:]:  # every number whole
         assert f" {float(row[2]):.2f} " in shown, row
+    trend = run("trend", str(graded[1])).stdout
+    assert " program " in trend and " verdicts " in trend  # (a name folds at spaces only)
     grades = run("grades", str(graded[1])).stdout
-    assert all(word in grades for word in ("graded", "refused", "unlisted")), grades
+    assert all(f" {word} " in grades for word in ("graded", "refused", "unlisted")), grades
 
 
 @pytest.mark.parametrize("command", [["sql", "{file}", "select 1"], ["grades", "{file}"],
                                      ["trend", "{file}"], ["diff", "{file}"],
                                      ["compact", "{file}"], ["catalog", "{file}"]])
-def test_results_that_are_a_file_are_named_as_such(tmp_path, command):
+@pytest.mark.parametrize(("where", "why"), [
+    ("notes.txt", "is a file, not a folder"),
+    ("notes.txt/results", "lies under {tmp}/notes.txt, which is not a folder")])
+def test_results_that_are_a_file_are_named_as_such(tmp_path, command, where, why):
     # each advised `rungrade grade RUNS --out notes.txt`, which refuses a file
     (tmp_path / "notes.txt").write_text("not results")
-    result = run(*[word.format(file=tmp_path / "notes.txt") for word in command])
+    result = run(*[word.format(file=tmp_path / where) for word in command])
     assert result.exit_code == exit_codes.USAGE
-    assert said(result).startswith(f"error: {tmp_path / 'notes.txt'} is a file, not a results "
-                                   "folder: give the folder a `rungrade grade --out` wrote")
+    assert said(result).startswith(
+        f"error: {tmp_path / where} is not a results folder: it {why.format(tmp=tmp_path)}; "
+        "give the folder a `rungrade grade --out` wrote")
