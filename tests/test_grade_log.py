@@ -219,20 +219,30 @@ def shown_statuses(out: Path) -> list[str]:
     return statuses
 
 
+def _grading(corpus: Path, out: Path, workers: int) -> subprocess.Popen:
+    """A grade of `corpus` into `out`, in batches of 2, running in the background."""
+    return subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out),
+                             "--batch-size", "2", "--workers", str(workers)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_for(proc: subprocess.Popen, ready) -> None:
+    """Until `ready()`, while `proc` runs (a minute at most)."""
+    end = time.monotonic() + 60
+    while not ready():
+        assert proc.poll() is None and time.monotonic() < end
+        time.sleep(0.002)
+
+
 def test_a_killed_grade_reads_interrupted_once_nobody_holds_the_lock(corpus: Path,
                                                                       tmp_path: Path):
     # A grade frozen (SIGSTOP) mid-run still holds the lock: `running`. Killed, nobody does:
     # `rungrade grades` says `interrupted` at once, while its record says `running` until
     # the next grade (or a compaction) closes it.
     out = tmp_path / "results"
-    proc = subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out),
-                             "--batch-size", "2", "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _grading(corpus, out, workers=2)
     try:
-        end = time.monotonic() + 60
-        while not (out / "_grades").is_dir() or not records(out):
-            assert proc.poll() is None and time.monotonic() < end
-            time.sleep(0.01)
+        _wait_for(proc, lambda: (out / "_grades").is_dir() and records(out))
         os.kill(proc.pid, signal.SIGSTOP)  # (the record is written once it holds the lock)
         store = ResultStore(str(out))
         assert records(out)[0]["status"] == "running" and store.lock_held() is True
@@ -257,14 +267,9 @@ def test_a_killed_grades_record_is_closed_with_every_batch_it_committed(corpus: 
     # Its record is rewritten at most once a second: killed, it lagged behind its commits,
     # and the next grade closed it as it was ("0 batches" where some were committed).
     out = tmp_path / "results"
-    proc = subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out),
-                             "--batch-size", "2", "--workers", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _grading(corpus, out, workers=1)
     try:
-        end = time.monotonic() + 60
-        while len(list((out / "_commits").glob("*.json"))) < 3:
-            assert proc.poll() is None and time.monotonic() < end
-            time.sleep(0.002)
+        _wait_for(proc, lambda: len(list((out / "_commits").glob("*.json"))) >= 3)
     finally:
         proc.kill()
         proc.wait()
