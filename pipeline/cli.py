@@ -348,12 +348,12 @@ def grade(
     )
     from .judging import JudgeConfigError, make_judge
     from .store import ResultsLocked
-    from .user_grader import load_grader, load_ledger_graders
+    from .user_grader import load_grader, load_ledger_graders, stamped_as
 
     try:
         grader = load_grader(grader_path) if grader_path else default_grader()
         if grader_id:
-            grader = grader.with_id(grader_id)
+            grader = stamped_as(grader, grader_id)
         ledger_graders = default_ledger_graders(tuple(
             g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
         judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,

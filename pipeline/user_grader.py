@@ -57,6 +57,21 @@ def load_grader(path: Path | str) -> Grader:
     return grader
 
 
+def stamped_as(grader: Grader, grader_id: str) -> Grader:
+    """`grader` stamping its rows with `grader_id` (`--grader-id`). An id of the built-in
+    grader's is refused but its current one, for the built-in grader itself: its rows would
+    pass for that version's (a grader of one's own, or today's checks as an older version's)
+    and the runs that version graded be skipped."""
+    if grader_id.startswith(BUILTIN_NAME) and not (
+            grader_id == DEFAULT_GRADER_ID and grader.grader_id == DEFAULT_GRADER_ID):
+        why = (f"would stamp the built-in grader's current checks ({DEFAULT_GRADER_ID}) as "
+               "another version's" if grader.grader_id == DEFAULT_GRADER_ID else
+               f"is the built-in grader's, whose rows those of {grader.grader_id!r} would pass for")
+        raise GraderError(f"--grader-id {grader_id!r} {why}: give an id of your own, such as "
+                          "'acme.contract.grader/v1'")
+    return grader.with_id(grader_id)
+
+
 def load_ledger_graders(path: Path | str) -> list[LedgerGrader]:
     """Import `path` and return its `ledger_graders`; refuses a file without a non-empty list
     of LedgerGrader."""

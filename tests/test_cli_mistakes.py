@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
+from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.cli import app
 from pipeline.store import GRADES
 
@@ -286,6 +287,31 @@ def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
         assert result.exit_code == exit_codes.USAGE, result.output
         assert message in said(result)
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("own_grader", "grader_id", "said_of_it"), [
+    (False, "prose.contract.grader/v3", "would stamp the built-in grader's current checks "
+                                        f"({DEFAULT_GRADER_ID}) as another version's"),
+    (True, DEFAULT_GRADER_ID, "is the built-in grader's, whose rows those of "
+                              "'acme.contract.grader/v1' would pass for"),
+    (True, "prose.contract.grader/v99", "is the built-in grader's"),
+])
+def test_a_grader_id_of_the_built_in_graders_is_refused(graded, tmp_path, own_grader,
+                                                        grader_id, said_of_it):
+    # rows were stamped with it: a grader of one's own, or today's checks, passing for the
+    # rows of a version of the built-in grader (and its runs skipped as graded)
+    grader = ["--grader", str(REPO / "examples" / "grader_example.py")] if own_grader else []
+    result = run("grade", str(graded[0]), "--out", str(tmp_path / "results"), *grader,
+                 "--grader-id", grader_id)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert said(result).startswith(f"error: --grader-id '{grader_id}' {said_of_it}")
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_built_in_graders_own_id_may_be_given(graded, tmp_path):
+    result = run("grade", str(graded[0]), "--out", str(tmp_path / "results"), "--grader-id",
+                 DEFAULT_GRADER_ID, "--workers", "1")
+    assert result.exit_code == 0, result.output
 
 
 def test_diff_refuses_a_negative_limit_and_writes_its_pair(tmp_path):

@@ -415,10 +415,10 @@ def test_example_judge_from_the_readme_runs_through_the_cli(run_root, tmp_path):
 def test_cli_summary_prints_asked_cached_and_failed(two_runs, tmp_path):
     results = tmp_path / "results"
     args = ["grade", str(two_runs), "--out", str(results), "--workers", "1",
-            "--grader-id", "prose.contract.grader/v4", "--judge-cmd", judge_cmd(tmp_path / "log")]
+            "--grader-id", "acme.contract.grader/v4", "--judge-cmd", judge_cmd(tmp_path / "log")]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
-    assert "prose.contract.judged-by-judge_script.grader/v4" in first.output
+    assert "acme.contract.judged-by-judge_script.grader/v4" in first.output
     assert "asked 4 (answered 4, failed 0), answered from cache 0" in first.output
     second = CliRunner().invoke(app, [*args, "--judge-max-calls", "0", "--full"])
     assert "asked 0 (answered 0, failed 0), answered from cache 4" in second.output
