@@ -169,6 +169,19 @@ def test_s3_lock_refuses_a_second_writer_and_expires(s3_bucket: str, s3_server: 
         Bucket=s3_bucket, Prefix="results/_lock").get("Contents")
 
 
+def test_compact_while_a_first_grade_holds_the_s3_lock_is_told_it_is_locked(
+        s3_bucket: str, s3_server: str):
+    # nothing committed yet: it said "no committed results" (exit 2) of results on their way
+    from pipeline.compact import compact
+
+    store = ResultStore(f"s3://{s3_bucket}/first", s3_server)
+    with store.lock(), pytest.raises(ResultsLocked, match="being written by another "
+                                                           "`rungrade grade`"):
+        compact(f"s3://{s3_bucket}/first", s3_server)
+    with pytest.raises(FileNotFoundError, match="holds no committed results"):
+        compact(f"s3://{s3_bucket}/first", s3_server)  # (the lock let go)
+
+
 def test_an_s3_lock_a_killed_grade_left_is_taken_at_once_on_its_machine(
         runs_bucket: str, s3_bucket: str, s3_server: str, s3fs_client):
     # A grade killed outright cannot delete its lock object. The next grade on the same
