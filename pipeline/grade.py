@@ -639,6 +639,9 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     def graded(source: dict[str, pl.DataFrame]
                ) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
         tables, clause_rows = grade_tables(source, grader, _WORKER["ledger_graders"], judge)
+        # the grade's batch, whichever grader id's batch holds the rows: kept by compaction,
+        # which renames the batch, it orders a ledger's gradings across grader ids (catalog)
+        tables["runs"] = tables["runs"].with_columns(graded_in=pl.lit(batch_id, pl.String))
         if job.validate:
             from .tables import validate as validate_tables
             validate_tables(tables)

@@ -59,7 +59,7 @@ COLUMNS: dict[str, dict[str, pl.DataType]] = {
     "runs": {
         "run_id": Str, "source": Str, "layout": Str, "run_uri": Str, "program": Str,
         "completed": Bool, "ended_at": Str, "fingerprint": Str, "discovered_at": Str,
-        "file_count": Int, "total_bytes": Int, "status": Str,
+        "file_count": Int, "total_bytes": Int, "status": Str, "graded_in": Str,
     },
     "services": {
         "run_id": Str, "run_uri": Str, "service": Str, "kind": Str, "contract_source": Str,

@@ -317,7 +317,7 @@ def test_the_built_in_graders_own_id_may_be_given(graded, tmp_path):
 def test_diff_refuses_a_negative_limit_and_writes_its_pair(tmp_path):
     runs, results = tmp_path / "runs", tmp_path / "results"
     shutil.copytree(SAMPLE, runs)
-    for grader_id in ("prose.contract.grader/v14", "second.grader/v1"):
+    for grader_id in ("first.grader/v1", "second.grader/v1"):
         assert run("grade", str(runs), "--out", str(results), "--workers", "1",
                    "--grader-id", grader_id).exit_code == 0
     assert run("diff", str(results), "--limit", "-1").exit_code == exit_codes.USAGE
@@ -325,7 +325,7 @@ def test_diff_refuses_a_negative_limit_and_writes_its_pair(tmp_path):
     assert run("diff", str(results), "--out", str(out)).exit_code == 0
     written = pl.read_parquet(out)
     assert written.select("base_grader_id", "head_grader_id").unique().rows() == [
-        ("prose.contract.grader/v14", "second.grader/v1")]
+        ("first.grader/v1", "second.grader/v1")]
 
 
 def test_a_report_where_two_ids_share_only_refused_runs_is_written(tmp_path):

@@ -15,7 +15,8 @@ import pytest
 from nightly_changes import change_night, graded_state
 
 from pipeline.catalog import connect
-from pipeline.checks import default_grader
+from pipeline.checks import DEFAULT_GRADER_ID, default_grader
+from pipeline.compact import compact
 from pipeline.grade import ROW_BYTES, grade_runs
 from pipeline.sources.bucket import Bucket, RunRef
 from pipeline.store import ResultStore
@@ -345,9 +346,25 @@ def test_a_refused_ledger_is_read_again_when_the_ledger_graders_change(tmp_path:
     fixed = nightly(grader(2, expected=1))
     assert (fixed.new, fixed.graded, fixed.refused) == (1, 1, 0)
     assert nightly(grader(2, expected=1)).skipped == 1
-    con = connect(str(out))
-    assert con.sql("select grader_id, status from runs where grader_id like 'nightly%'"
-                   ).fetchall() == [("nightly.grader/v2", "graded")]
+    # as a grade from scratch shows it: its refusals under the contract grader's id went
+    # once it was graded (they stayed in runs, refusals and trends for good), and stay gone
+    # once compacted
+    for compacted in (False, True):
+        if compacted:
+            compact(str(out), everything=True)
+            assert any("!" in c["batch_id"] and c["grader_id"] == DEFAULT_GRADER_ID
+                       for c in ResultStore(str(out)).commits())  # (its refusals merged)
+        con = connect(str(out))
+        assert con.sql("select grader_id, status from runs").fetchall() == [
+            ("nightly.grader/v2", "graded")]
+        assert con.sql("select count(*) from refusals").fetchall() == [(0,)]
+        assert con.sql("select grader_id, graded, refused from trends").fetchall() == [
+            ("nightly.grader/v2", 1, 0)]
+    # broken again: its refusal shows beside its last verdicts (README, moltzap ledgers)
+    (runs / "ledger-1" / "completion.json").unlink()
+    assert dict(nightly(grader(2, expected=1)).refusals) == {"ledger-incomplete": 1}
+    assert connect(str(out)).sql("select grader_id, status from runs order by 1").fetchall() == [
+        ("nightly.grader/v2", "graded"), (DEFAULT_GRADER_ID, "refused")]
 
 
 def test_grading_holds_a_bounded_number_of_runs_not_the_listing(tmp_path: Path):
