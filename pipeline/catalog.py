@@ -255,39 +255,28 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         con.register_filesystem(fs)
     _commits_table(con, commits)
     here = _read_where_written(catalog_file)
-    runs = _source(store, 'runs', parts.get('runs'))
-    con.execute(f"""
-        create or replace view _latest as
-        select grader_id, run_uri, max(batch) as batch
-        from {runs}
-        where batch in (select batch_id from _commits {_where(_still_there(store), here)})
-        group by grader_id, run_uri
-    """)
     # Per grader id and run, its latest batch; but a ledger is refused under the contract
     # grader's id and graded under its ledger grader's, so a ledger refused, then graded once
     # mended, would show its refusal for good: a refusal is outdone by a grading of the
     # ledger in a later grade (`graded_in`, the grade's batch, kept by compaction and ordered
     # whatever the machines' clocks; rows from before it have none and are left as they are)
-    outdone = "select null as grader_id, null as run_uri, null as batch limit 0"
-    if "graded_in" in con.sql(f"select * from {runs} limit 0").columns:
-        outdone = f"""
-            with ledgers as (
-                select r.grader_id, r.run_uri, r.batch, r.status, r.graded_in
-                from {runs} as r
-                semi join _latest as l using (grader_id, run_uri, batch)
-                where r.source = 'ledger' and r.graded_in is not null
-            )
-            select r.grader_id, r.run_uri, r.batch
-            from ledgers as r
-            where r.status = 'refused' and exists (
-                select 1 from ledgers as g
-                where g.run_uri = r.run_uri and g.status = 'graded'
-                  and g.graded_in > r.graded_in)
-        """
+    runs = _source(store, 'runs', parts.get('runs'))
+    recorded = "graded_in" in con.sql(f"select * from {runs} limit 0").columns
     con.execute(f"""
         create or replace view _current as
-        select * from _latest
-        anti join ({outdone}) as outdone using (grader_id, run_uri, batch)
+        with latest as (
+            select grader_id, run_uri, max(batch) as batch,
+                   arg_max(source = 'ledger' and status = 'refused', batch) as ledger_refused,
+                   arg_max(source = 'ledger' and status = 'graded', batch) as ledger_graded,
+                   arg_max({'graded_in' if recorded else 'null::varchar'}, batch) as graded_in
+            from {runs}
+            where batch in (select batch_id from _commits {_where(_still_there(store), here)})
+            group by grader_id, run_uri
+        )
+        select grader_id, run_uri, batch
+        from latest
+        qualify not coalesce(ledger_refused and graded_in < max(
+            case when ledger_graded then graded_in end) over (partition by run_uri), false)
     """)
     made = []
     for table in TABLES:
