@@ -1229,7 +1229,11 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 else:
                     progress(f"finding and grading runs ({summary.found:,} found)", done, None)
 
-        latest = commits[-1]["batch_id"] if commits else None  # committed, or started here
+        # committed, or started here; a compacted batch, named after its first, sorts before
+        # the batches it replaces: their ids count too (each batch's `graded_in` orders a
+        # ledger's gradings across grader ids, see catalog)
+        latest = max((b for c in commits for b in (c["batch_id"], *c.get("replaces", ()))),
+                     default=None)
 
         def start(refs: list[RunRef], last: bool = False) -> None:
             nonlocal latest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -43,12 +44,18 @@ def _import(path: Path | str) -> ModuleType:
 BUILTIN_NAME = DEFAULT_GRADER_ID.rsplit("/", 1)[0] + "/"  # prose.contract.grader/
 
 
+def _builtins(grader_id: str) -> bool:
+    """`grader_id` is one of the built-in grader's, judged or not (a judge adds
+    `.judged-by-{name}` before `.grader/`: `prose.contract.judged-by-x.grader/v16`)."""
+    return re.sub(r"\.judged-by-.+(?=\.grader/)", "", grader_id).startswith(BUILTIN_NAME)
+
+
 def load_grader(path: Path | str) -> Grader:
     """Import `path` and return its `grader`; refuses files without a valid Grader."""
     grader = getattr(_import(path), "grader", None)
     if not isinstance(grader, Grader):
         raise GraderError(f"{path} must define `grader = Grader('<name>.grader/v<N>', [...])`")
-    if grader.grader_id.startswith(BUILTIN_NAME):
+    if _builtins(grader.grader_id):
         # (its rows would pass for the built-in grader's, and runs graded by it be skipped)
         raise GraderError(
             f"{path}: grader id {grader.grader_id!r} is the built-in grader's: give your "
@@ -59,12 +66,15 @@ def load_grader(path: Path | str) -> Grader:
 
 def stamped_as(grader: Grader, grader_id: str) -> Grader:
     """`grader` stamping its rows with `grader_id` (`--grader-id`). An id of the built-in
-    grader's is refused but its current one, for the built-in grader itself: its rows would
-    pass for that version's (a grader of one's own, or today's checks as an older version's)
-    and the runs that version graded be skipped."""
-    if grader_id.startswith(BUILTIN_NAME) and not (
+    grader's, judged or not, is refused but its current one, for the built-in grader itself
+    (a judge stamps its own part): its rows would pass for that version's (a grader of one's
+    own, or today's checks as an older version's) and the runs that version graded be
+    skipped."""
+    if _builtins(grader_id) and not (
             grader_id == DEFAULT_GRADER_ID and grader.grader_id == DEFAULT_GRADER_ID):
-        why = (f"would stamp the built-in grader's current checks ({DEFAULT_GRADER_ID}) as "
+        why = ("is a judged id of the built-in grader's: a judge adds its part of the id itself "
+               "(--judge-cmd, --judge-url)" if ".judged-by-" in grader_id else
+               f"would stamp the built-in grader's current checks ({DEFAULT_GRADER_ID}) as "
                "another version's" if grader.grader_id == DEFAULT_GRADER_ID else
                f"is the built-in grader's, whose rows those of {grader.grader_id!r} would pass for")
         raise GraderError(f"--grader-id {grader_id!r} {why}: give an id of your own, such as "

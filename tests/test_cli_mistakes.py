@@ -278,10 +278,15 @@ def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
     borrowed = tmp_path / "borrowed.py"
     borrowed.write_text("from pipeline.checks import DEFAULT_GRADER_ID, Grader, builtin_checks"
                         "\ngrader = Grader(DEFAULT_GRADER_ID, builtin_checks()[:3])\n")
+    judged = tmp_path / "judged.py"  # (a judged id of the built-in grader's passes for it too)
+    judged.write_text("from pipeline.checks import Grader, builtin_checks\ngrader = Grader("
+                      "'prose.contract.judged-by-x.grader/v16', builtin_checks()[:3])\n")
     for grader, message in ((exits, "calls sys.exit(0) as it is imported"),
                             (tmp_path / "runs", "is a folder: give the Python file"),
                             (borrowed, "is the built-in grader's: give your grader an id of "
-                                       "its own")):
+                                       "its own"),
+                            (judged, "is the built-in grader's: give your grader an id of "
+                                     "its own")):
         result = run("grade", str(tmp_path / "runs"), "--out", str(tmp_path / "results"),
                      "--grader", str(grader))
         assert result.exit_code == exit_codes.USAGE, result.output
@@ -295,6 +300,9 @@ def test_a_grader_file_that_exits_or_is_a_folder_is_a_usage_error(tmp_path):
     (True, DEFAULT_GRADER_ID, "is the built-in grader's, whose rows those of "
                               "'acme.contract.grader/v1' would pass for"),
     (True, "prose.contract.grader/v99", "is the built-in grader's"),
+    (False, "prose.contract.judged-by-x.grader/v3", "is a judged id of the built-in grader's"),
+    (True, "prose.contract.judged-by-gpt-4o.mini.grader/v16", "is a judged id of the built-in "
+                                                              "grader's"),
 ])
 def test_a_grader_id_of_the_built_in_graders_is_refused(graded, tmp_path, own_grader,
                                                         grader_id, said_of_it):

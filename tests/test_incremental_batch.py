@@ -126,6 +126,26 @@ def test_a_regrade_is_shown_after_a_batch_stamped_by_a_clock_that_ran_ahead(corp
     assert (third.changed, third.skipped, third.batches) == (0, RUNS, [])
 
 
+def test_a_grade_after_a_compaction_comes_after_the_batches_it_merged(corpus: Path,
+                                                                       tmp_path: Path):
+    # A compacted batch is named after its first and sorts before the batches it merged: a
+    # grade took the latest committed id for the last one, and on a machine whose clock ran
+    # behind a batch it merged, stamped its batch (a ledger's `graded_in`) before it
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    grade_runs(str(runs), str(out), default_grader(), workers=1)
+    binding = _graded_binding(runs, out)
+    with open(binding, "a") as handle:
+        handle.write("\nA first correction.\n")
+    second = grade_runs(str(runs), str(out), default_grader(), workers=1)
+    ahead = _dated(out, second.batches[0], int(second.batches[0][:4]) + 1)
+    assert compact(str(out)).merged == {DEFAULT_GRADER_ID: 2}
+    with open(binding, "a") as handle:
+        handle.write("\nA second correction.\n")
+    third = grade_runs(str(runs), str(out), default_grader(), workers=1)
+    assert third.changed == 1 and third.batches[0] > ahead
+
+
 def test_a_run_refused_for_a_file_it_could_not_read_is_tried_again_until_read(
         tmp_path: Path, monkeypatch):
     # A file that could not be read (a permission, a disk error, an archived object) may be
