@@ -70,6 +70,12 @@ def query_interrupted(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
 
 
+def interrupted(exc: BaseException) -> bool:
+    """True when `exc` is how Ctrl-C ended what raised it: KeyboardInterrupt, or DuckDB's own
+    error in its place (`query_interrupted`)."""
+    return isinstance(exc, KeyboardInterrupt) or query_interrupted(exc)
+
+
 def _records_json(files: str | list[str]) -> str:
     """The grade records in the JSON files `files` (a glob, or a list of files) as a relation
     with RECORD_COLUMNS."""

@@ -204,9 +204,6 @@ def _command():
                 raise fail(f"rungrade's optional '{extra}' packages are not installed "
                            f"({exc}): pip install 'rungrade[{extra}]' installs them (`make "
                            "run` does)", exit_codes.USAGE) from exc
-            except BrokenPipeError:  # (written to without rich: `sql --csv -`)
-                _to_devnull(sys.stdout)
-                raise typer.Exit(exit_codes.PIPE_CLOSED) from None
             _output_failed()
             return done
 
@@ -412,7 +409,7 @@ def grade(
     except EngineError as exc:
         raise fail(str(exc), exit_codes.USAGE) from exc
     except (KeyboardInterrupt, Exception) as exc:  # (Ctrl-C in a query: DuckDB's error)
-        from .catalog import query_interrupted
+        from .catalog import interrupted
 
         if isinstance(exc, InterruptedAfterCommits):
             raise fail(f"interrupted (Ctrl-C) after every batch was committed, while the "
@@ -420,7 +417,7 @@ def grade(
                        f"`rungrade sql` reads them; catalog.duckdb lags behind them until the "
                        f"next grade or `rungrade catalog {out_dir}`.",
                        exit_codes.INTERRUPTED) from None
-        if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+        if interrupted(exc):
             raise fail(f"interrupted (Ctrl-C): the batch in progress was abandoned; the "
                        f"batches committed before stand in {out_dir}. Rerun the same command "
                        "to finish.", exit_codes.INTERRUPTED) from None
@@ -542,12 +539,12 @@ def _writing_results(nothing: str | None, doing: str, left: str,
         raise fail(str(exc), exit_codes.LOCKED) from exc
     except (KeyboardInterrupt, _Terminated, Exception) as exc:
         # (a signal in a query: DuckDB raises its own error in place of the handler's)
-        from .catalog import query_interrupted
+        from .catalog import interrupted, query_interrupted
 
         if isinstance(exc, _Terminated) or (query_interrupted(exc) and _TERMINATED.is_set()):
             raise fail(f"stopped by SIGTERM while {doing}. {left}; rerun the same command.",
                        exit_codes.STOPPED) from None
-        if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+        if interrupted(exc):
             raise fail(f"interrupted (Ctrl-C) while {doing}. {left}; rerun the same command.",
                        exit_codes.INTERRUPTED) from None
         if not _store_failed(exc):

@@ -34,7 +34,13 @@ import polars as pl
 from polars.exceptions import PanicException
 
 from . import scratch
-from .catalog import catalog_stale, query_interrupted, tidy_compacted, write_catalog
+from .catalog import (
+    catalog_stale,
+    interrupted,
+    query_interrupted,
+    tidy_compacted,
+    write_catalog,
+)
 from .checks import BUILTIN_NAMES
 from .checks.clause_analysis import readings_version, shared_readings
 from .checks.frame import clause_frame
@@ -1363,7 +1369,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if summary.batches or catalog_stale(store, commits):
                 write_catalog(store)
         except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt) or query_interrupted(exc):
+            if interrupted(exc):
                 raise InterruptedAfterCommits from exc
             raise
         finally:

@@ -1024,8 +1024,7 @@ class ResultStore:
         grade leave the record as it is."""
         with contextlib.suppress(Exception):  # (a log: without the markers, as it was)
             mine = [c for c in self.commits() if c.get("grade_id") == record["grade_id"]]
-            missing = [c for c in mine if c["batch_id"] not in set(record.get("batches") or ())]
-            if missing:
+            if {c["batch_id"] for c in mine} - set(record.get("batches") or ()):
                 refused = sum(c["refused"] for c in mine)
                 record = {**record, "batches": sorted(c["batch_id"] for c in mine),
                           "graded": sum(c["runs"] for c in mine) - refused, "refused": refused}
