@@ -76,69 +76,60 @@ def interrupted(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) or query_interrupted(exc)
 
 
-def _records_json(files: str | list[str]) -> str:
+def _records(files: str | list[str], whole: bool = True) -> str:
     """The grade records in the JSON files `files` (a glob, or a list of files) as a relation
-    with RECORD_COLUMNS."""
-    columns = ", ".join(f"\"{name}\": '{kind}'" for name, kind in RECORD_COLUMNS.items())
+    with RECORD_COLUMNS, each file read whole. A record that is not a JSON object with a
+    `grade_id` (cut short by a full disk, a copy stopped midway) is left out, and a value of
+    the wrong type reads as null: one such record failed every query of the whole log.
+    `whole=False`: the names (`filename`) of the files left out instead."""
+    struct = "{" + ", ".join(f'"{name}": "{kind}"' for name, kind in RECORD_COLUMNS.items()) + "}"
     where = (_quoted(files) if isinstance(files, str)
              else "[" + ", ".join(map(_quoted, files)) + "]")
-    return f"read_json({where}, format = 'auto', columns = {{{columns}}})"
+    # (CASE evaluates its branches only where its condition holds: json_type fails on text
+    # that is not JSON)
+    read = f"""select filename, case when json_valid(text) then
+                   case when json_type(text) = 'OBJECT'
+                         and json_type(text, 'grade_id') = 'VARCHAR' then text end end as record
+               from (select filename, try(decode(content)) as text from read_blob({where}))"""
+    if not whole:
+        return f"(select filename from ({read}) where record is null)"
+    return (f"(select unnest(json_transform(record, {_quoted(struct)})) "
+            f"from ({read}) where record is not null)")
 
 
 @contextlib.contextmanager
-def _fetched_records(store: ResultStore, damaged: list[str] | None = None
-                     ) -> Iterator[str | None]:
-    """The grade records as a relation with RECORD_COLUMNS (None when there is none yet);
-    those of remote results read from a local copy: DuckDB asks S3 for each record's size
+def _fetched_records(store: ResultStore) -> Iterator[str | None]:
+    """The files of the grade records, as a glob or a list for `_records` (None when there is
+    none yet); those of remote results as a local copy: DuckDB asks S3 for each record's size
     before it reads it (three HEAD requests a record, then the GET: 100 records took 4 s
     against the loopback server, a year of nightly grades would take several times that),
     where one listing and every record's GET side by side take one round trip or two. Each
-    record is copied whole, as S3 served it.
-
-    With `damaged` (a list), each record is read first, and those that are not a JSON object
-    (cut short by a full disk, a copy stopped midway) are left out and named in it: one
-    such record fails every query of the whole log otherwise."""
+    record is copied whole, as S3 served it."""
     records = store.path(GRADES, "*.json")
     paths = store.fs.glob(records)
     if not paths:
         yield None
         return
-    with contextlib.ExitStack() as stack:
-        if not store.local:
-            blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile: left out
-            copy = stack.enter_context(tempfile.TemporaryDirectory(prefix="rungrade-grades-"))
-            for path, blob in blobs.items():
-                with open(os.path.join(copy, path.rsplit("/", 1)[-1]), "wb") as out:
-                    out.write(blob)
-            records = os.path.join(copy, "*.json")
-            paths = sorted(os.path.join(copy, p.rsplit("/", 1)[-1]) for p in blobs)
-        if damaged is None or not paths:
-            yield (_records_json(store.url(records) if store.local else records) if paths
-                   else None)
-            return
-        whole = []
-        for path in paths:
-            try:
-                with open(path, "rb") as handle:
-                    record = json.loads(handle.read())
-            except FileNotFoundError:
-                continue  # (removed meanwhile)
-            except (OSError, ValueError):
-                record = None
-            if isinstance(record, dict):
-                whole.append(path)
-            else:
-                damaged.append(path.rsplit("/", 1)[-1])
-        yield _records_json(whole) if whole else None
+    if store.local:
+        yield store.url(records)
+        return
+    blobs = store.fs.cat(paths, on_error="omit")  # a record gone meanwhile: left out
+    with tempfile.TemporaryDirectory(prefix="rungrade-grades-") as copy:
+        for path, blob in blobs.items():
+            with open(os.path.join(copy, path.rsplit("/", 1)[-1]), "wb") as out:
+                out.write(blob)
+        yield os.path.join(copy, "*.json") if blobs else None
 
 
 def _grades_query(records: str | None, where: str = "") -> str:
-    """The `grades` view's query: the records of `records` (`_records_json`; None, no record),
+    """The `grades` view's query: the records in the files `records` (`_fetched_records`; None,
+    no record),
     GRADE_COLUMNS, oldest first, `where` (a clause) they pass. Reads `_commits` (see
     `_commits_table`)."""
     columns = ", ".join(BATCHES_NOW + " as batches_now" if name == "batches_now"
                         else f'g."{name}"' for name in GRADE_COLUMNS)
-    return f"select {columns} from {records or _no_records()} as g {where} order by g.grade_id"
+    source = _records(records) if records else _no_records()
+    return f"select {columns} from {source} as g {where} order by g.grade_id"
 
 
 def _commits_table(con: duckdb.DuckDBPyConnection, commits: list[dict]) -> None:
@@ -174,22 +165,17 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
                 damaged: list[str] | None = None):
     """The grade log of `results` (the `grades` view) as a polars DataFrame, oldest first;
     read without the catalog, so the grades that committed nothing are there too. `flat`:
-    its lists and maps as JSON text (for CSV). Records DuckDB cannot read are left out, and
-    their names added to `damaged` (when given). Refuses, with FileNotFoundError, results
+    its lists and maps as JSON text (for CSV). Records that are not a JSON object are left out,
+    and their names added to `damaged` (when given). Refuses, with FileNotFoundError, results
     that hold no grade log."""
     import duckdb
 
     store = ResultStore(results, endpoint_url)
     columns = flat_columns(GRADE_COLUMNS) if flat else ", ".join(f'"{c}"' for c in GRADE_COLUMNS)
-    left_out: list[str] | None = None  # the damaged records, once a query met one
 
-    def query() -> pl.DataFrame:  # (a connection each: DuckDB keeps what a file held)
-        with _fetched_records(store, left_out) as records:
-            if records is None and left_out:
-                raise FileNotFoundError(
-                    f"{results} holds only damaged grade records (not JSON: cut short?): "
-                    f"{', '.join(left_out[:5])}{', …' if len(left_out) > 5 else ''}; remove "
-                    f"them from {GRADES}/ (or restore them)")
+    def query(damaged: list[str] | None = None) -> pl.DataFrame:
+        # (a connection each: DuckDB keeps what a file held)
+        with _fetched_records(store) as records:
             if records is None:
                 raise FileNotFoundError(store.holds_nothing(
                     f"{results} holds no grade log ({GRADES}/): run `rungrade grade RUNS "
@@ -197,15 +183,20 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
                     "not in it)"))
             con = duckdb.connect()
             _commits_table(con, store.commits())
-            return con.sql(f"select {columns} from ({_grades_query(records)})").pl()
+            log = con.sql(f"select {columns} from ({_grades_query(records)})").pl()
+            if damaged is not None:
+                left_out = sorted(name.rsplit("/", 1)[-1] for (name,) in
+                                  con.sql(_records(records, whole=False)).fetchall())
+                if log.is_empty() and left_out:
+                    raise FileNotFoundError(
+                        f"{results} holds only damaged grade records (not a grade's JSON "
+                        f"record: cut short?): "
+                        f"{', '.join(left_out[:5])}{', …' if len(left_out) > 5 else ''}; "
+                        f"remove them from {GRADES}/ (or restore them)")
+                damaged.extend(left_out)
+            return log
 
-    try:
-        log = query()
-    except duckdb.InvalidInputException:  # a record that is not JSON: read them one by one
-        left_out = []
-        log = query()
-        if damaged is not None:
-            damaged.extend(left_out)
+    log = query(damaged if damaged is not None else [])
     # A grade killed outright leaves its record `running` until the next grade closes it.
     # Only the latest record can be (each grade closes the one before); once no process
     # holds the results lock, that grade is gone, and it reads `interrupted`, as the next

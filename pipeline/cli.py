@@ -938,8 +938,9 @@ def grades(
         log = read_grades(results, endpoint_url, damaged=damaged)
     if damaged:
         more = ", …" if len(damaged) > 5 else ""
-        err.print(f"{len(damaged)} grade record(s) of {results} are damaged (not JSON: cut "
-                  f"short?) and left out: {', '.join(damaged[:5])}{more}. Remove them from "
+        err.print(f"{len(damaged)} grade record(s) of {results} are damaged (not a grade's "
+                  f"JSON record: cut short?) and left out: {', '.join(damaged[:5])}{more}. "
+                  f"Remove them from "
                   f"{GRADES}/ (or restore them) to see the log whole.",
                   soft_wrap=True, markup=False)
     shown = recent_grades(log, last)  # (narrow enough for a terminal)

@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -191,6 +192,20 @@ def test_a_damaged_grade_record_is_left_out_and_named(graded, tmp_path):
     assert first.name in said(result) and second.stem[:19] not in said(result)
     page = run("report", str(results), "-o", str(tmp_path / "r.html"))
     assert page.exit_code == 0 and (tmp_path / "r.html").exists(), page.output
+    # the grades view of `sql` and of catalog.duckdb leaves it out too (it failed every query)
+    view = run("sql", str(results), "select grade_id from grades", "--csv", "-")
+    assert view.exit_code == 0, view.output
+    assert view.stdout.split() == ["grade_id", second.stem]
+    assert run("catalog", str(results)).exit_code == 0
+    with duckdb.connect(str(results / "catalog.duckdb"), read_only=True) as con:
+        assert con.sql("select grade_id, found from grades").fetchall() == [(second.stem, 21)]
+    # a JSON value that is no grade's record is damaged too; one of a wrong type reads as null
+    (results / GRADES / "list.json").write_text("[1, 2]")
+    (results / GRADES / "no-id.json").write_text('{"status": "finished"}')
+    second.write_text(second.read_text().replace('"found": 21', '"found": "many"'))
+    result = run("grades", str(results))
+    assert result.exit_code == 0, result.output
+    assert "3 grade record(s)" in said(result) and "list.json, no-id.json" in said(result)
     second.write_bytes(b"")
     only = run("grades", str(results))
     assert only.exit_code == exit_codes.USAGE
