@@ -36,6 +36,10 @@ LOCAL_CLUSTER_CONFIG = {
     "distributed.admin.tick.interval": "1s",
     "distributed.worker.memory.monitor-interval": "1s",
 }
+# How a worker's log begins what it says when its heartbeat finds the scheduler gone, or not
+# knowing it (distributed.worker.Worker.heartbeat)
+HEARTBEAT_LOST = ("Failed to communicate with scheduler during heartbeat",
+                  "Scheduler was unaware of this worker")
 DASK_INSTALL_HINT = "install the Dask extra: pip install 'rungrade[dask]'"
 
 
@@ -208,7 +212,10 @@ def _stop_signals_ignored_on_workers():
     worker printed its traceback, a hundred lines or more, before the grade's one-line
     message). Its `setup` runs on the worker's main thread, where signal handlers are set.
     The tasks a stopped grade leaves are cancelled: a worker's warning for each that ended so
-    is left out."""
+    is left out. So is a worker's heartbeat that meets the scheduler gone, when the grade
+    closes the cluster between the worker's heartbeat and its answer (a traceback of forty
+    lines under a finished grade's summary, now and then): the grading process sees a worker
+    lost while it grades for itself."""
     from distributed import WorkerPlugin
 
     from .grade import _ignore_stop_signals
@@ -221,6 +228,8 @@ def _stop_signals_ignored_on_workers():
 
             _ignore_stop_signals()
             logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+            logging.getLogger("distributed.worker").addFilter(
+                lambda record: not record.getMessage().startswith(HEARTBEAT_LOST))
 
     return StopSignalsIgnored()
 

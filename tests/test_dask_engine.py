@@ -348,3 +348,41 @@ def test_a_local_clusters_workers_leave_a_ctrl_c_to_the_grading_process():
             == "finished"
     finally:
         engine.close()
+
+
+# A LocalCluster's worker logs what a heartbeat meets as the grade closes the cluster: the
+# scheduler gone (logged with its traceback), or not knowing the worker any more.
+HEARTBEAT_AT_CLOSE = """
+import logging
+from pipeline.checks import default_grader
+from pipeline.engines import DaskSpec
+
+def heartbeat_at_close():
+    log = logging.getLogger("distributed.worker")
+    try:
+        raise OSError("Stream is closed")
+    except OSError:
+        log.exception("Failed to communicate with scheduler during heartbeat.")
+    log.warning("Scheduler was unaware of this worker; shutting down.")
+    log.error("a worker's own error: %s", "kept")
+
+if __name__ == "__main__":
+    engine = DaskSpec(workers=1)(1, default_grader(), (), None)
+    try:
+        engine.client.run(heartbeat_at_close)
+    finally:
+        engine.close()
+"""
+
+
+def test_a_local_clusters_workers_say_nothing_of_a_heartbeat_the_closing_cluster_cut(
+        tmp_path: Path):
+    # a finished grade printed a worker's forty-line traceback under its summary, now and then
+    script = tmp_path / "heartbeat.py"
+    script.write_text(HEARTBEAT_AT_CLOSE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert "a worker's own error: kept" in done.stderr  # the workers' log is shown
+    assert "heartbeat" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "unaware" not in done.stderr, done.stderr
