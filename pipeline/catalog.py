@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, TypeVar
 import polars as pl
 
 from .scoring import model_sql
-from .store import CONNECT_AGAIN, GRADES, ResultStore, flush_to_disk
+from .store import (
+    CONNECT_AGAIN,
+    DAMAGED_ADVICE,
+    GRADES,
+    ResultsDamaged,
+    ResultStore,
+    ResultsUnreadable,
+    flush_to_disk,
+)
 from .tables import TABLES
 
 if TYPE_CHECKING:
@@ -438,10 +446,11 @@ def _check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: li
         raise ResultsDamaged(
             f"the results in {store.uri} lack parts of committed batches ({shown}): a part was "
             "deleted or cut short, or the folder was copied in part, and the views would show "
-            "fewer rows than were committed. Restore the parts from a whole copy, or grade the "
-            "runs into fresh results", damaged)
+            f"fewer rows than were committed. {DAMAGED_ADVICE}", damaged)
 
 
+# What to do about a committed part DuckDB cannot read (cut short, not Parquet).
+PART_DAMAGED = f"A committed part is damaged. {DAMAGED_ADVICE}"
 # Connections `ask` makes for one question before it lets the last error through.
 ASK_ATTEMPTS = 3
 # A path of a batch's part, as a DuckDB error names it ("Cannot open file …/batch=ID/…").
@@ -471,6 +480,9 @@ def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
             con = _opened(store)
         except duckdb.Error as exc:
             said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
+            if not isinstance(exc, duckdb.IOException):  # a part that is not Parquet
+                raise ResultsDamaged(f"the views of the results in {results} could not be "
+                                     f"made: {said}. {PART_DAMAGED}", set()) from exc
             raise ResultsUnreadable(f"the views of the results in {results} could not be "
                                     f"made: {said}") from exc
         try:
@@ -481,19 +493,6 @@ def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
         finally:
             con.close()
     raise AssertionError("unreachable")  # (the last attempt returns or raises)
-
-
-class ResultsUnreadable(Exception):
-    """The views of committed results could not be made: a part damaged (cut short, not
-    Parquet) or unreadable. A store's failure, not the question's."""
-
-
-class ResultsDamaged(ResultsUnreadable):
-    """Committed batches (`batches`) lack parts they committed (see `_open`)."""
-
-    def __init__(self, message: str, batches: set[str]):
-        super().__init__(message)
-        self.batches = batches
 
 
 def _changed_under(store: ResultStore, exc: Exception) -> bool:
@@ -554,10 +553,8 @@ def write_catalog(store: ResultStore) -> str | None:
                 os.remove(leftover)
         if isinstance(exc, duckdb.Error) and not isinstance(exc, duckdb.IOException):
             # a part DuckDB cannot read (cut short, not Parquet)
-            raise ResultsDamaged(
-                f"the catalog of {store.uri} could not be written: {exc}. A committed part is "
-                "damaged: restore it (from a backup or the copy it came from), or grade into "
-                "fresh results", set()) from exc
+            raise ResultsDamaged(f"the catalog of {store.uri} could not be written: {exc}. "
+                                 f"{PART_DAMAGED}", set()) from exc
         raise
     os.replace(tmp, path)
     store._put(store.path(CATALOG_STAMP), json.dumps(_stamp(folder, commits)).encode())

@@ -424,7 +424,7 @@ def grade(
         if not _store_failed(exc):
             raise
         if _damaged(exc):  # (says what to do)
-            raise fail(f"{exc}. Batches committed in {out_dir} are intact.",
+            raise fail(f"{exc}. The batches this grade committed, if any, stand.",
                        exit_codes.STORAGE) from exc
         raise fail(f"a store failed while grading: {exc}. Batches committed in {out_dir} are "
                    "intact and nothing half-published is visible; fix the cause (space, "
@@ -495,17 +495,17 @@ def _store_failed(exc: Exception) -> bool:
     from .sources.outage import is_outage
 
     duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
-    catalog = sys.modules.get("pipeline.catalog")
+    store = sys.modules.get("pipeline.store")
     return isinstance(exc, OSError) or is_outage(exc) or _no_credentials(exc) or (
         duckdb is not None and isinstance(exc, duckdb.IOException)) or (
-        catalog is not None and isinstance(exc, catalog.ResultsUnreadable))
+        store is not None and isinstance(exc, store.ResultsUnreadable))
 
 
 def _damaged(exc: Exception) -> bool:
-    """Whether `exc` says committed results are damaged (`catalog.ResultsDamaged`), in words
+    """Whether `exc` says committed results are damaged (`store.ResultsDamaged`), in words
     that say what to do."""
-    catalog = sys.modules.get("pipeline.catalog")  # (raised only where it was loaded)
-    return catalog is not None and isinstance(exc, catalog.ResultsDamaged)
+    store = sys.modules.get("pipeline.store")  # (raised only where it was loaded)
+    return store is not None and isinstance(exc, store.ResultsDamaged)
 
 
 def _no_credentials(exc: BaseException) -> bool:

@@ -62,9 +62,37 @@ class ResultsLocked(RuntimeError):
     """Another `rungrade grade` holds the results lock; the message names it."""
 
 
+# What to do about damaged results (a part or marker cut short or overwritten).
+DAMAGED_ADVICE = ("Restore what is damaged from a whole copy (a backup, or the copy the results "
+                  "came from), or grade the runs into fresh results")
+
+
+class ResultsUnreadable(Exception):
+    """Committed results could not be read: a part damaged (cut short, not Parquet) or
+    unreadable. A store's failure, not the question's."""
+
+
+class ResultsDamaged(ResultsUnreadable):
+    """Committed batches (`batches`; empty when not known) lack parts they committed, or hold
+    a part that is not Parquet (see `catalog._open`, `ResultStore.committed_runs`)."""
+
+    def __init__(self, message: str, batches: set[str]):
+        super().__init__(message)
+        self.batches = batches
+
+
 def _precondition_failed(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc} {getattr(exc, '__cause__', '')}"
     return "PreconditionFailed" in text or "412" in text or "Precondition" in text
+
+
+def _parquet(path: str) -> bool:
+    """Whether the local file `path` has a Parquet footer polars can read."""
+    try:
+        pl.read_parquet_schema(path)
+    except pl.exceptions.ComputeError:
+        return False
+    return True
 
 
 def _json_or_none(data: bytes) -> dict | None:
@@ -537,7 +565,18 @@ class ResultStore:
             # fetched concurrently on S3
             blobs = self.fs.cat(paths, on_error="omit") if paths else {}
             if len(blobs) == len(paths):
-                return {path: json.loads(blob) for path, blob in blobs.items()}
+                markers = {path: _json_or_none(blob) for path, blob in blobs.items()}
+                damaged = sorted(p for p, m in markers.items()
+                                 if not isinstance((m or {}).get("batch_id"), str))
+                if damaged:
+                    names = ", ".join(p.rsplit("/", 1)[-1] for p in damaged[:3]) + (
+                        f" and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+                    raise ResultsDamaged(
+                        f"the results in {self.uri} hold commit markers that are not a "
+                        f"batch's JSON record (_commits/{names}): cut short or overwritten, "
+                        f"so whether their batches committed is unknown. {DAMAGED_ADVICE}",
+                        set())
+                return markers
         gone = sorted(set(paths) - set(blobs))
         raise FileNotFoundError(f"commit markers in {self.url(folder)} went on vanishing while "
                                 f"they were read ({', '.join(gone[:3])}): rerun the command")
@@ -856,16 +895,34 @@ class ResultStore:
             found = pl.scan_parquet(paths, schema=columns, extra_columns="ignore",
                                     hive_partitioning=False,
                                     include_file_paths="_part" if with_batch else None)
-            return (found.with_columns(batch).drop("_part") if with_batch else found).collect()
+            try:
+                return (found.with_columns(batch).drop("_part") if with_batch
+                        else found).collect()
+            except pl.exceptions.ComputeError as exc:
+                raise self._damaged_parts([p for p in paths if not _parquet(p)]) from exc
         frames = []
         for chunk in range(0, len(paths), self.FETCHED_TOGETHER):
             some = paths[chunk:chunk + self.FETCHED_TOGETHER]
             blobs = self.fs.cat(some)
             for path in some:
-                frame = pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
+                try:
+                    frame = pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
+                except pl.exceptions.ComputeError as exc:
+                    raise self._damaged_parts([path]) from exc
                 frames.append(frame.with_columns(pl.lit(path).alias("_part")).with_columns(
                     batch).drop("_part") if with_batch else frame)
         return pl.concat(frames, how="vertical_relaxed")
+
+    def _damaged_parts(self, paths: list[str]) -> ResultsDamaged:
+        """What to say of committed `runs` parts (`paths`; none when the footers read and a
+        page did not) that polars cannot read."""
+        names = [p.split("/batch=", 1)[-1] for p in paths]
+        shown = ", ".join(f"runs/…/batch={n}" for n in names[:3]) + (
+            f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return ResultsDamaged(
+            f"the results in {self.uri} hold committed parts that cannot be read "
+            f"({shown or 'a part of runs/'}): cut short or overwritten. {DAMAGED_ADVICE}",
+            {n.split("/", 1)[0] for n in names})
 
     FETCHED_TOGETHER = 256  # committed `runs` parts read at once by `fingerprints`
 

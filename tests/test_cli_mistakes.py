@@ -176,8 +176,37 @@ def test_a_damaged_part_stops_the_catalog_with_exit_4_and_leaves_no_temporary_fi
     part.write_text("not parquet\n")
     result = run("catalog", str(results))
     assert result.exit_code == exit_codes.STORAGE
-    assert "A committed part is damaged: restore it" in said(result)
+    assert "A committed part is damaged. Restore what is damaged" in said(result)
     assert not list(results.glob("catalog.duckdb.tmp-*"))
+
+
+@pytest.mark.parametrize("damage", ["runs part", "commit marker"])
+def test_damaged_results_are_refused_by_a_grade_and_a_query_naming_what_to_do(
+        graded, tmp_path, damage):
+    # a grade into them wrote a traceback (exit 1); `sql` told to fix permissions
+    runs, results = copied(graded, tmp_path)
+    if damage == "runs part":
+        damaged = next((results / "runs").rglob("*.parquet"))
+        damaged.write_bytes(b"PAR1")
+        named = damaged.parent.name.split("=", 1)[1] + "/" + damaged.name
+    else:
+        damaged = sorted((results / "_commits").glob("*.json"))[0]
+        damaged.write_bytes(damaged.read_bytes()[:12])
+        named = damaged.name
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    for args in (["grade", str(runs), "--out", str(results), "--workers", "1"],
+                 ["grade", str(runs), "--out", str(results), "--workers", "1", "--full"],
+                 ["sql", str(results), "select count(*) from runs"]):
+        result = run(*args)
+        assert result.exit_code == exit_codes.STORAGE, result.output
+        assert named in said(result) and "Restore what is damaged" in said(result), (
+            said(result))
+    # nothing written but the grade log (two records, each failed and naming it)
+    after = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    assert {p for p in after if p not in before or after[p] != before[p]} == {
+        p for p in after if p.parent.name == GRADES and p not in before}
+    failed = [json.loads(p.read_text()) for p in after if p not in before]
+    assert [r["status"] for r in failed] == ["failed", "failed"]
 
 
 def test_a_damaged_grade_record_is_left_out_and_named(graded, tmp_path):
