@@ -845,22 +845,28 @@ class ResultStore:
         """{run_uri: fingerprint} of every run committed under one of `grader_ids` (in
         `commits`, the committed batches, when the caller has read them).
 
-        A run stored in several batches keeps the fingerprint of its latest batch, the one the
-        catalog shows; a run whose latest row is a ledger refused in one of the batches
-        `reread_refused_ledgers` is left out (see `ledger_graders_changed`). Reads two columns
-        of the committed `runs` parts (four, and the parts' paths, with such batches).
+        A run stored in several batches keeps the fingerprint of its latest grading: by the
+        grade's batch it was graded in (`graded_in`, which compaction keeps), not by the batch
+        that holds it. A compacted batch is named after the first batch it merged, so its id
+        would put a ledger's refusal merged there (under the contract grader's id) before a
+        later grading under its ledger grader's. Rows from before `graded_in` (null) are older
+        than every row that has one, and kept in their batches' order. A run whose latest row
+        is a ledger refused in one of the batches `reread_refused_ledgers` is left out (see
+        `ledger_graders_changed`). Reads three columns of the committed `runs` parts (five,
+        and the parts' paths, with such batches).
         """
-        columns = {"run_uri": pl.String, "fingerprint": pl.String}
+        columns = {"run_uri": pl.String, "fingerprint": pl.String, "graded_in": pl.String}
         if not reread_refused_ledgers:
             found = self.committed_runs(columns, commits, grader_ids)
         else:
             found = self.committed_runs(
                 {**columns, "source": pl.String, "status": pl.String}, commits, grader_ids,
                 with_batch=True,
-            ).select("run_uri", pl.when(
+            ).with_columns(pl.when(
                 (pl.col("source") == "ledger") & (pl.col("status") == "refused")
                 & pl.col("batch_id").is_in(list(reread_refused_ledgers))
             ).then(None).otherwise(pl.col("fingerprint")).alias("fingerprint"))
+        found = found.sort("graded_in", nulls_last=False, maintain_order=True)
         latest = dict(zip(found["run_uri"].to_list(), found["fingerprint"].to_list(),
                           strict=True))
         return {uri: fingerprint for uri, fingerprint in latest.items() if fingerprint}
@@ -893,7 +899,7 @@ class ResultStore:
         # parts written by other versions may hold other columns: only these are read
         if self.local:
             found = pl.scan_parquet(paths, schema=columns, extra_columns="ignore",
-                                    hive_partitioning=False,
+                                    missing_columns="insert", hive_partitioning=False,
                                     include_file_paths="_part" if with_batch else None)
             try:
                 return (found.with_columns(batch).drop("_part") if with_batch
@@ -906,7 +912,9 @@ class ResultStore:
             blobs = self.fs.cat(some)
             for path in some:
                 try:
-                    frame = pl.read_parquet(io.BytesIO(blobs[path]), columns=list(columns))
+                    frame = pl.scan_parquet(
+                        io.BytesIO(blobs[path]), schema=columns, extra_columns="ignore",
+                        missing_columns="insert", hive_partitioning=False).collect()
                 except pl.exceptions.ComputeError as exc:
                     raise self._damaged_parts([path]) from exc
                 frames.append(frame.with_columns(pl.lit(path).alias("_part")).with_columns(

@@ -539,3 +539,36 @@ def test_sigterm_during_a_compaction_stops_it_with_its_exit_code_and_a_message(
     assert_same(before, views(out))  # every view as it was; the next compaction finishes
     assert CliRunner().invoke(app, ["compact", str(out)]).exit_code == 0
     assert_same(before, views(out))
+
+
+def test_a_ledger_mended_after_a_compaction_is_graded_again_and_shown_graded(tmp_path):
+    # A ledger refused (under the contract grader's id), graded once whole (under its ledger
+    # grader's), refused again: compacting the contract grader's two batches names them after
+    # the first, which sorts before the grading. The rerun took the grading's fingerprint for
+    # the latest: the refused ledger was refused anew every night, and once mended to the
+    # files it was graded from, skipped, its refusal shown for good.
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "data" / "runs" / "moltzap-evals",
+                    runs)
+    run_id = "20261112-091500-pwguard"
+    completion = runs / "ledgers" / run_id / "completion.json"
+    whole = completion.read_bytes()
+
+    def shown() -> list[tuple[str, str]]:
+        with connect(str(out)) as con:
+            return con.sql(f"select grader_id, status from runs where run_id = '{run_id}' "
+                           "order by 1").fetchall()
+
+    completion.unlink()
+    assert grade(runs, out)["refusals"] == {"ledger-incomplete": 1}
+    completion.write_bytes(whole)
+    assert grade(runs, out)["graded"] == 1
+    completion.unlink()
+    assert grade(runs, out)["refused"] == 1
+    assert compact_module.compact(str(out)).merged.get(DEFAULT_GRADER_ID) == 2
+    again = grade(runs, out)  # nothing changed since the refusal
+    assert (again["skipped"], again["batches"]) == (again["found"], [])
+    completion.write_bytes(whole)
+    mended = grade(runs, out)
+    assert (mended["changed"], mended["graded"]) == (1, 1)
+    assert shown() == [("moltzap.password-guard.grader/v1", "graded")]
