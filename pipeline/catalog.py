@@ -131,9 +131,8 @@ def _fetched_records(store: ResultStore) -> Iterator[str | None]:
 
 def _grades_query(records: str | None, where: str = "") -> str:
     """The `grades` view's query: the records in the files `records` (`_fetched_records`; None,
-    no record),
-    GRADE_COLUMNS, oldest first, `where` (a clause) they pass. Reads `_commits` (see
-    `_commits_table`)."""
+    no record), GRADE_COLUMNS, oldest first, `where` (a clause) they pass. Reads `_commits`
+    (see `_commits_table`)."""
     columns = ", ".join(BATCHES_NOW + " as batches_now" if name == "batches_now"
                         else f'g."{name}"' for name in GRADE_COLUMNS)
     source = _records(records) if records else _no_records()

@@ -940,8 +940,7 @@ def grades(
         more = ", …" if len(damaged) > 5 else ""
         err.print(f"{len(damaged)} grade record(s) of {results} are damaged (not a grade's "
                   f"JSON record: cut short?) and left out: {', '.join(damaged[:5])}{more}. "
-                  f"Remove them from "
-                  f"{GRADES}/ (or restore them) to see the log whole.",
+                  f"Remove them from {GRADES}/ (or restore them) to see the log whole.",
                   soft_wrap=True, markup=False)
     shown = recent_grades(log, last)  # (narrow enough for a terminal)
     _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
