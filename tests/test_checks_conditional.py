@@ -216,3 +216,25 @@ def test_an_unnamed_log_error_triggers_only_conditionals_it_names(tmp_path):
         "degraded_output_provided": "passed", "literal": "passed"}
     assert tables["clause_verdicts"].filter(pl.col("clause_id") == timeout)["verdict"].item() \
         == "satisfied"
+
+
+def test_a_program_conditional_sharing_no_word_with_the_error_is_not_triggered(tmp_path):
+    # The program errs by its services' errors. A service's own conditionals all trigger when
+    # none shares a word with its error; the program's covered any service's error then: the
+    # critic's empty input triggered "if fact-checking finds no sources", and set the
+    # program's primary ensures aside (a run of 91 read 74)
+    write_service_run(
+        tmp_path, run_id(1), ensures="- `report`: a brief\n- if it fails: a `report` saying so",
+        errors=ERRORS + "\n- `empty-input`: nothing to read",
+        outputs={"report.md": "Claim A.\n\nClaim B."}, error=("empty-input", "nothing"),
+        program_ensures="- `report`: at least 2 paragraphs\n"
+                        "- if fact-checking finds no sources: every claim in `report` is "
+                        "marked “unverified”")
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional")
+    assert dict(cond.select("service", "triggered").iter_rows()) == {"demo": False, "svc": True}
+    program = frame.filter((pl.col("service") == "demo") & (pl.col("kind") == "program_ensures"))
+    assert program["on_degraded_path"].to_list() == [False]
+    verdict = tables["clause_verdicts"].filter(
+        pl.col("clause_id") == program["clause_id"].item())["verdict"].item()
+    assert verdict == "satisfied"

@@ -421,7 +421,7 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      `{"score": {"score": 3}}` passed); a symlink inside the root where the grader reads
 #      refuses the run `unsafe-path` (v15 read it as absent: an output "not published", a
 #      contract "not in it").
-DEFAULT_GRADER_ID = "prose.contract.grader/v16"
+DEFAULT_GRADER_ID = "prose.contract.grader/v17"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader

@@ -206,9 +206,11 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
 
     Error conditionals of an errored service are matched to the error by shared words
     ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
-    and when none shares a word, every error conditional of the service triggers. An error
-    the log records without a name (`---error … timeout`) triggers only the conditionals that
-    share a word with its message.
+    and when none shares a word, every error conditional of the service triggers. A
+    program's conditionals, whose error is the first of its services', trigger only where
+    they share a word with it (one about the fact-checker's empty search is not triggered by
+    the critic's error). An error the log records without a name (`---error … timeout`)
+    triggers only the conditionals that share a word with its message.
     """
     cond = pl.col("condition").fill_null("")
     # an error the log records without a name is matched by the words of its message
@@ -228,6 +230,10 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
         .when(~pl.col("errored")).then(False)
         # an unnamed error triggers only the conditionals that share a word with its message
         .when(pl.col("error_name").is_null()).then(pl.col("_overlap") > 0)
+        # a program errs by its services' errors, and each of its conditionals names the
+        # failure it covers: one sharing no word with the error is not what happened
+        .when(pl.col("service_kind") == "program")
+        .then((pl.col("_overlap") == best) & (pl.col("_overlap") > 0))
         .otherwise(pl.col("_overlap") == best)
     )
     declared = pl.col("declared_errors").list.eval(

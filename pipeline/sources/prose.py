@@ -419,6 +419,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     wirings = [*manifest.services, *(
         ServiceWiring(name=c.name, heading=c.name, source=f"{layout.program}#{c.name}")
         for key, c in inline.items() if key not in listed and c.items("ensures"))]
+    wirings += _unlisted_services(layout, files, text_of, program, program_name,
+                                  rows.bindings, wirings)
     # A service's name compares as output names do (case, '-', '_' and spaces alike) with
     # its bindings' folder, its workspace and its log steps: `### Fact_Checker` publishes
     # in bindings/fact-checker/. Its bindings then carry the manifest's name.
@@ -609,6 +611,44 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     if inline is not None:
         return inline, f"{layout.program}#{inline.name}"
     return None, None
+
+
+def _unlisted_services(layout: Layout, files, text_of, program: Contract, program_name: str,
+                       bindings: list[dict], wirings: list[ServiceWiring]
+                       ) -> list[ServiceWiring]:
+    """The services a manifest leaves out (it drifted, or was cut short) that the run shows
+    otherwise, after the listed ones: named in the program's `services:` list, snapshotted
+    (`services/x.md`, with ensures, not a link; a snapshot of kind test is no service), or
+    publishing
+    outputs (`bindings/x/`). Each is graded from its snapshot or inline component, or holds
+    a `missing_contract` clause: left out, its clauses were not accounted for, and a run
+    whose manifest was cut after its first service read satisfied at 100 with a failing
+    service dropped. Of names alike (`normalise_name`), the first seen is kept."""
+    listed = {normalise_name(name) for name in (*(w.name for w in wirings), "caller",
+                                                program_name)}
+    named = program.front_matter.get("services")
+    named = [n.strip() for n in named if isinstance(n, str) and n.strip()] if isinstance(
+        named, list) else []
+    shapes = sorted((pattern.split("{}") for pattern in layout.snapshots),
+                    key=lambda shape: -len(shape[1]))  # (`.prose.md` before `.md`)
+    snapshotted = sorted({name for rel, file in files.items() if file.link_target is None and (
+        name := next((rel[len(prefix):len(rel) - len(suffix)] for prefix, suffix in shapes
+                      if rel.startswith(prefix) and rel.endswith(suffix)), None))
+        and "/" not in name})  # (a link there is no snapshot of a service of its own)
+    published = sorted({b["service"] for b in bindings})
+    found: list[ServiceWiring] = []
+    for name in (*named, *snapshotted, *published):
+        key = normalise_name(name)
+        if key in listed:
+            continue
+        listed.add(key)
+        comp, _ = _service_contract(layout, files, text_of, name, None, program)
+        if comp is None and name not in named and name not in published:
+            continue  # (a snapshot of another name: read as `name`'s below)
+        if comp is not None and (comp.kind == "test" or not comp.items("ensures")):
+            continue  # promises nothing to account for
+        found.append(ServiceWiring(name=name, heading=name))
+    return found
 
 
 def _missing_contract_row(ref: RunRef, service: str, where: str) -> dict:
