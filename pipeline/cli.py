@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import gc
 import json
@@ -881,19 +882,39 @@ def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
     a path that cannot be written is a bad argument (exit 2), told as such."""
     if path is None:
         return
-    with _writing_to(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with _writing_to(path, replacing=True), _replacing(path) as part:
         if csv if csv is not None else path.suffix.lower() == ".csv":
-            df.write_csv(path)
+            df.write_csv(part)
         else:
-            df.write_parquet(path)
+            df.write_parquet(part)
     err.print(f"wrote {df.height} rows to {escape(str(path))}")
 
 
 @contextlib.contextmanager
-def _writing_to(path: Path | str):
+def _replacing(path: Path):
+    """A file beside `path` to write, which then replaces `path` whole: a write that fails
+    midway (a full disk) leaves the file that was there as it was, not cut short."""
+    if path.is_dir():  # (said as such by `_writing_to`, before a file is made beside it)
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield part
+        os.replace(part, path)
+    finally:
+        with contextlib.suppress(OSError):
+            part.unlink()
+
+
+# Errors of a file the user named that the disk, not the path, is to blame for: exit 4.
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG)
+
+
+@contextlib.contextmanager
+def _writing_to(path: Path | str, replacing: bool = False):
     """Exit 2 with what to do when `path` (a file the user named) cannot be written: a folder
-    there, a file where a folder of its path should be, no permission."""
+    there, a file where a folder of its path should be, no permission; exit 4 when the disk
+    failed it (full, read-only, an I/O error). `replacing`: it is written by `_replacing`."""
     try:
         yield
     except IsADirectoryError as exc:
@@ -903,6 +924,13 @@ def _writing_to(path: Path | str):
         raise fail(f"cannot write {path}: a file stands where a folder of its path should "
                    f"be ({exc.filename or exc})", exit_codes.USAGE) from exc
     except OSError as exc:
+        # (polars' writers raise an OSError whose message alone holds the code: "(os error 28)")
+        code = exc.errno or next((int(n) for n in re.findall(r"\(os error (\d+)\)", str(exc))),
+                                 None)
+        if code in _DISK_ERRORS:
+            kept = "; a file that was there is as it was" if replacing else ""
+            raise fail(f"cannot write {path}: {exc.strerror or exc}{kept}. Free space (or fix "
+                       "the disk) and rerun the same command.", exit_codes.STORAGE) from exc
         raise fail(f"cannot write {path}: {exc.strerror or exc}", exit_codes.USAGE) from exc
 
 
@@ -1203,9 +1231,8 @@ def report(
     results, base, head = _results_and_ids(words, base, head)
     page = _ask(results, endpoint_url,
                 lambda con: build_report(con, results, base, head, endpoint_url))
-    with _writing_to(html_out):
-        html_out.parent.mkdir(parents=True, exist_ok=True)
-        html_out.write_text(page, encoding="utf-8")
+    with _writing_to(html_out, replacing=True), _replacing(html_out) as part:
+        part.write_text(page, encoding="utf-8")
     out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")
 
 

@@ -677,3 +677,32 @@ def test_results_that_are_a_file_are_named_as_such(tmp_path, command, where, why
     assert said(result).startswith(
         f"error: {tmp_path / where} is not a results folder: it {why.format(tmp=tmp_path)}; "
         "give the folder a `rungrade grade --out` wrote")
+
+
+def _limited_to(size: int):
+    """For a child process: files it writes may not grow past `size` bytes (the kernel fails
+    the write with EFBIG, as a full disk fails it with ENOSPC)."""
+    import resource
+    import signal
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
+
+
+def test_a_file_the_disk_cannot_take_exits_4_and_leaves_the_one_before_whole(graded, tmp_path):
+    # a full disk cut yesterday's page in place (exit 2, as for a mistyped path)
+    _, results = graded
+    page, rows = tmp_path / "report.html", tmp_path / "runs.csv"
+    assert run("report", str(results), "-o", str(page)).exit_code == 0
+    assert run("sql", str(results), "select * from runs", "--csv", str(rows)).exit_code == 0
+    before = page.read_bytes(), rows.read_bytes()
+    for args in (["report", str(results), "-o", str(page)],
+                 ["sql", str(results), "select * from runs, range(3)", "--csv", str(rows)]):
+        done = subprocess.run([RUNGRADE, *args], capture_output=True, text=True, timeout=120,
+                              preexec_fn=_limited_to(4096))
+        assert done.returncode == exit_codes.STORAGE, done.stderr
+        assert "a file that was there is as it was" in done.stderr, done.stderr
+    assert (page.read_bytes(), rows.read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "runs.csv"]
