@@ -126,13 +126,15 @@ def grader_totals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def recent_grades(log: pl.DataFrame, last: int = 14) -> pl.DataFrame:
     """The last `last` grades of a grade log (the `grades` view, oldest first), narrowed to
-    what a morning reader looks at: when, how it ended, how long, and its counts (found =
-    skip + graded + refused once finished; unlisted: folders it could not list)."""
+    what a morning reader looks at: when, how it ended, under which grader id (results graded
+    by several hold the grades of each), how long, and its counts (found = skip + graded +
+    refused once finished; unlisted: folders it could not list)."""
     return log.tail(last).select(
         pl.col("started_at").dt.convert_time_zone("UTC").dt.replace_time_zone(None)
         .dt.truncate("1s").alias("started (UTC)"), "status",
-        pl.col("elapsed_s").alias("secs"), "found", pl.col("skipped").alias("skip"), "graded",
-        "refused", pl.col("unlisted").list.len().alias("unlisted"))
+        pl.col("grader_id").alias("grader"), pl.col("elapsed_s").alias("secs"), "found",
+        pl.col("skipped").alias("skip"), "graded", "refused",
+        pl.col("unlisted").list.len().alias("unlisted"))
 
 
 def version_changes(log: pl.DataFrame, last: int = 14) -> list[tuple[str, str]]:

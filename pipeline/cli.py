@@ -807,6 +807,10 @@ def _cell(value) -> str:
                                      else str(value))
 
 
+WORD_WHOLE = 40  # a text column whose cells are single words at most this long never folds
+TEXT_LEAST = 24  # the least width of a column of text, which folds at its spaces
+
+
 def _print_frame(df, limit: int = 50, title: str | None = None,
                  rename: dict[str, str] | None = None) -> None:
     from rich import box
@@ -817,15 +821,19 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
                   collapse_padding=True)
     needed = 2 * (df.width - 1) + 2  # (the space between columns, and the table's edges)
     for i, (col, dtype) in enumerate(df.schema.items()):
-        # numbers and dates never fold; text columns take what is left
-        whole = dtype.is_numeric() or dtype.is_temporal()
+        # numbers and dates never fold, nor words (ids, verdicts: a run id folded in two, in
+        # a table at the 80 columns of cron's mail, named no run); text takes what is left
+        whole = dtype.is_numeric() or dtype.is_temporal() or all(
+            len(r[i]) <= WORD_WHOLE and not any(c.isspace() for c in r[i]) for r in rows)
         name = (rename or {}).get(col, col)
-        widest = max((len(r[i]) for r in rows), default=1) if whole else None
-        needed += max(widest or 4, *map(len, name.split() or [""]))  # (a name folds at spaces)
+        widest = max((len(r[i]) for r in rows), default=1)
+        # (text keeps a column wide enough to read, folding at spaces)
+        least = widest if whole else min(widest, TEXT_LEAST)
+        needed += max(least, *map(len, name.split() or [""]))  # (a name folds at spaces)
         # cells and names as Text: what the results hold is never read as markup ("[1]",
         # "[x]" and "[bold]" were dropped from evidence, and a stray "[/b]" failed the query)
         table.add_column(Text(name), overflow="fold", no_wrap=whole,
-                         justify="right" if dtype.is_numeric() else "left", min_width=widest)
+                         justify="right" if dtype.is_numeric() else "left", min_width=least)
     for row in rows:
         table.add_row(*map(Text, row))
     # on a terminal too narrow for the numbers, wider than it (the terminal wraps the lines):
@@ -975,6 +983,10 @@ def grades(
                                           f"on {results}")
     for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):
         err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
+    for row in log.tail(last).filter(pl.col("status") == "stopped").iter_rows(named=True):
+        err.print(f"{row['grade_id']} was stopped by SIGTERM at a batch boundary: the batches "
+                  "it committed stand; the next grade of the same runs grades the rest",
+                  soft_wrap=True, markup=False)
     for row in log.tail(last).filter(pl.col("status") == "interrupted").iter_rows(named=True):
         err.print(f"{row['grade_id']} was interrupted (Ctrl-C, or killed): the batches it "
                   "committed stand; the next grade of the same runs grades the rest",

@@ -76,14 +76,15 @@ def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
     # the grades that wrote these results, newest first, each finished
     grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", html, re.S).group(1)
     assert re.findall(r"<th[^>]*>([^<]+)</th>", grades) == [
-        "started (UTC)", "status", "secs", "found", "skip", "graded", "refused", "unlisted"]
+        "started (UTC)", "status", "grader", "secs", "found", "skip", "graded", "refused",
+        "unlisted"]
     rows = re.findall(r"<tr>(.*?)</tr>", grades.split("<tbody>")[1])
     log = [json.loads(p.read_text()) for p in sorted((results / "_grades").glob("*.json"))]
     assert len(rows) == len(log) >= 2
     cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in rows]
-    assert [c[1:4] + c[5:7] for c in cells] == [
-        ["finished", shown(r["elapsed_s"], 1), str(r["found"]), str(r["graded"]),
-         str(r["refused"])] for r in reversed(log)]
+    assert [c[1:5] + c[6:8] for c in cells] == [
+        ["finished", r["grader_id"], shown(r["elapsed_s"], 1), str(r["found"]),
+         str(r["graded"]), str(r["refused"])] for r in reversed(log)]
 
 
 def test_report_shows_a_killed_grade_interrupted(results, tmp_path):

@@ -28,7 +28,7 @@ from test_faults import QUERY_INTERRUPTED
 
 from pipeline import grade
 from pipeline.catalog import GRADE_COLUMNS, connect, read_grades
-from pipeline.checks import default_grader
+from pipeline.checks import DEFAULT_GRADER_ID, default_grader
 from pipeline.compact import compact
 from pipeline.grade import InterruptedAfterCommits, grade_runs
 from pipeline.store import ResultStore, new_batch_id
@@ -339,20 +339,26 @@ def test_the_grades_command_shows_the_log(corpus: Path, tmp_path: Path):
                      "error": "OSError: [Errno 28] No space left on device"})
     denied = [{"path": "/runs/team-b", "error": "[Errno 13] Permission denied"}]
     store.log_grade({**base, "grade_id": new_batch_id(), "unlisted": denied})
+    store.log_grade({**base, "grade_id": new_batch_id(), "status": "stopped",
+                     "grader_id": "acme.nightly.grader/v2"})
 
     shown = cli.invoke(app, ["grades", str(out), "--out", str(tmp_path / "log.csv")])
     assert shown.exit_code == 0, shown.output
     rows = [line.split() for line in shown.stdout.splitlines() if line.startswith(" 20")]
     started = first.grade_id[:4]  # (the table shows the start, not the id)
+    ours = DEFAULT_GRADER_ID
     assert [row[2:] for row in rows] == [
-        ["finished", f"{first.elapsed_s:.2f}", str(RUNS), "0", str(first.graded),
+        ["finished", ours, f"{first.elapsed_s:.2f}", str(RUNS), "0", str(first.graded),
          str(first.refused), "0"],
-        ["finished", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
-        ["failed", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
-        ["finished", f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "1"]]
+        ["finished", ours, f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
+        ["failed", ours, f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "0"],
+        ["finished", ours, f"{second.elapsed_s:.2f}", str(RUNS), str(RUNS), "0", "0", "1"],
+        ["stopped", "acme.nightly.grader/v2", f"{second.elapsed_s:.2f}", str(RUNS),
+         str(RUNS), "0", "0", "0"]]
     assert all(row[0].startswith(started) for row in rows)
     assert "failed: OSError: [Errno 28] No space left on device" in shown.stderr
     assert "could not list: /runs/team-b ([Errno 13] Permission denied)" in shown.stderr
+    assert "was stopped by SIGTERM at a batch boundary" in shown.stderr
     csv = pl.read_csv(tmp_path / "log.csv")
     assert csv["grade_id"].to_list()[:2] == [first.grade_id, second.grade_id]
     assert json.loads(csv["refusals"][0]) == dict(first.refusals)
@@ -360,4 +366,4 @@ def test_the_grades_command_shows_the_log(corpus: Path, tmp_path: Path):
 
     last = cli.invoke(app, ["grades", str(out), "--last", "1"])
     assert [line.split()[2] for line in last.stdout.splitlines() if line.startswith(" 20")] == [
-        "finished"] and "the last 1 of 4 grades" in last.stdout
+        "stopped"] and "the last 1 of 5 grades" in last.stdout
