@@ -706,3 +706,20 @@ def test_a_file_the_disk_cannot_take_exits_4_and_leaves_the_one_before_whole(gra
         assert "a file that was there is as it was" in done.stderr, done.stderr
     assert (page.read_bytes(), rows.read_bytes()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "runs.csv"]
+
+
+def test_a_table_at_80_columns_folds_text_at_spaces_and_no_word(graded, monkeypatch):
+    # at the 80 columns of output that is no terminal (cron's mail, a file), run ids and
+    # verdicts were folded in two, and a copied id named no run
+    _, results = graded
+    monkeypatch.setenv("COLUMNS", "80")
+    query = ("select run_id, service, text, verdict || '→' || 'partially_satisfied' as flip "
+             "from clauses join clause_verdicts using (run_id, run_uri, service, clause_id) "
+             "order by length(run_id) desc limit 5")
+    result = run("sql", str(results), query)
+    assert result.exit_code == 0, result.output
+    ids = duckdb.connect(str(results / "catalog.duckdb"), read_only=True).sql(
+        query).fetchall()
+    for run_id, _, text, flip in ids:
+        assert run_id in result.stdout and flip in result.stdout
+        assert text.split()[0] in result.stdout  # (text folds, at its spaces)
