@@ -656,16 +656,24 @@ def print_summary(summary) -> None:
         err.print("[bold red]counts do not add up: found != skipped + graded + refused[/]")
 
 
+# The most runs `synth` writes at once (about 20 files each: 200 million files), and the
+# highest index it starts at (a run's time is 53 s a run after the first's, in 2026: run ids
+# stay within four-digit years)
+SYNTH_MAX_RUNS = 10_000_000
+SYNTH_MAX_START = 100_000_000
+
+
 @_command()
 def synth(
     out_dir: Annotated[Path, typer.Argument(
         metavar="OUT", parser=_file,
         help="Folder to write the run folders into (created if missing).")],
-    runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="How many runs.")] = 100,
+    runs: Annotated[int, typer.Option(
+        "--runs", "-n", min=1, max=SYNTH_MAX_RUNS, help="How many runs.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed: the same seed writes the same bytes.")] = 0,
     start: Annotated[int, typer.Option(
-        min=0, help="Index of the first run: grow a corpus by writing runs START… of the "
-                    "same seed.")] = 0,
+        min=0, max=SYNTH_MAX_START, help="Index of the first run: grow a corpus by writing "
+                                         "runs START… of the same seed.")] = 0,
     workers: Annotated[int | None, typer.Option(
         min=1, help="Processes writing runs (default: one per core).")] = None,
 ) -> None:

@@ -723,3 +723,14 @@ def test_a_table_at_80_columns_folds_text_at_spaces_and_no_word(graded, monkeypa
     for run_id, _, text, flip in ids:
         assert run_id in result.stdout and flip in result.stdout
         assert text.split()[0] in result.stdout  # (text folds, at its spaces)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--runs", "100000000000000"),
+                                                ("--start", "99999999999999")])
+def test_synth_refuses_more_runs_than_it_can_name(tmp_path, option, value):
+    # a huge --runs built its whole job list first (a MemoryError's traceback), a huge
+    # --start a date past year 9999 (an OverflowError's)
+    result = run("synth", str(tmp_path / "corpus"), option, value, "--workers", "1")
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "is not in the range" in said(result)
+    assert not (tmp_path / "corpus").exists()
