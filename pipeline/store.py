@@ -49,7 +49,7 @@ import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
 from .names import NAME_BYTES, NOT_IN_NAMES, REFUSED_MARK, report_stem, shown, shown_in, uri_tag
-from .sources.bucket import FileInfo, Listing, filesystem, split_uri
+from .sources.bucket import RESULTS_MARK, FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
 LOCAL_LOCK_NAME = "_lock"
@@ -93,6 +93,31 @@ def _parquet(path: str) -> bool:
     except pl.exceptions.ComputeError:
         return False
     return True
+
+
+def _what_it_is_instead(uri: str, folder: str) -> str | None:
+    """What a local folder given as results, holding no committed batch, is instead, and what
+    to give: a folder inside results (`results/runs`, a table's), or runs (a run folder, or a
+    folder of them: the advice to grade into it would have mixed results into the runs);
+    None when it is neither (a first grade is still to run)."""
+    from .sources.bucket import Bucket
+
+    above = os.path.dirname(os.path.abspath(folder))
+    for _ in range(4):  # (a table's part folder is three below the results)
+        if os.path.isdir(os.path.join(above, RESULTS_MARK)):
+            return (f"{uri} lies inside the results in {above}: give that folder, which "
+                    "`rungrade grade --out` wrote")
+        above, up = os.path.dirname(above), above
+        if above == up:
+            break
+    bucket = Bucket(folder)
+    if bucket.looks_like_a_run():
+        return (f"{uri} is a run folder, not results: grade the folder that holds the runs with "
+                "`rungrade grade RUNS --out RESULTS`, then give RESULTS here")
+    if next(bucket.sample(1), None) is not None:
+        return (f"{uri} holds runs, not results: grade them with `rungrade grade {uri} --out "
+                "RESULTS`, then give RESULTS here")
+    return None
 
 
 def _json_or_none(data: bytes) -> dict | None:
@@ -539,6 +564,8 @@ class ResultStore:
         elif why := no_folder_for(self.root):
             return (f"{self.uri} is not a results folder: it {why}; give the folder a "
                     "`rungrade grade --out` wrote")
+        elif os.path.isdir(self.root):
+            return _what_it_is_instead(self.uri, self.root) or otherwise
         return otherwise
 
     # -- commits ---------------------------------------------------------------------------

@@ -734,3 +734,23 @@ def test_synth_refuses_more_runs_than_it_can_name(tmp_path, option, value):
     assert result.exit_code == exit_codes.USAGE, result.output
     assert "is not in the range" in said(result)
     assert not (tmp_path / "corpus").exists()
+
+
+@pytest.mark.parametrize("command", [["trend"], ["grades"], ["sql", "select 1"],
+                                     ["report", "-o", "{tmp}/r.html"], ["compact"],
+                                     ["catalog"]])
+@pytest.mark.parametrize("given", ["runs", "a run", "a table of the results"])
+def test_runs_or_a_folder_inside_results_given_as_results_are_named_as_such(
+        graded, tmp_path, command, given):
+    # each said to run `rungrade grade RUNS --out` the folder given: results in the runs
+    runs, results = graded
+    folder = {"runs": runs, "a run": next(p.parent for p in runs.rglob("state.md")),
+              "a table of the results": results / "run_scores"}[given]
+    before = sorted(folder.rglob("*"))
+    result = run(command[0], str(folder), *(w.format(tmp=tmp_path) for w in command[1:]))
+    assert result.exit_code == exit_codes.USAGE, result.output
+    expected = {"runs": f"{folder} holds runs, not results",
+                "a run": f"{folder} is a run folder, not results",
+                "a table of the results": f"{folder} lies inside the results in {results}"}
+    assert expected[given] in said(result), said(result)
+    assert sorted(folder.rglob("*")) == before and not list(tmp_path.iterdir())
