@@ -1,7 +1,7 @@
 """Reading run folders into source tables: how contracts and outputs are located."""
 
 import polars as pl
-from run_folders import MANIFEST
+from run_folders import BINDINGS, MANIFEST, WRITER
 from test_refusals import grade_folder
 
 
@@ -44,3 +44,18 @@ def test_services_the_manifest_leaves_out_are_graded_from_what_the_run_shows(mak
     assert sorted(missing["service"].to_list()) == ["archivist", "indexer"]
     (run,) = tables["run_scores"].to_dicts()
     assert run["overall_verdict"] != "satisfied" and run["overall_score"] < 100
+
+
+def test_a_snapshot_or_folder_a_listed_service_is_wired_to_is_no_service_of_its_own(make_run,
+                                                                                   run_root):
+    # the manifest wires the writer to services/writer-v2.md, publishing into bindings/out/
+    manifest = (MANIFEST.replace("source: services/writer.md", "source: services/writer-v2.md")
+                .replace("bindings/writer/", "bindings/out/"))
+    files = {"manifest.md": manifest, "services/writer-v2.md": WRITER}
+    files |= {rel.replace("bindings/writer/", "bindings/out/"): text
+              for rel, text in BINDINGS.items() if rel.startswith("bindings/writer/")}
+    make_run(files=files, drop=("services/writer.md", "bindings/writer"))
+    _, tables = grade_folder(run_root)
+    assert tables["services"].sort("position").select("service", "contract_source").rows() == [
+        ("brief", "program.md"), ("researcher", "services/researcher.md"),
+        ("writer", "services/writer-v2.md")]

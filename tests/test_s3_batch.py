@@ -504,8 +504,8 @@ def test_report_of_s3_results(runs_bucket: str, s3_bucket: str, s3_server: str, 
     assert html.count("data:image/png;base64,") == 2  # one grader id: no flip matrix
     grades = re.search(r"<h2>Recent grades</h2>(.*?)</table>", html, re.S).group(1)
     row = re.findall(r"<td[^>]*>([^<]*)</td>", grades.split("<tbody>")[1])
-    assert row[1:4] + row[5:7] == ["finished", shown(first["elapsed_s"], 1), str(RUNS),
-                                   str(first["graded"]), str(first["refused"])]
+    assert row[1:5] + row[6:8] == ["finished", first["grader_id"], shown(first["elapsed_s"], 1),
+                                   str(RUNS), str(first["graded"]), str(first["refused"])]
 
 
 def test_a_connection_opened_before_a_compaction_on_s3(runs_bucket: str, s3_bucket: str,

@@ -626,16 +626,24 @@ def _unlisted_services(layout: Layout, files, text_of, program: Contract, progra
     service dropped. Of names alike (`normalise_name`), the first seen is kept."""
     listed = {normalise_name(name) for name in (*(w.name for w in wirings), "caller",
                                                 program_name)}
+    # (a snapshot a listed service is wired to, and a folder it publishes into, are its own,
+    # whatever their names: `source: services/writer-v2.md`)
+    wired = {(w.source or "").lstrip("./").partition("#")[0] for w in wirings}
+    wired |= {o.target.lstrip("./") for w in wirings for o in w.outputs if o.target}
     named = program.front_matter.get("services")
     named = [n.strip() for n in named if isinstance(n, str) and n.strip()] if isinstance(
         named, list) else []
     shapes = sorted((pattern.split("{}") for pattern in layout.snapshots),
                     key=lambda shape: -len(shape[1]))  # (`.prose.md` before `.md`)
-    snapshotted = sorted({name for rel, file in files.items() if file.link_target is None and (
+    snapshotted = sorted({name for rel, file in files.items()
+                          if file.link_target is None and rel not in wired and (
         name := next((rel[len(prefix):len(rel) - len(suffix)] for prefix, suffix in shapes
                       if rel.startswith(prefix) and rel.endswith(suffix)), None))
         and "/" not in name})  # (a link there is no snapshot of a service of its own)
-    published = sorted({b["service"] for b in bindings})
+    into = {normalise_name(t.split("/")[1]) for t in wired
+            if t.startswith("bindings/") and t.count("/") >= 2}
+    published = sorted({b["service"] for b in bindings
+                        if normalise_name(b["service"]) not in into})
     found: list[ServiceWiring] = []
     for name in (*named, *snapshotted, *published):
         key = normalise_name(name)
