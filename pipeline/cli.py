@@ -895,7 +895,8 @@ def _check_out(path: Path | None) -> None:
 
 def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
     """Write `df` to `path` (CSV when `csv`, by default when it ends in .csv, else Parquet);
-    a path that cannot be written is a bad argument (exit 2), told as such."""
+    a path that cannot be written is a bad argument (exit 2), a disk that fails it exit 4,
+    each told as such; written whole or not at all (`_replacing`)."""
     if path is None:
         return
     with _writing_to(path, replacing=True), _replacing(path) as part:

@@ -619,11 +619,10 @@ def _unlisted_services(layout: Layout, files, text_of, program: Contract, progra
     """The services a manifest leaves out (it drifted, or was cut short) that the run shows
     otherwise, after the listed ones: named in the program's `services:` list, snapshotted
     (`services/x.md`, with ensures, not a link; a snapshot of kind test is no service), or
-    publishing
-    outputs (`bindings/x/`). Each is graded from its snapshot or inline component, or holds
-    a `missing_contract` clause: left out, its clauses were not accounted for, and a run
-    whose manifest was cut after its first service read satisfied at 100 with a failing
-    service dropped. Of names alike (`normalise_name`), the first seen is kept."""
+    publishing outputs (`bindings/x/`). Each is graded from its snapshot or inline
+    component, or holds a `missing_contract` clause: left out, its clauses were not accounted
+    for, and a run whose manifest was cut after its first service read satisfied at 100 with
+    a failing service dropped. Of names alike (`normalise_name`), the first seen is kept."""
     listed = {normalise_name(name) for name in (*(w.name for w in wirings), "caller",
                                                 program_name)}
     # (a snapshot a listed service is wired to, and a folder it publishes into, are its own,
@@ -651,8 +650,6 @@ def _unlisted_services(layout: Layout, files, text_of, program: Contract, progra
             continue
         listed.add(key)
         comp, _ = _service_contract(layout, files, text_of, name, None, program)
-        if comp is None and name not in named and name not in published:
-            continue  # (a snapshot of another name: read as `name`'s below)
         if comp is not None and (comp.kind == "test" or not comp.items("ensures")):
             continue  # promises nothing to account for
         found.append(ServiceWiring(name=name, heading=name))
