@@ -1314,13 +1314,19 @@ class ResultStore:
                 os.makedirs(parent, exist_ok=True)
                 fd = os.open(tmp, flags, 0o666)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    if durable:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError:
+                if not fresh:  # (a full disk left it cut short: nobody would remove it)
+                    with contextlib.suppress(OSError):
+                        os.remove(tmp)
+                raise
             if not fresh:
                 os.replace(tmp, path)  # rename: readers see the whole file or none of it
         else:

@@ -754,3 +754,14 @@ def test_runs_or_a_folder_inside_results_given_as_results_are_named_as_such(
                 "a table of the results": f"{folder} lies inside the results in {results}"}
     assert expected[given] in said(result), said(result)
     assert sorted(folder.rglob("*")) == before and not list(tmp_path.iterdir())
+
+
+def test_a_grade_the_disk_cannot_take_leaves_no_file_cut_short(graded, tmp_path):
+    # its record, cut short by the full disk, stayed as `_grades/{id}.json.tmp-…` for good
+    runs, _ = graded
+    results = tmp_path / "results"
+    done = subprocess.run([RUNGRADE, "grade", str(runs), "--out", str(results), "--workers",
+                           "1"], capture_output=True, text=True, timeout=120,
+                          preexec_fn=_limited_to(600))
+    assert done.returncode == exit_codes.STORAGE, done.stderr
+    assert not [p for p in results.rglob("*") if ".tmp-" in p.name]
