@@ -1257,5 +1257,35 @@ def report(
     out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")
 
 
-def main() -> None:  # pragma: no cover - console entry point
+class _HelpConsole(Console):
+    """typer's console for `--help` and usage errors, which click prints before any command
+    runs: help whose reader closed the pipe (`rungrade --help | head -1`) exits 141, not
+    rich's 1, and help on a full disk exits 4 with a line, not a traceback (see
+    `_output_failed`); a usage error that cannot be said keeps its exit code, 2."""
+
+    def on_broken_pipe(self) -> None:
+        _to_devnull(self.file)
+        self.quiet = True
+        if not self.stderr:
+            raise SystemExit(exit_codes.PIPE_CLOSED)
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            del self._buffer[:]
+            self.quiet = True
+            if self.stderr:
+                return
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"error: the help could not be written "
+                                 f"({exc.strerror or exc}).\n")
+            raise SystemExit(exit_codes.STORAGE) from None
+
+
+def main() -> None:
+    """The console entry point (`rungrade`): the app, its help printed by `_HelpConsole`."""
+    from typer import rich_utils
+
+    rich_utils.Console = _HelpConsole  # (the class typer makes its consoles of)
     app()

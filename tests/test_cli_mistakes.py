@@ -765,3 +765,18 @@ def test_a_grade_the_disk_cannot_take_leaves_no_file_cut_short(graded, tmp_path)
                           preexec_fn=_limited_to(600))
     assert done.returncode == exit_codes.STORAGE, done.stderr
     assert not [p for p in results.rglob("*") if ".tmp-" in p.name]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("words", [["--help"], ["trend", "--help"]])
+def test_help_that_cannot_be_printed_says_so(words):
+    # click prints help through typer's console before any command runs: rich exited 1 for
+    # `rungrade --help | head -1`, and a full disk was a traceback
+    done = _into_a_closed_pipe([RUNGRADE, *words])
+    assert (done.returncode, done.stderr) == (exit_codes.PIPE_CLOSED, "")
+    full = _to_a_full_device([RUNGRADE, *words])
+    assert full.returncode == exit_codes.STORAGE, full.stderr
+    assert full.stderr == "error: the help could not be written (No space left on device).\n"
+    # a usage error that cannot be said keeps its code
+    bogus = _to_a_full_device([RUNGRADE, *words[:-1], "--bogus"], stream="stderr")
+    assert bogus.returncode == exit_codes.USAGE
