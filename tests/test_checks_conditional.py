@@ -4,6 +4,8 @@ primary ensures not held against the service, and untested paths recommended."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -238,3 +240,34 @@ def test_a_program_conditional_sharing_no_word_with_the_error_is_not_triggered(t
     verdict = tables["clause_verdicts"].filter(
         pl.col("clause_id") == program["clause_id"].item())["verdict"].item()
     assert verdict == "satisfied"
+
+
+SAMPLE_RUN = (Path(__file__).resolve().parent.parent / "data" / "runs" / "acme-research"
+              / ".prose" / "runs" / "20261105-142207-Xq2")
+
+
+@pytest.mark.parametrize(("condition", "error"), [
+    ("if fact-checking finds no sources", "no-results"),
+    ("if the fact-checker times out", "timeout"),
+    ("if the fact-checker fails", "no-results"),
+])
+def test_a_program_conditional_is_triggered_by_the_service_it_names(tmp_path, condition,
+                                                                    error):
+    # the critic errs first, then the fact-checker: v17's first cut matched the program's
+    # conditionals against the first error alone, and needed a word of the error itself
+    run = tmp_path / SAMPLE_RUN.name
+    shutil.copytree(SAMPLE_RUN, run)
+    state = (run / "state.md").read_text()
+    (run / "state.md").write_text(state.replace("critic ✓", "critic ✗ empty-input").replace(
+        "fact-checker ✗ no-results", f"fact-checker ✗ {error}"))
+    (run / "workspace" / "critic").mkdir()
+    (run / "workspace" / "critic" / "__error.md").write_text("# Error: empty-input\n\nNone.\n")
+    (run / "workspace" / "fact-checker" / "__error.md").write_text(f"# Error: {error}\n\nx\n")
+    program = (run / "program.md").read_text()
+    assert "if fact-checking finds no sources" in program
+    (run / "program.md").write_text(program.replace("if fact-checking finds no sources",
+                                                    condition))
+    _, frame = grade_folder(tmp_path)
+    (triggered,) = frame.filter((pl.col("service_kind") == "program")
+                                & (pl.col("kind") == "conditional"))["triggered"].to_list()
+    assert triggered

@@ -207,15 +207,38 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
     Error conditionals of an errored service are matched to the error by shared words
     ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
     and when none shares a word, every error conditional of the service triggers. A
-    program's conditionals, whose error is the first of its services', trigger only where
-    they share a word with it (one about the fact-checker's empty search is not triggered by
-    the critic's error). An error the log records without a name (`---error … timeout`)
-    triggers only the conditionals that share a word with its message.
+    program errs by its services' errors: each of its conditionals that shares a word with
+    the name or the error of a service that errored triggers ("if the fact-checker fails",
+    "if fact-checking finds no sources" for the fact-checker's `no-results`; not for the
+    critic's `empty-input`), and a declared error among them opens its degraded path. An
+    error the log records without a name (`---error … timeout`) triggers only the
+    conditionals that share a word with its message.
     """
     cond = pl.col("condition").fill_null("")
+    declared = pl.col("declared_errors").list.eval(
+        pl.element().str.to_lowercase().str.replace_all(r"[\s_\-]+", "-")
+    ).list.contains(pl.col("error_name").fill_null("").str.to_lowercase()
+                    .str.replace_all(r"[\s_\-]+", "-")).fill_null(False)
     # an error the log records without a name is matched by the words of its message
-    overlap = _tokens(pl.coalesce("error_name", "error_detail")).list.set_intersection(
-        _tokens(pl.col("condition"))).list.len()
+    own = _tokens(pl.coalesce("error_name", "error_detail"))
+    # A program errs by its services' errors: each errored service's name and error are
+    # words its conditionals may name ("if the fact-checker fails", "if fact-checking finds
+    # no sources" for the fact-checker's no-results), and one of them declared opens its
+    # degraded path
+    errored = (pl.col("service_kind") == "service") & pl.col("errored")
+    by_run = (
+        frame.filter(errored)
+        .select("run_uri", pl.concat_list(_tokens(pl.col("service")), own).alias("_words"),
+                declared.alias("_declared"))
+        .group_by("run_uri")
+        .agg(pl.col("_words").list.explode(keep_nulls=False, empty_as_null=False).unique()
+             .alias("_run_words"),
+             pl.col("_declared").any().alias("_run_declared"))
+    )
+    frame = frame.join(by_run, on="run_uri", how="left")
+    program = pl.col("service_kind") == "program"
+    words = pl.when(program).then(pl.concat_list(own, pl.col("_run_words").fill_null([])))
+    overlap = words.otherwise(own).list.set_intersection(_tokens(pl.col("condition"))).list.len()
     is_error_kind = cond.str.contains(ERROR_WORDS) | (overlap > 0)
     frame = frame.with_columns(
         pl.when(pl.col("kind") != "conditional").then(None)
@@ -228,21 +251,16 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
     triggered = (
         pl.when(pl.col("condition_kind") != "error").then(None)
         .when(~pl.col("errored")).then(False)
-        # an unnamed error triggers only the conditionals that share a word with its message
-        .when(pl.col("error_name").is_null()).then(pl.col("_overlap") > 0)
-        # a program errs by its services' errors, and each of its conditionals names the
-        # failure it covers: one sharing no word with the error is not what happened
-        .when(pl.col("service_kind") == "program")
-        .then((pl.col("_overlap") == best) & (pl.col("_overlap") > 0))
+        # each of a program's conditionals names the failure it covers (of one service or
+        # another, several may have failed), and an unnamed error triggers only those that
+        # share a word with its message: one sharing no word is not what happened
+        .when(program | pl.col("error_name").is_null()).then(pl.col("_overlap") > 0)
         .otherwise(pl.col("_overlap") == best)
     )
-    declared = pl.col("declared_errors").list.eval(
-        pl.element().str.to_lowercase().str.replace_all(r"[\s_\-]+", "-")
-    ).list.contains(pl.col("error_name").fill_null("").str.to_lowercase()
-                    .str.replace_all(r"[\s_\-]+", "-"))
     frame = frame.with_columns(
         triggered.alias("triggered"),
-        (pl.col("errored") & declared.fill_null(False)).alias("error_declared"),
+        (pl.col("errored") & (declared | (program & pl.col("_run_declared").fill_null(False))))
+        .alias("error_declared"),
     )
     # An errored service with a declared error and a triggered conditional is graded on its
     # degraded path: its primary ensures are not held against it.
@@ -252,4 +270,4 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
     )
     return frame.with_columns(
         (degraded & (pl.col("kind") != "conditional")).alias("on_degraded_path")
-    ).drop("_overlap")
+    ).drop("_overlap", "_run_words", "_run_declared")

@@ -413,14 +413,16 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     # (a name the program gives two components is one service: the first, as the contract's
     # index of components takes it)
     listed = {normalise_name(w.name) for w in manifest.services}
+    # (an inline component a listed service is wired to is its own: `source: program.md#x`)
+    listed |= {normalise_name(anchor) for w in manifest.services
+               if (anchor := (w.source or "").partition("#")[2])}
     inline: dict[str, Component] = {}
     for comp in program.inline:
         inline.setdefault(normalise_name(comp.name), comp)
     wirings = [*manifest.services, *(
         ServiceWiring(name=c.name, heading=c.name, source=f"{layout.program}#{c.name}")
         for key, c in inline.items() if key not in listed and c.items("ensures"))]
-    wirings += _unlisted_services(layout, files, text_of, program, program_name,
-                                  rows.bindings, wirings)
+    wirings += _unlisted_services(layout, files, text_of, program_name, wirings)
     # A service's name compares as output names do (case, '-', '_' and spaces alike) with
     # its bindings' folder, its workspace and its log steps: `### Fact_Checker` publishes
     # in bindings/fact-checker/. Its bindings then carry the manifest's name.
@@ -608,51 +610,58 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     for rel in candidates:
         if rel in files:
             return _contract(text_of(rel), name, "service").main, rel
+    # the snapshot named as the manifest names it but for case, `-`, `_` or spaces
+    # (`### Fact_Checker`, `source: services/fact-checker.md` for services/fact_checker.md)
+    wanted = {normalise_name(n) for rel in candidates if (n := _snapshot_name(layout, rel))}
+    for rel in sorted(files):
+        found = _snapshot_name(layout, rel)
+        if found and normalise_name(found) in wanted and files[rel].link_target is None:
+            return _contract(text_of(rel), name, "service").main, rel
     if inline is not None:
         return inline, f"{layout.program}#{inline.name}"
     return None, None
 
 
-def _unlisted_services(layout: Layout, files, text_of, program: Contract, program_name: str,
-                       bindings: list[dict], wirings: list[ServiceWiring]
-                       ) -> list[ServiceWiring]:
-    """The services a manifest leaves out (it drifted, or was cut short) that the run shows
-    otherwise, after the listed ones: named in the program's `services:` list, snapshotted
-    (`services/x.md`, with ensures, not a link; a snapshot of kind test is no service), or
-    publishing outputs (`bindings/x/`). Each is graded from its snapshot or inline
-    component, or holds a `missing_contract` clause: left out, its clauses were not accounted
-    for, and a run whose manifest was cut after its first service read satisfied at 100 with
-    a failing service dropped. Of names alike (`normalise_name`), the first seen is kept."""
-    listed = {normalise_name(name) for name in (*(w.name for w in wirings), "caller",
-                                                program_name)}
-    # (a snapshot a listed service is wired to, and a folder it publishes into, are its own,
-    # whatever their names: `source: services/writer-v2.md`)
-    wired = {(w.source or "").lstrip("./").partition("#")[0] for w in wirings}
-    wired |= {o.target.lstrip("./") for w in wirings for o in w.outputs if o.target}
-    named = program.front_matter.get("services")
-    named = [n.strip() for n in named if isinstance(n, str) and n.strip()] if isinstance(
-        named, list) else []
-    shapes = sorted((pattern.split("{}") for pattern in layout.snapshots),
-                    key=lambda shape: -len(shape[1]))  # (`.prose.md` before `.md`)
-    snapshotted = sorted({name for rel, file in files.items()
-                          if file.link_target is None and rel not in wired and (
-        name := next((rel[len(prefix):len(rel) - len(suffix)] for prefix, suffix in shapes
-                      if rel.startswith(prefix) and rel.endswith(suffix)), None))
-        and "/" not in name})  # (a link there is no snapshot of a service of its own)
-    into = {normalise_name(t.split("/")[1]) for t in wired
-            if t.startswith("bindings/") and t.count("/") >= 2}
-    published = sorted({b["service"] for b in bindings
-                        if normalise_name(b["service"]) not in into})
+def _snapshot_name(layout: Layout, rel: str) -> str | None:
+    """The service name of a path where `layout` keeps snapshots (`services/x.prose.md` →
+    `x`); None for other paths."""
+    for pattern in sorted(layout.snapshots, key=len, reverse=True):  # (`.prose.md` first)
+        prefix, suffix = pattern.split("{}")
+        name = rel[len(prefix):len(rel) - len(suffix)]
+        if rel.startswith(prefix) and rel.endswith(suffix) and name and "/" not in name:
+            return name
+    return None
+
+
+def _unlisted_services(layout: Layout, files, text_of, program_name: str,
+                       wirings: list[ServiceWiring]) -> list[ServiceWiring]:
+    """The services a manifest leaves out (it drifted, or was cut short) whose snapshots the
+    run holds (`services/x.md`: with ensures, not a link, not of kind test), after the listed
+    ones, each graded from its snapshot: left out, their clauses were not accounted for, and a
+    run whose manifest was cut after its first service read satisfied at 100 with a failing
+    service dropped. A snapshot a listed service is wired to (`source:`), or that one
+    delegates to (`delegates:`), is not one, whatever its name (names compare as
+    `normalise_name` does). The program's `services:` list and the folders of `bindings/` name
+    no service here: a list goes stale, and a folder may be a copy."""
+    def key(path: str) -> str:  # (a path or a name, as a snapshot's stem compares)
+        stem = path.lstrip("./").partition("#")[0].rsplit("/", 1)[-1]
+        return normalise_name(re.sub(r"(\.prose)?\.md$", "", stem))
+
+    taken = {key(name) for name in (*(w.name for w in wirings), program_name)}
+    taken |= {key(w.source) for w in wirings if w.source}
+    for wiring in wirings:  # ("url-fetcher (services/url-fetcher.md)")
+        for delegate in wiring.delegates:
+            name, _, where = delegate.partition("(")
+            taken |= {key(name)} | ({key(where.strip(" )"))} if where.strip(" )") else set())
     found: list[ServiceWiring] = []
-    for name in (*named, *snapshotted, *published):
-        key = normalise_name(name)
-        if key in listed:
-            continue
-        listed.add(key)
-        comp, _ = _service_contract(layout, files, text_of, name, None, program)
-        if comp is not None and (comp.kind == "test" or not comp.items("ensures")):
-            continue  # promises nothing to account for
-        found.append(ServiceWiring(name=name, heading=name))
+    for rel in sorted(files):
+        name = _snapshot_name(layout, rel)
+        if not name or files[rel].link_target is not None or key(name) in taken:
+            continue  # (a link there is no snapshot of a service of its own)
+        taken.add(key(name))
+        comp = _contract(text_of(rel), name, "service").main
+        if comp.kind != "test" and comp.items("ensures"):
+            found.append(ServiceWiring(name=name, heading=name, source=rel))
     return found
 
 
