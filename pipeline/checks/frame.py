@@ -136,7 +136,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             .fill_null(False).alias("has_output"),
         )
     )
-    frame = collect(_conditionals(frame).drop("_output_service", "_service_text"))
+    frame = collect(_conditionals(frame, svc).drop("_output_service", "_service_text"))
     frame = clause_requirements(frame)
     return output_facts(frame) if measured else frame
 
@@ -201,8 +201,9 @@ def _tokens(expr: pl.Expr) -> pl.Expr:
     )
 
 
-def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Decide, per conditional clause, whether its condition was triggered in this run.
+def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
+    """Decide, per conditional clause, whether its condition was triggered in this run
+    (`services`: the services' rows, with `service_kind`, the errors and `declared_errors`).
 
     Error conditionals of an errored service are matched to the error by shared words
     ('no-results' ~ 'if no sources or results are found'); the best-matching ones trigger,
@@ -221,13 +222,12 @@ def _conditionals(frame: pl.LazyFrame) -> pl.LazyFrame:
                     .str.replace_all(r"[\s_\-]+", "-")).fill_null(False)
     # an error the log records without a name is matched by the words of its message
     own = _tokens(pl.coalesce("error_name", "error_detail"))
-    # A program errs by its services' errors: each errored service's name and error are
-    # words its conditionals may name ("if the fact-checker fails", "if fact-checking finds
-    # no sources" for the fact-checker's no-results), and one of them declared opens its
-    # degraded path
-    errored = (pl.col("service_kind") == "service") & pl.col("errored")
+    # per run, the words of its errored services (their names and errors) and whether one's
+    # error is declared: the program's (read from the services, not the clause frame, which
+    # a plan of its own would compute twice)
+    errored = (pl.col("service_kind") == "service") & pl.col("errored").fill_null(False)
     by_run = (
-        frame.filter(errored)
+        services.filter(errored)
         .select("run_uri", pl.concat_list(_tokens(pl.col("service")), own).alias("_words"),
                 declared.alias("_declared"))
         .group_by("run_uri")
