@@ -56,6 +56,7 @@ LOCAL_LOCK_NAME = "_lock"
 GRADES = "_grades"
 S3_LOCK_NAME = "_lock.json"
 S3_LOCK_STALE_SECONDS = 600.0
+LEFTOVER_AGE = 60.0  # seconds: a `*.tmp-*` file older than this is a killed writer's
 
 
 class ResultsLocked(RuntimeError):
@@ -644,7 +645,30 @@ class ResultStore:
             elif batch not in commits:
                 self.fs.rm(batch_dir, recursive=True)
                 removed.append(batch)
+        self._remove_leftovers()
         return sorted(set(removed) - replaced)
+
+    def _remove_leftovers(self) -> None:
+        """Remove what a process killed while it wrote a file whole left beside it (`*.tmp-*`:
+        a record, a marker, a listing, a report, catalog.duckdb's next copy and its WAL), at
+        least LEFTOVER_AGE seconds old (not a file this grade has begun): a kill never reaches
+        the cleanup of an `except` or `finally`. Local results only: S3 writes an object
+        whole. Call with the results lock held."""
+        if not self.local:
+            return
+        root = self.root
+        folders = [root, *(os.path.join(root, name) for name in (
+            GRADES, "_commits", self.LISTINGS, "reports")),
+            *glob.glob(os.path.join(glob.escape(root), "_readings", "*")),
+            *glob.glob(os.path.join(glob.escape(root), "reports", "grader=*"))]
+        before = datetime.now(UTC).timestamp() - LEFTOVER_AGE
+        for folder in folders:
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if (".tmp-" in entry.name and entry.is_file(follow_symlinks=False)
+                            and entry.stat(follow_symlinks=False).st_mtime < before):
+                        with contextlib.suppress(OSError):
+                            os.remove(entry.path)
 
     def tidy_replaced(self) -> None:
         """Remove the parts, then the markers, of the batches compacted batches replaced.

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import duckdb
@@ -780,3 +781,25 @@ def test_help_that_cannot_be_printed_says_so(words):
     # a usage error that cannot be said keeps its code
     bogus = _to_a_full_device([RUNGRADE, *words[:-1], "--bogus"], stream="stderr")
     assert bogus.returncode == exit_codes.USAGE
+
+
+@pytest.mark.parametrize("then", ["grade", "compact"])
+def test_what_a_killed_writer_left_is_removed_by_the_next_grade_or_compaction(graded, tmp_path,
+                                                                            then):
+    # a SIGKILL never reaches the cleanup of an `except`: catalog.duckdb's next copy and its
+    # WAL, a record or a marker cut short, stayed beside the results for good
+    runs, results = copied(graded, tmp_path)
+    left = [results / "catalog.duckdb.tmp-1a2b3c4d", results / "catalog.duckdb.tmp-1a2b3c4d.wal",
+            results / GRADES / "20261205T000000000000Z-aaaaaa.json.tmp-5e6f7a8b",
+            results / "_commits" / "20261205T000000000000Z-aaaaaa.json.tmp-00000000",
+            next((results / "reports").glob("grader=*")) / "x.json.tmp-11111111"]
+    for path in left:
+        path.write_bytes(b"cut sh")
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    fresh = results / GRADES / "20261205T000000000001Z-bbbbbb.json.tmp-22222222"
+    fresh.write_bytes(b"")  # (begun a moment ago: perhaps by a writer still at work)
+    if then == "grade":
+        assert run("grade", str(runs), "--out", str(results), "--workers", "1").exit_code == 0
+    else:
+        assert run("compact", str(results)).exit_code == 0
+    assert not [p for p in left if p.exists()] and fresh.exists()
