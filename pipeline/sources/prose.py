@@ -15,7 +15,7 @@ import re
 import traceback
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from ..tables import MISSING_CONTRACT
 from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file
@@ -613,7 +613,8 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     # the snapshot named as the manifest names it but for case, `-`, `_` or spaces
     # (`### Fact_Checker`, `source: services/fact-checker.md` for services/fact_checker.md)
     wanted = {normalise_name(n) for rel in candidates if (n := _snapshot_name(layout, rel))}
-    for rel in sorted(files):
+    folders = tuple({prefix for prefix, _ in _snapshot_shapes(layout)}) if wanted else ()
+    for rel in sorted(rel for rel in files if folders and rel.startswith(folders)):
         found = _snapshot_name(layout, rel)
         if found and normalise_name(found) in wanted and files[rel].link_target is None:
             return _contract(text_of(rel), name, "service").main, rel
@@ -625,12 +626,18 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
 def _snapshot_name(layout: Layout, rel: str) -> str | None:
     """The service name of a path where `layout` keeps snapshots (`services/x.prose.md` →
     `x`); None for other paths."""
-    for pattern in sorted(layout.snapshots, key=len, reverse=True):  # (`.prose.md` first)
-        prefix, suffix = pattern.split("{}")
+    for prefix, suffix in _snapshot_shapes(layout):
         name = rel[len(prefix):len(rel) - len(suffix)]
         if rel.startswith(prefix) and rel.endswith(suffix) and name and "/" not in name:
             return name
     return None
+
+
+@cache
+def _snapshot_shapes(layout: Layout) -> tuple[tuple[str, str], ...]:
+    """(prefix, suffix) of each of `layout`'s snapshot paths, `.prose.md` before `.md`."""
+    return tuple(tuple(pattern.split("{}")) for pattern in
+                 sorted(layout.snapshots, key=len, reverse=True))
 
 
 def _unlisted_services(layout: Layout, files, text_of, program_name: str,
@@ -643,22 +650,24 @@ def _unlisted_services(layout: Layout, files, text_of, program_name: str,
     delegates to (`delegates:`), is not one, whatever its name (names compare as
     `normalise_name` does). The program's `services:` list and the folders of `bindings/` name
     no service here: a list goes stale, and a folder may be a copy."""
-    def key(path: str) -> str:  # (a path or a name, as a snapshot's stem compares)
+    def key(path: str) -> str:  # (a path, as a snapshot's name compares)
         stem = path.lstrip("./").partition("#")[0].rsplit("/", 1)[-1]
         return normalise_name(re.sub(r"(\.prose)?\.md$", "", stem))
 
-    taken = {key(name) for name in (*(w.name for w in wirings), program_name)}
+    taken = {normalise_name(name) for name in (*(w.name for w in wirings), program_name)}
     taken |= {key(w.source) for w in wirings if w.source}
     for wiring in wirings:  # ("url-fetcher (services/url-fetcher.md)")
         for delegate in wiring.delegates:
             name, _, where = delegate.partition("(")
-            taken |= {key(name)} | ({key(where.strip(" )"))} if where.strip(" )") else set())
+            taken |= {normalise_name(name)} | (
+                {key(where.strip(" )"))} if where.strip(" )") else set())
     found: list[ServiceWiring] = []
-    for rel in sorted(files):
+    folders = tuple({prefix for prefix, _ in _snapshot_shapes(layout)})
+    for rel in sorted(rel for rel in files if rel.startswith(folders)):
         name = _snapshot_name(layout, rel)
-        if not name or files[rel].link_target is not None or key(name) in taken:
+        if not name or files[rel].link_target is not None or normalise_name(name) in taken:
             continue  # (a link there is no snapshot of a service of its own)
-        taken.add(key(name))
+        taken.add(normalise_name(name))
         comp = _contract(text_of(rel), name, "service").main
         if comp.kind != "test" and comp.items("ensures"):
             found.append(ServiceWiring(name=name, heading=name, source=rel))
