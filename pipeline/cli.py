@@ -899,7 +899,7 @@ def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
     each told as such; written whole or not at all (`_replacing`)."""
     if path is None:
         return
-    with _writing_to(path, replacing=True), _replacing(path) as part:
+    with _replacing(path) as part:
         if csv if csv is not None else path.suffix.lower() == ".csv":
             df.write_csv(part)
         else:
@@ -910,17 +910,19 @@ def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
 @contextlib.contextmanager
 def _replacing(path: Path):
     """A file beside `path` to write, which then replaces `path` whole: a write that fails
-    midway (a full disk) leaves the file that was there as it was, not cut short."""
-    if path.is_dir():  # (said as such by `_writing_to`, before a file is made beside it)
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        yield part
-        os.replace(part, path)
-    finally:
-        with contextlib.suppress(OSError):
-            part.unlink()
+    midway (a full disk) leaves the file that was there as it was, not cut short. Failing,
+    it exits as `_writing_to` says."""
+    with _writing_to(path, replacing=True):
+        if path.is_dir():  # (said as such, before a file is made beside it)
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            yield part
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(OSError):
+                part.unlink()
 
 
 # Errors of a file the user named that the disk, not the path, is to blame for: exit 4.
@@ -992,13 +994,11 @@ def grades(
                                           f"on {results}")
     for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):
         err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
-    for row in log.tail(last).filter(pl.col("status") == "stopped").iter_rows(named=True):
-        err.print(f"{row['grade_id']} was stopped by SIGTERM at a batch boundary: the batches "
-                  "it committed stand; the next grade of the same runs grades the rest",
-                  soft_wrap=True, markup=False)
-    for row in log.tail(last).filter(pl.col("status") == "interrupted").iter_rows(named=True):
-        err.print(f"{row['grade_id']} was interrupted (Ctrl-C, or killed): the batches it "
-                  "committed stand; the next grade of the same runs grades the rest",
+    ended = {"stopped": "was stopped by SIGTERM at a batch boundary",
+             "interrupted": "was interrupted (Ctrl-C, or killed)"}
+    for row in log.tail(last).filter(pl.col("status").is_in(list(ended))).iter_rows(named=True):
+        err.print(f"{row['grade_id']} {ended[row['status']]}: the batches it committed stand; "
+                  "the next grade of the same runs grades the rest",
                   soft_wrap=True, markup=False)
     for row in log.tail(last).filter(pl.col("unlisted").list.len() > 0).iter_rows(named=True):
         err.print(f"{row['grade_id']} could not list: " + "; ".join(
@@ -1252,31 +1252,25 @@ def report(
     results, base, head = _results_and_ids(words, base, head)
     page = _ask(results, endpoint_url,
                 lambda con: build_report(con, results, base, head, endpoint_url))
-    with _writing_to(html_out, replacing=True), _replacing(html_out) as part:
+    with _replacing(html_out) as part:
         part.write_text(page, encoding="utf-8")
     out.print(f"wrote {escape(str(html_out))} ({len(page) // 1024} KiB)")
 
 
-class _HelpConsole(Console):
+class _HelpConsole(_Console):
     """typer's console for `--help` and usage errors, which click prints before any command
     runs: help whose reader closed the pipe (`rungrade --help | head -1`) exits 141, not
     rich's 1, and help on a full disk exits 4 with a line, not a traceback (see
     `_output_failed`); a usage error that cannot be said keeps its exit code, 2."""
 
     def on_broken_pipe(self) -> None:
-        _to_devnull(self.file)
-        self.quiet = True
+        super().on_broken_pipe()
         if not self.stderr:
             raise SystemExit(exit_codes.PIPE_CLOSED)
 
-    def _check_buffer(self) -> None:
-        try:
-            super()._check_buffer()
-        except OSError as exc:
-            del self._buffer[:]
-            self.quiet = True
-            if self.stderr:
-                return
+    def could_not_write(self, exc: OSError) -> None:
+        super().could_not_write(exc)
+        if not self.stderr:
             with contextlib.suppress(OSError):
                 sys.stderr.write(f"error: the help could not be written "
                                  f"({exc.strerror or exc}).\n")

@@ -613,7 +613,7 @@ def _service_contract(layout: Layout, files, text_of, name, source, program: Con
     # the snapshot named as the manifest names it but for case, `-`, `_` or spaces
     # (`### Fact_Checker`, `source: services/fact-checker.md` for services/fact_checker.md)
     wanted = {normalise_name(n) for rel in candidates if (n := _snapshot_name(layout, rel))}
-    folders = tuple({prefix for prefix, _ in _snapshot_shapes(layout)}) if wanted else ()
+    folders = _snapshot_folders(layout) if wanted else ()
     for rel in sorted(rel for rel in files if folders and rel.startswith(folders)):
         found = _snapshot_name(layout, rel)
         if found and normalise_name(found) in wanted and files[rel].link_target is None:
@@ -650,19 +650,18 @@ def _unlisted_services(layout: Layout, files, text_of, program_name: str,
     delegates to (`delegates:`), is not one, whatever its name (names compare as
     `normalise_name` does). The program's `services:` list and the folders of `bindings/` name
     no service here: a list goes stale, and a folder may be a copy."""
-    def key(path: str) -> str:  # (a path, as a snapshot's name compares)
-        stem = path.lstrip("./").partition("#")[0].rsplit("/", 1)[-1]
-        return normalise_name(re.sub(r"(\.prose)?\.md$", "", stem))
-
-    taken = {normalise_name(name) for name in (*(w.name for w in wirings), program_name)}
-    taken |= {key(w.source) for w in wirings if w.source}
+    names = [*(w.name for w in wirings), program_name]
+    paths = [w.source for w in wirings if w.source]
     for wiring in wirings:  # ("url-fetcher (services/url-fetcher.md)")
         for delegate in wiring.delegates:
             name, _, where = delegate.partition("(")
-            taken |= {normalise_name(name)} | (
-                {key(where.strip(" )"))} if where.strip(" )") else set())
+            names.append(name)
+            paths.append(where.strip(" )"))
+    names += [n for path in paths
+              if (n := _snapshot_name(layout, path.lstrip("./").partition("#")[0]))]
+    taken = {normalise_name(name) for name in names}
     found: list[ServiceWiring] = []
-    folders = tuple({prefix for prefix, _ in _snapshot_shapes(layout)})
+    folders = _snapshot_folders(layout)
     for rel in sorted(rel for rel in files if rel.startswith(folders)):
         name = _snapshot_name(layout, rel)
         if not name or files[rel].link_target is not None or normalise_name(name) in taken:
