@@ -87,6 +87,12 @@ def _precondition_failed(exc: BaseException) -> bool:
     return "PreconditionFailed" in text or "412" in text or "Precondition" in text
 
 
+def _first_few(names: list[str], shown: int = 3) -> str:
+    """`names` for a message: the first `shown`, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def _parquet(path: str) -> bool:
     """Whether the local file `path` has a Parquet footer polars can read."""
     try:
@@ -597,8 +603,7 @@ class ResultStore:
                 damaged = sorted(p for p, m in markers.items()
                                  if not isinstance((m or {}).get("batch_id"), str))
                 if damaged:
-                    names = ", ".join(p.rsplit("/", 1)[-1] for p in damaged[:3]) + (
-                        f" and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+                    names = _first_few([p.rsplit("/", 1)[-1] for p in damaged])
                     raise ResultsDamaged(
                         f"the results in {self.uri} hold commit markers that are not a "
                         f"batch's JSON record (_commits/{names}): cut short or overwritten, "
@@ -976,8 +981,7 @@ class ResultStore:
         """What to say of committed `runs` parts (`paths`; none when the footers read and a
         page did not) that polars cannot read."""
         names = [p.split("/batch=", 1)[-1] for p in paths]
-        shown = ", ".join(f"runs/…/batch={n}" for n in names[:3]) + (
-            f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = _first_few([f"runs/…/batch={n}" for n in names])
         return ResultsDamaged(
             f"the results in {self.uri} hold committed parts that cannot be read "
             f"({shown or 'a part of runs/'}): cut short or overwritten. {DAMAGED_ADVICE}",
