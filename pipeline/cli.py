@@ -1192,10 +1192,11 @@ def diff(
     if s["mean_score_delta"] is None:
         facts.add_row("mean score delta", "— (no run has a score under both)")
     else:
-        # (the bounds to 2 decimals: -0.04 is short of zero, where -0.0 read as touching it)
+        # (to 2 decimals, as the tables: -0.04 is short of zero, where -0.0 read as touching
+        # it, and a mean of 0.01 shown 0.0 sat off the middle of its interval)
         ci = ("" if s["ci95_low"] is None else f"  (95% CI {numbers.shown(s['ci95_low'], 2, True)}"
               f" to {numbers.shown(s['ci95_high'], 2, True)})")
-        facts.add_row("mean score delta", f"{numbers.shown(s['mean_score_delta'], 1, True)}{ci} "
+        facts.add_row("mean score delta", f"{numbers.shown(s['mean_score_delta'], 2, True)}{ci} "
                       f"over {s['runs_paired']} runs")
     facts.add_row("runs whose verdict changed", str(s["runs_verdict_changed"]))
     facts.add_row("clauses flipped", f"{s['clauses_flipped']} of {s['clauses_paired']} paired")

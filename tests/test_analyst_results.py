@@ -536,10 +536,11 @@ def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     assert result.exit_code == 0, result.output
     flips = _independent_flips(graded["results"])
     assert f"{flips.height} of" in result.output and "satisfied" in result.output
-    # the bounds to 2 decimals, rounded half up, as the summary holds them
+    # the mean and its bounds to 2 decimals, rounded half up, as the summary holds them (the
+    # mean was shown to 1: 0.01 as 0.0, off the middle of its interval)
     s = analysis.version_diff(analysis.open_results(results), BASE_ID, HEAD_ID).summary
-    assert (f"(95% CI {shown(s['ci95_low'], 2, True)} to {shown(s['ci95_high'], 2, True)})"
-            in " ".join(result.output.split()))
+    assert (f"{shown(s['mean_score_delta'], 2, True)} (95% CI {shown(s['ci95_low'], 2, True)} "
+            f"to {shown(s['ci95_high'], 2, True)})" in " ".join(result.output.split()))
     written = pl.read_parquet(tmp_path / "diff.parquet")
     assert written.filter(pl.col("flipped")).select(KEY).sort(KEY).equals(
         flips.select(KEY).sort(KEY))
