@@ -341,8 +341,9 @@ def _still_there(store: ResultStore) -> str:
     gone = _quoted(
         f"the results in {store.uri} were compacted since this connection was opened, and "
         f"batches its views show are gone: {CONNECT_AGAIN} (`rungrade sql` and "
-        "`catalog.connect` make a new connection; in the duckdb CLI, open catalog.duckdb "
-        "again)")
+        "`catalog.connect` make a new connection; `duckdb.connect` opens catalog.duckdb anew "
+        "only once this connection, and every other to it in this process, is closed: "
+        "`con.close()`; in the duckdb CLI, open catalog.duckdb again)")
     return f"""case when (
             select count(*) from glob({markers}) as m
             where parse_filename(m.file, true) in (select batch_id from _commits))
