@@ -164,6 +164,45 @@ def test_invalid_json_is_refused(tmp_path, broken):
         broken, broken) in detail
 
 
+def test_a_number_beyond_a_double_is_invalid_json(tmp_path):
+    # 1e400 is read as infinity, and was written back as `Infinity` for the tables, which is
+    # no JSON: the ledger was refused internal-error with a polars traceback
+    builder = sender_ledger()
+    records = [json.dumps(envelope) for envelope in builder.envelopes()]
+    at = next(i for i, line in enumerate(records) if '"parts"' in line)
+    records[at] = records[at].replace('"parts": [', '"parts": [{"type": "image", "url": '
+                                      '"http://i/x.png", "width": 1e400}, ', 1)
+    reason, detail = refused(read(tmp_path, builder, builder.artifacts(records=records)))
+    assert reason == "ledger-invalid-json"
+    assert f"line {at + 1}" in detail and "1e400 is beyond the range of a double" in detail
+
+
+@pytest.mark.parametrize("case", ["unsealed", "digest", "manifest broken"])
+def test_a_ledger_refused_before_its_manifest_is_checked_is_named_by_it(tmp_path, case):
+    # Its folder's name and no program were recorded for a ledger refused before its
+    # manifest's turn (never sealed, a digest that does not match), where the README names a
+    # ledger by its manifest's runId and definitionId, as its grades are: a query by run id
+    # missed the refusal, and trends counted it under no program.
+    builder = sender_ledger()
+    files, omit = builder.artifacts(), []
+    if case == "unsealed":
+        omit = ["completion.json"]
+    elif case == "digest":
+        files["records.ndjson"] += b" "
+    else:  # nothing to name it by: its folder's name
+        files["manifest.json"] = b'{"runId": "run-elsewhere", '
+    builder.write(tmp_path / "evals" / "ledger-0007", files, omit=omit)
+    bucket = Bucket(str(tmp_path))
+    rows = read_ledger(bucket, group_runs(bucket, bucket.walk())[0], GRADERS)
+    reason, _ = refused(rows)
+    assert reason == {"unsealed": "ledger-incomplete", "digest": "ledger-digest-mismatch",
+                      "manifest broken": "ledger-digest-mismatch"}[case]
+    named = (("ledger-0007", None) if case == "manifest broken"
+             else (RUN, "evals.sender-name/v1"))
+    assert (rows.runs[0]["run_id"], rows.runs[0]["program"]) == named
+    assert rows.refusals[0]["run_id"] == named[0]
+
+
 def test_replies_json_allows_are_read_whatever_they_carry(tmp_path):
     # a lone surrogate escape is valid JSON but no Unicode text, and a file part may carry a
     # `text` field of any JSON: both were internal-error (a traceback), and a reply that

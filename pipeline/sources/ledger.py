@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import traceback
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
     for rel, info in sorted(files.items()):
         if info.link_target is not None and not bucket.inside(info.link_target):
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
+    manifest_blob = _named_by_manifest(bucket, ref, run)
     if "completion.json" not in files:
         raise Refusal("ledger-incomplete", "no completion.json: the ledger was never sealed "
                       "(it is written last)" + a_folder(ref, "completion.json"))
@@ -114,7 +116,9 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
         if name not in files:
             raise Refusal("ledger-unreadable-artifact", f"{name} is missing" + a_folder(ref, name))
     blobs = {name: _read_artifact(bucket, ref, name) for name in
-             ("completion.json", "manifest.json", "records.ndjson")}
+             ("completion.json", "manifest.json", "records.ndjson")
+             if name != "manifest.json" or manifest_blob is None}
+    blobs.setdefault("manifest.json", manifest_blob)
 
     completion = _schema(_json(blobs["completion.json"], "completion.json"), "completion.json",
                          _completion_problem)
@@ -166,6 +170,23 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
     return _rows(ref, run["run_id"], grader, responses)
 
 
+def _named_by_manifest(bucket: Bucket, ref: RunRef, run: dict) -> bytes | None:
+    """The bytes of the ledger's manifest, read before anything is checked, so that a ledger
+    refused before its manifest's turn (unsealed, a digest that does not match) is named by its
+    `runId` and `definitionId`, as its grades are, not by its folder and no program; None when
+    the manifest cannot be read or is not one (its refusal comes in its turn)."""
+    if "manifest.json" not in ref.files:
+        return None
+    try:
+        blob = _read_artifact(bucket, ref, "manifest.json")
+        manifest = _json(blob, "manifest.json")
+    except Refusal:
+        return None
+    if _manifest_problem(manifest) is None:
+        run["run_id"], run["program"] = manifest["runId"], manifest["definitionId"]
+    return blob
+
+
 def _read_artifact(bucket: Bucket, ref: RunRef, name: str) -> bytes:
     if ref.files[name].link_target is not None:
         raise Refusal("unsafe-path", f"{name} is a symlink (never followed)")
@@ -185,9 +206,19 @@ def _no_constants(value: str):
     raise ValueError(f"{value} is not JSON")
 
 
+def _finite(text: str) -> float:
+    # A number beyond a double's range (1e400) would be read as infinity and written back as
+    # `Infinity`, which is not JSON (no moltzap writer makes one: JSON.stringify writes null)
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is beyond the range of a double")
+    return value
+
+
 def _json(data: bytes, where: str):
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constants)
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constants,
+                          parse_float=_finite)
     except UnicodeDecodeError as exc:
         raise Refusal("ledger-invalid-json", f"{where} is not UTF-8: {exc.reason}") from exc
     except ValueError as exc:
