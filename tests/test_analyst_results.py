@@ -553,6 +553,35 @@ def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     assert set(back.flipped["base_verdict"]) == set(flips["head_verdict"])
 
 
+def test_a_check_added_to_a_ledger_grader_leaves_the_others_paired(tmp_path):
+    # A ledger check's clause id hashes its place among the grader's checks: a check added
+    # second moved every later one, and the diff showed them under one id only where they
+    # had not changed. Checks pair by name (unique within a grader).
+    grader_file = tmp_path / "pg2.py"
+    grader_file.write_text(
+        "from pipeline.checks.ledger import LedgerGrader, at_most_words\n"
+        "from pipeline.grade import default_ledger_graders\n"
+        "v1 = next(g for g in default_ledger_graders()\n"
+        "          if g.grader_id == 'moltzap.password-guard.grader/v1')\n"
+        "ledger_graders = [LedgerGrader('moltzap.password-guard.grader/v2', v1.scenario_id,\n"
+        "    v1.endpoint_name, v1.target_name, v1.expected_responses,\n"
+        "    [v1.checks[0], at_most_words(40), *v1.checks[1:]])]\n")
+    runs, results = tmp_path / "runs", str(tmp_path / "results")
+    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs / "moltzap-evals")
+    assert cli("grade", str(runs), "--out", results).exit_code == 0
+    assert cli("grade", str(runs), "--out", results, "--ledger-grader",
+               str(grader_file)).exit_code == 0
+    base, head = "moltzap.password-guard.grader/v1", "moltzap.password-guard.grader/v2"
+    diff = analysis.version_diff(analysis.open_results(results), base, head)
+    checks = stored(Path(results), "clauses").filter(pl.col("grader_id") == base)
+    assert checks.height >= 2  # the first check and at least one after the new one
+    assert sorted(diff.clauses["text"]) == sorted(checks["text"])
+    assert not diff.clauses["flipped"].any()
+    summary = diff.summary
+    assert (summary["clauses_paired"], summary["clauses_only_base"],
+            summary["clauses_only_head"]) == (checks.height, 0, 1)
+
+
 def test_diff_takes_the_grader_ids_after_the_results(graded):
     # `rungrade diff RESULTS BASE HEAD`, as one would compare two revisions, said only "Got
     # unexpected extra argument(s)"

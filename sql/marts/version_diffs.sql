@@ -4,6 +4,9 @@
 -- (version_summary counts them).
 --   flipped = base_verdict differs from head_verdict; flip = 'base_verdict→head_verdict'.
 --   text = the clause as written in the run's contract.
+-- A clause pairs with the one of the same clause_id; a ledger check (kind 'ledger_check')
+-- with the one of the same name (its text), unique within a grader: its clause_id hashes its
+-- place among the grader's checks, which a check added before it moves.
 -- Reads: paired_runs, clause_verdicts, clauses.
 
 with
@@ -14,14 +17,30 @@ compared as (
     where same_files
 ),
 
-verdicts as (
-    select grader_id, run_id, run_uri, service, clause_id, verdict, confidence
-    from clause_verdicts
-),
-
 clause_texts as (
     select grader_id, run_uri, service, clause_id, kind, text
     from clauses
+),
+
+verdicts as (
+    select
+        clause_verdicts.grader_id,
+        clause_verdicts.run_id,
+        clause_verdicts.run_uri,
+        clause_verdicts.service,
+        clause_verdicts.clause_id,
+        clause_verdicts.verdict,
+        clause_verdicts.confidence,
+        case
+            when clause_texts.kind = 'ledger_check' then 'check ' || clause_texts.text
+            else clause_verdicts.clause_id
+        end as pair_key
+    from clause_verdicts
+    left join clause_texts
+        on clause_texts.grader_id = clause_verdicts.grader_id
+        and clause_texts.run_uri = clause_verdicts.run_uri
+        and clause_texts.service = clause_verdicts.service
+        and clause_texts.clause_id = clause_verdicts.clause_id
 ),
 
 paired as (
@@ -43,7 +62,7 @@ paired as (
         on head.grader_id = compared.head_grader_id
         and head.run_uri = base.run_uri
         and head.service = base.service
-        and head.clause_id = base.clause_id
+        and head.pair_key = base.pair_key
 )
 
 select
