@@ -177,10 +177,34 @@ def latest_pair(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     pair = newest_pair(con, known)
     if pair is not None:
         return pair
-    raise ResultsQueryError(
-        "a diff needs results of two grader ids that graded the same runs, and these results "
-        f"hold {len(known)} ({', '.join(known) or 'none'}); grade the same runs again with "
-        "another grader (`rungrade grade RUNS --out RESULTS --grader my_grader.py`)")
+    raise ResultsQueryError(f"a diff needs results of two grader ids that graded the same "
+                            f"runs from the same files, and {no_pair(con, known)}")
+
+
+def no_pair(con: duckdb.DuckDBPyConnection, known: list[str]) -> str:
+    """Why no two of the grader ids `known` can be compared, and what to do: "these results
+    hold …; …". Two that graded the same runs, whose files all changed between the two
+    grades, are named: grading the runs again under both brings them into the comparison."""
+    ids = ", ".join(known)
+    held = ("these results hold no grader id" if not known else
+            f"these results hold one grader id ({ids})" if len(known) == 1 else
+            f"these results hold {len(known)} grader ids ({ids})")
+    changed = con.sql("""
+        select base_grader_id, head_grader_id, changed_runs
+        from grader_pairs
+        where changed_runs > 0
+        order by head_first_batch desc, base_first_batch desc
+        limit 1
+    """).fetchall()
+    if changed:
+        base, head, runs = changed[0]
+        return (f"{held}: {base} and {head} graded {runs} run(s) in common, but their files "
+                "changed between the two grades; grade those runs again under both ids "
+                "(each grade skips the runs unchanged since) to compare them")
+    if len(known) > 1:
+        held += ", no two of which graded the same run"
+    return (f"{held}; grade the same runs again under another grader id (`rungrade grade "
+            "RUNS --out RESULTS --grader my_grader.py`) to see what changes between versions")
 
 
 def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,

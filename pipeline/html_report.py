@@ -153,10 +153,7 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
     pair = (base, head) if base is not None or head is not None else analysis.newest_pair(
         con, ids)
     if pair is None:
-        held = ("one grader id" if len(ids) < 2 else
-                f"{len(ids)} grader ids, no two of which graded the same run")
-        parts.append(f'<p class="note">these results hold {held}; grade the same runs under a '
-                     "second grader id to see what changes between versions</p>")
+        parts.append(f'<p class="note">{html.escape(analysis.no_pair(con, ids))}</p>')
     else:
         diff = analysis.version_diff(con, *pair)
         parts.append(f"<p>base <b>{html.escape(diff.base)}</b> → head "

@@ -137,9 +137,10 @@ def test_report_of_no_pair_of_grader_ids_says_how_to_compare(tmp_path, runs):
     assert result.exit_code == 0, result.output
     html, page = parse(out)
     assert len([t for t, _ in page.tags if t == "img"]) == 2  # no flip matrix without a pair
-    assert "second grader id" in html and "https://" not in html
-    assert ("hold one grader id" if runs == "one grader id" else
-            "hold 4 grader ids, no two of which graded the same run") in html
+    assert "grade the same runs again under another grader id" in html
+    assert "https://" not in html
+    assert ("hold one grader id (" if runs == "one grader id" else
+            "), no two of which graded the same run;") in html
 
 
 def test_runs_whose_score_appears_are_listed_as_moved(tmp_path):

@@ -34,6 +34,7 @@ from typer.testing import CliRunner
 
 from pipeline import analysis
 from pipeline.catalog import ResultsDamaged
+from pipeline.checks import DEFAULT_GRADER_ID
 from pipeline.cli import app
 from pipeline.exit_codes import LOCKED, STORAGE, USAGE
 from pipeline.numbers import shown
@@ -580,6 +581,33 @@ def test_a_check_added_to_a_ledger_grader_leaves_the_others_paired(tmp_path):
     summary = diff.summary
     assert (summary["clauses_paired"], summary["clauses_only_base"],
             summary["clauses_only_head"]) == (checks.height, 0, 1)
+
+
+def test_ids_whose_shared_runs_all_changed_are_named_with_the_way_to_compare_them(tmp_path):
+    # Two ids that graded the same runs, each run's files changed between the two grades: the
+    # default diff, the report and the notebook said no two ids had graded the same run, and
+    # to grade them with another grader, where grading them again under both ids is the fix.
+    runs, results = tmp_path / "runs", str(tmp_path / "results")
+    synthesize(str(runs), 6, seed=5, workers=1)
+    assert cli("grade", str(runs), "--out", results, "--workers", "1").exit_code == 0
+    for binding in runs.rglob("bindings/*/*.md"):
+        with open(binding, "a") as handle:
+            handle.write("\nA later line.\n")
+    assert cli("grade", str(runs), "--out", results, "--workers", "1",
+               "--grader-id", "second.grader/v1").exit_code == 0
+    graded_runs = stored(Path(results), "runs").filter(
+        (pl.col("grader_id") == DEFAULT_GRADER_ID) & (pl.col("status") == "graded")).height
+    said = (f"{DEFAULT_GRADER_ID} and second.grader/v1 graded {graded_runs} run(s) in common, "
+            "but their files changed between the two grades; grade those runs again under "
+            "both ids")
+    result = cli("diff", results)
+    assert result.exit_code == USAGE and said in " ".join(result.output.split())
+    assert cli("report", results, "-o", str(tmp_path / "r.html")).exit_code == 0
+    assert said in " ".join((tmp_path / "r.html").read_text().split())
+    # what it says to do brings them into the comparison
+    assert cli("grade", str(runs), "--out", results, "--workers", "1").exit_code == 0
+    result = cli("diff", results)
+    assert result.exit_code == 0 and "second.grader/v1" in result.output
 
 
 def test_diff_takes_the_grader_ids_after_the_results(graded):
