@@ -243,11 +243,13 @@ class VersionDiff:
 
     @property
     def moved(self) -> pl.DataFrame:
-        """The runs whose overall score or verdict changed, the largest move first: a score
-        that appeared or went (not_evaluable on one side, null) counts as moved, first."""
+        """The runs whose overall score, verdict or outcome verdict changed, the largest
+        move first: a score that appeared or went (not_evaluable on one side, null) counts as
+        moved, first."""
         scored = pl.col("base_score").is_null() != pl.col("head_score").is_null()
         return self.runs.filter(
             (pl.col("score_delta").fill_null(0) != 0) | scored | pl.col("verdict_changed")
+            | pl.col("outcome_changed")
         ).sort(scored, pl.col("score_delta").abs().fill_null(0), descending=True)
 
     def flip_matrix(self) -> pl.DataFrame:

@@ -1105,15 +1105,17 @@ def trend(
     if df.is_empty():
         err.print("no runs match these filters")
     # one table per grader id, verdict counts in one column: narrow enough for a terminal
-    verdicts = pl.concat_str(
-        [pl.when(pl.col(v) > 0).then(pl.format("{} {}", pl.col(v), pl.lit(v.replace("_", " "))))
-         for v in ("satisfied", "partial", "violated", "not_evaluable")],
-        separator=", ", ignore_nulls=True)
+    def counts(*verdicts: str) -> pl.Expr:
+        return pl.concat_str(
+            [pl.when(pl.col(v) > 0).then(pl.format("{} {}", pl.col(v), pl.lit(v.replace("_", " "))))
+             for v in verdicts], separator=", ", ignore_nulls=True)
+
     shown = df.select(
         "grader_id", *([] if program else [pl.col("program").fill_null("(unknown)")]), "day",
         "runs", "refused",
         pl.col("mean_overall_score").alias("mean"), pl.col("median_overall_score").alias("median"),
-        verdicts.alias("run verdicts"))
+        counts("satisfied", "partial", "violated", "not_evaluable").alias("run verdicts"),
+        counts("passed", "failed", "undecided").alias("outcomes"))
     for (grader,), part in shown.partition_by("grader_id", as_dict=True,
                                               maintain_order=True).items():
         _print_frame(part.drop("grader_id"), limit=1000, title=f"{grader}: runs per day")
@@ -1199,6 +1201,8 @@ def diff(
         facts.add_row("mean score delta", f"{numbers.shown(s['mean_score_delta'], 2, True)}{ci} "
                       f"over {s['runs_paired']} runs")
     facts.add_row("runs whose verdict changed", str(s["runs_verdict_changed"]))
+    facts.add_row("runs whose outcome changed", f"{s['runs_outcome_changed']} (failed > "
+                  "undecided > passed over the run's checks: a ledger's own verdict)")
     facts.add_row("clauses flipped", f"{s['clauses_flipped']} of {s['clauses_paired']} paired")
     if s["clauses_only_base"] or s["clauses_only_head"]:
         facts.add_row("clauses under one id only",
@@ -1211,12 +1215,16 @@ def diff(
         _print_frame(flips, title="Verdict flips")
     moved = d.moved
     if not moved.is_empty():
-        verdict = pl.when(pl.col("verdict_changed")).then(
-            pl.format("{}→{}", "base_verdict", "head_verdict")).otherwise("head_verdict")
+        def moved_from(base: str, head: str, changed: str) -> pl.Expr:
+            return pl.when(pl.col(changed)).then(pl.format("{}→{}", base, head)).otherwise(head)
+
         _print_frame(moved.select("run_id", "program", pl.col("base_score").alias("base"),
                                   pl.col("head_score").alias("head"),
                                   pl.col("score_delta").alias("delta"),
-                                  verdict.alias("run verdict")),
+                                  moved_from("base_verdict", "head_verdict",
+                                             "verdict_changed").alias("run verdict"),
+                                  moved_from("base_outcome", "head_outcome",
+                                             "outcome_changed").alias("outcome")),
                      limit=limit, title="Runs whose score or verdict moved (largest first)")
     if not d.flipped.is_empty():
         _print_frame(d.flipped.select("run_id", "service", "text", "flip"), limit=limit,

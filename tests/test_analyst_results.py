@@ -610,6 +610,38 @@ def test_ids_whose_shared_runs_all_changed_are_named_with_the_way_to_compare_the
     assert result.exit_code == 0 and "second.grader/v1" in result.output
 
 
+def test_a_ledgers_outcome_verdict_is_in_the_trends_and_the_diff(tmp_path):
+    # A ledger whose detectors settled nothing scores 100, satisfied, and its own verdict
+    # (SPEC 4: failed > undecided > passed) is undecided: trends counted it satisfied only,
+    # and a grader that then decided it (undecided → passed) moved nothing in the diff.
+    grader_file = tmp_path / "advice2.py"
+    grader_file.write_text(
+        "from pipeline.checks.ledger import LedgerGrader, at_most_words, valid_messages\n"
+        "ledger_graders = [LedgerGrader('moltzap.brief-advice.grader/v2',\n"
+        "    'evals.brief-advice/v1', 'eval-sender', 'target-agent', 1,\n"
+        "    [valid_messages(), at_most_words(60)])]\n")
+    runs, results = tmp_path / "runs", str(tmp_path / "results")
+    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs / "moltzap-evals")
+    assert cli("grade", str(runs), "--out", results).exit_code == 0
+    assert cli("grade", str(runs), "--out", results, "--ledger-grader",
+               str(grader_file)).exit_code == 0
+    base, head = "moltzap.brief-advice.grader/v1", "moltzap.brief-advice.grader/v2"
+    scores = stored(Path(results), "run_scores").filter(pl.col("grader_id").is_in([base, head]))
+    assert sorted(scores.select("grader_id", "overall_verdict", "outcome_verdict").rows()) == [
+        (base, "satisfied", "undecided"), (head, "satisfied", "passed")]
+    con = analysis.open_results(results)
+    trend = analysis.trends(con, program="evals.brief-advice/v1")
+    assert trend.select("grader_id", "satisfied", "passed", "failed", "undecided").rows() == [
+        (base, 1, 0, 0, 1), (head, 1, 1, 0, 0)]
+    diff = analysis.version_diff(con, base, head)
+    assert (diff.summary["runs_verdict_changed"], diff.summary["runs_outcome_changed"]) == (0, 1)
+    assert diff.moved.select("base_outcome", "head_outcome", "outcome_changed").rows() == [
+        ("undecided", "passed", True)]
+    shown = cli("diff", results, base, head)
+    assert shown.exit_code == 0 and "undecided→passed" in shown.output
+    assert "1 undecided" in cli("trend", results, "--grader-id", base).output
+
+
 def test_diff_takes_the_grader_ids_after_the_results(graded):
     # `rungrade diff RESULTS BASE HEAD`, as one would compare two revisions, said only "Got
     # unexpected extra argument(s)"

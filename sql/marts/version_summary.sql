@@ -10,6 +10,7 @@
 --                     at its third decimal, so never too narrow);
 --                     null when fewer than 2 runs are paired
 --   runs_verdict_changed  runs whose overall_verdict differs
+--   runs_outcome_changed  runs whose outcome_verdict differs (a ledger's own verdict)
 --   clauses_paired, clauses_flipped  from version_diffs
 --   clauses_only_base, clauses_only_head  clauses of the shared runs graded under one id only
 --                     (a contract parser change gave them new clause ids)
@@ -23,7 +24,7 @@ pairs as (
 ),
 
 run_deltas as (
-    select base_grader_id, head_grader_id, score_delta, verdict_changed
+    select base_grader_id, head_grader_id, score_delta, verdict_changed, outcome_changed
     from run_score_deltas
 ),
 
@@ -57,7 +58,8 @@ score_moves as (
         count(score_delta) - 1 as degrees_of_freedom,
         avg(score_delta) as mean_score_delta,
         stddev_samp(score_delta) as sd_score_delta,
-        count(*) filter (where verdict_changed) as runs_verdict_changed
+        count(*) filter (where verdict_changed) as runs_verdict_changed,
+        count(*) filter (where outcome_changed) as runs_outcome_changed
     from run_deltas
     group by base_grader_id, head_grader_id
 ),
@@ -112,6 +114,7 @@ select
     intervals.mean_score_delta - intervals.half_width as ci95_low,
     intervals.mean_score_delta + intervals.half_width as ci95_high,
     coalesce(intervals.runs_verdict_changed, 0) as runs_verdict_changed,
+    coalesce(intervals.runs_outcome_changed, 0) as runs_outcome_changed,
     coalesce(clause_moves.clauses_paired, 0) as clauses_paired,
     coalesce(clause_moves.clauses_flipped, 0) as clauses_flipped,
     coalesce(clauses_graded.base_clauses, 0) - coalesce(clause_moves.clauses_paired, 0)

@@ -2,7 +2,8 @@
 -- its outcome. The grain of every trend.
 --   run_date = the date at the start of the run id (YYYYMMDD-…); when the id does not start
 --              with a date, the day the run ended (state.md '---end'); else the day it was found.
---   overall_score / overall_verdict: from run_scores (null for refused runs).
+--   overall_score / overall_verdict / outcome_verdict: from run_scores (null for refused
+--              runs); outcome_verdict is a moltzap ledger's own verdict (SPEC 4).
 --   refusal_reason: from refusals (null for graded runs).
 -- Reads: runs, run_scores, refusals.
 
@@ -14,7 +15,7 @@ found_runs as (
 ),
 
 scores as (
-    select grader_id, run_uri, overall_score, overall_verdict
+    select grader_id, run_uri, overall_score, overall_verdict, outcome_verdict
     from run_scores
 ),
 
@@ -43,6 +44,7 @@ select
     dated.status,
     scores.overall_score,
     scores.overall_verdict,
+    scores.outcome_verdict,
     refused.reason as refusal_reason
 from dated
 left join scores
