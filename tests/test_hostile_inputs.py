@@ -494,6 +494,41 @@ def test_hostile_yaml_never_executes(corpus):
     assert runs["20261112-000019-yaml-laughs"]["program"] == "brief"
 
 
+def _aliases(levels: int) -> list[str]:
+    """YAML lines of `levels` nine-fold aliases: `l{levels - 1}` holds 9**levels items."""
+    return ([f"l0: &l0 [{', '.join(['lol'] * 9)}]"]
+            + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)])
+
+
+def test_a_vm_logs_front_matter_of_aliases_is_never_expanded():
+    # An 867-byte vm.log.md of aliases in its status took gigabytes a worker and a minute
+    # (str() of every field, where contracts read scalars only); here 9**7 items in every
+    # field it reads, which it leaves aside as it does lists and mappings
+    from pipeline.sources.vm_log import parse_vm_log
+
+    fields = ["status", "error", "ended_at", "endedAt", "run_id", "system"]
+    log = parse_vm_log("\n".join(["---", *_aliases(7), *(f"{f}: *l6" for f in fields),
+                                   "program: brief", "---", "", "1. → writer", ""]))
+    assert (log.program, log.run_id, log.completed, log.ended_at) == ("brief", None, False, None)
+    assert not log.errors
+
+
+def test_front_matter_beyond_its_cap_is_not_read():
+    # 16 MB of front matter took PyYAML 146 s and 3.5 GB a process: past 64 KiB it is left
+    # unread, the problem recorded, the body read as ever
+    from pipeline.sources.contract import FRONT_MATTER_CAP, split_front_matter
+    from pipeline.sources.vm_log import parse_vm_log
+
+    lines = [f"k{i}: [a, b, c, {{x: y}}]" for i in range(FRONT_MATTER_CAP // 20)]
+    front, body, problem = split_front_matter("\n".join(["---", *lines, "---", "# Body"]))
+    assert (front, body) == ({}, "# Body") and "larger than 64 KiB" in problem
+    log = parse_vm_log("\n".join(["---", "system: brief", *lines, "---", "---end 2026-11-12"]))
+    assert log.program is None and log.completed
+    # just under the cap, read as ever
+    front, _, problem = split_front_matter("\n".join(["---", *lines[:2000], "---"]))
+    assert problem is None and len(front) == 2000
+
+
 def test_bad_bytes_are_flagged_and_kept(corpus):
     base, out, *_ = corpus
     rel = "20261112-000001-bytes"

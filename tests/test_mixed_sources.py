@@ -184,6 +184,10 @@ def test_era_b_is_graded_like_era_a(tmp_path, forme, narrative):
      "vm.log.md"),
     ({"forme": True, "files": {"forme.manifest.json": "{\"services\": ["}}, "unreadable-file",
      "forme.manifest.json"),
+    # nested 5,000 deep: internal-error and a RecursionError's traceback before
+    ({"forme": True, "files": {"forme.manifest.json": '{"services": {"writer": '
+                               + "[" * 5000 + "]" * 5000 + "}}"}},
+     "unreadable-file", "forme.manifest.json nests arrays or objects too deeply"),
     ({"files": {"vm.log.md": "---\nstatus: running\n---\n### summarizer — completed\n"}},
      "incomplete-run", "vm.log.md"),
 ])

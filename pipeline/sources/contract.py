@@ -112,6 +112,11 @@ def output_name_key(name: str) -> str:
     return normalise_name(re.sub(OUTPUT_EXTENSION, "", name.strip().strip("`")))
 
 
+# The most front matter read as YAML: a contract's or a log's is a few lines, and PyYAML's
+# pure-Python reading of 16 MB of it took 146 s and 3.5 GB in a process
+FRONT_MATTER_CAP = 64 << 10
+
+
 def split_front_matter(text: str) -> tuple[dict, str, str | None]:
     """Return (front matter, body, error). Only YAML's safe loader ever sees run content."""
     lines = text.splitlines()
@@ -121,6 +126,9 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
         if lines[end].strip() in ("---", "..."):
             raw = "\n".join(lines[1:end])
             body = "\n".join(lines[end + 1:])
+            if len(raw) > FRONT_MATTER_CAP:
+                return {}, body, (f"front matter is larger than {FRONT_MATTER_CAP >> 10} KiB; "
+                                  "it is not read")
             try:
                 data = yaml.safe_load(raw) if raw.strip() else {}
             except RecursionError:  # thousands of nested brackets exhaust the YAML composer

@@ -151,6 +151,9 @@ def _forme_manifest(text: str) -> Manifest:
         return parse_forme_manifest(text)
     except ValueError as exc:  # JSON is the one format whose damage cannot be read around
         raise Refusal("unreadable-file", f"forme.manifest.json: {exc}") from exc
+    except RecursionError as exc:  # (internal-error and a traceback before)
+        raise Refusal("unreadable-file", "forme.manifest.json nests arrays or objects too "
+                      "deeply to be read") from exc
 
 
 def decode(data: bytes) -> tuple[str, bool]:

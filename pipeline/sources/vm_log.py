@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .contract import normalise_name, split_front_matter
+from .contract import front_matter_text, normalise_name, split_front_matter
 from .state_log import StateLog, Step, parse_state_log
 
 _DONE = {"completed", "complete", "succeeded", "success", "done", "ok"}
@@ -31,7 +31,8 @@ def _timestamp(value) -> str | None:
         return None
     if hasattr(value, "isoformat"):
         return value.isoformat().replace("+00:00", "Z")
-    return str(value)
+    # a list or a mapping is no time, and str() of a graph of YAML aliases may never end
+    return front_matter_text({"value": value}, "value")
 
 
 def _skip(pattern: re.Pattern, text: str, at: int) -> int:
@@ -92,19 +93,20 @@ def parse_vm_log(text: str) -> StateLog:
     failed with an `ended_at`)."""
     front, body, _ = split_front_matter(text)
     log = parse_state_log(body)
-    status = str(front.get("status") or "").strip().lower()
-    ended = front.get("ended_at") or front.get("endedAt")
+    # (scalars only, as `front_matter_text` reads them: str() of a few hundred bytes of YAML
+    # aliases nested in lists expands to gigabytes)
+    status = (front_matter_text(front, "status") or "").lower()
+    ended = _timestamp(front.get("ended_at")) or _timestamp(front.get("endedAt"))
     # a run that ended in failure ended too, like `---error` then `---end` in state.md
     if not log.completed and (status in _DONE or (status in _FAILED and ended)):
         log.completed = True
-        log.ended_at = _timestamp(ended)
+        log.ended_at = ended
         if status in _FAILED:
-            log.errors.append(str(front.get("error") or status))
-    if log.run_id is None and front.get("run_id"):
-        log.run_id = str(front["run_id"])
+            log.errors.append(front_matter_text(front, "error") or status)
+    if log.run_id is None:
+        log.run_id = front_matter_text(front, "run_id")
     if log.program is None:
-        program = front.get("system") or front.get("program")
-        log.program = str(program) if program else None
+        log.program = front_matter_text(front, "system") or front_matter_text(front, "program")
     known = {normalise_name(s.name) for s in log.steps}  # (names compare as names do)
     narrative = False  # (a `### service — status` heading read)
     for line in body.splitlines():
