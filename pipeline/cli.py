@@ -468,8 +468,9 @@ def grade(
         raise fail(f"{count} folder{'s' if count > 1 else ''} under {runs} could not be listed, "
                    f"so the runs in {'them' if count > 1 else 'it'} were not found: {shown}"
                    f"{'; …' if count > 5 else ''}. Every run found was graded or refused and "
-                   "committed; fix the cause (permissions, the disk) and rerun the same "
-                   "command: runs graded already are skipped.", exit_codes.STORAGE)
+                   "committed; fix the cause said beside each (permissions, the disk, a "
+                   "symlink) and rerun the same command: runs graded already are skipped.",
+                   exit_codes.STORAGE)
 
 
 def _refuse_misplaced_root(runs: str, out_dir: str, endpoint_url: str | None,

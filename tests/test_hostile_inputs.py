@@ -432,6 +432,36 @@ def test_a_folder_above_the_runs_that_cannot_be_listed_fails_the_grade_after_the
         "20261112-000001-seen", "20261112-000002-hidden"]
 
 
+def test_a_symlink_above_the_runs_to_a_folder_outside_is_named_not_followed(tmp_path):
+    # A program's `.prose/runs` linked to a bigger disk: never followed, and its runs were
+    # not found, with no word (found 0 said only how runs are named). It is named as a
+    # folder not listed (exit 4, after the rest); a link to a folder inside the root (a
+    # `latest`) is passed over, its runs found by their own path; once the runs are moved
+    # inside, the same command grades them.
+    root, out, outside = tmp_path / "runs", tmp_path / "results", tmp_path / "bigdisk"
+    seen = write_run(root / "team-a", "20261112-000001-seen")
+    write_run(outside, "20261112-000002-elsewhere")
+    (root / "team-b" / ".prose").mkdir(parents=True)
+    (root / "team-b" / ".prose" / "runs").symlink_to(outside, target_is_directory=True)
+    (root / "team-a" / "latest").symlink_to(seen, target_is_directory=True)
+    (root / "notes").symlink_to(tmp_path / "nothing-here")  # dangling: nothing to say
+    command = ["grade", str(root), "--out", str(out), "--json", "--workers", "1"]
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 4, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["found"], summary["graded"]) == (1, 1)
+    link = str(root / "team-b" / ".prose" / "runs")
+    assert [u["path"] for u in summary["unlisted"]] == [link]
+    assert "never followed" in summary["unlisted"][0]["error"]
+    assert link in " ".join(result.stderr.split())
+    (root / "team-b" / ".prose" / "runs").unlink()
+    shutil.move(outside, root / "team-b" / ".prose" / "runs")
+    again = CliRunner().invoke(app, command)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert (summary["new"], summary["skipped"], summary["unlisted"]) == (1, 1, [])
+
+
 @pytest.mark.parametrize("opens", OPENS)
 def test_a_folder_above_a_run_swapped_for_a_symlink_after_discovery_is_not_followed(
         tmp_path, opens, monkeypatch):

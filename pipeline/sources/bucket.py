@@ -1008,6 +1008,11 @@ def _list_local(folder: str, mtime_ns: int, top: int
     return files, folders, unlisted
 
 
+# Why a symlink above the runs to a folder outside the root is among the folders not listed
+OUTSIDE_LINK = ("a symlink to a folder outside the runs root, never followed: no run behind it "
+                "is found; grade its target as a runs root of its own, or move it inside")
+
+
 def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
                per_folder: int | None = None) -> Iterator[RunRef]:
     # Descend until a folder (or symlink, or file) is named like a run, or a folder holds a
@@ -1036,6 +1041,13 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
         if RUN_DIR.match(entry.name):
             if kept is None or entry.name in kept:
                 yield RunRef(shown(entry.name), shown(bucket.to_uri(path)), path, listed=False)
+        elif entry.is_symlink():
+            # never followed: a link to a folder outside the root (a program's `.prose/runs`
+            # moved to a bigger disk) hides whatever runs it leads to, so it is named as a
+            # folder not listed; one to a folder inside is walked by its own path
+            target = os.path.realpath(path)
+            if os.path.isdir(target) and not bucket.inside(target):
+                bucket.unlisted.append((shown(path), OUTSIDE_LINK))
         elif _is_dir(entry):
             try:
                 inner = _open_beneath(fd, entry.name, folder=True)
