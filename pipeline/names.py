@@ -56,3 +56,9 @@ def uri_tag(uri: str) -> str:
     """8 hex digits of the SHA-1 of a run's uri: what tells apart the reports of two runs with
     one run id (`{run_id}~{uri tag}.json`)."""
     return hashlib.sha1(uri.encode()).hexdigest()[:8]
+
+
+def first_few(names: list[str], shown: int = 3) -> str:
+    """`names` for a message: the first `shown`, and how many more."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more

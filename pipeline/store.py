@@ -48,7 +48,16 @@ from typing import NamedTuple
 import polars as pl
 from fsspec.implementations.memory import MemoryFile
 
-from .names import NAME_BYTES, NOT_IN_NAMES, REFUSED_MARK, report_stem, shown, shown_in, uri_tag
+from .names import (
+    NAME_BYTES,
+    NOT_IN_NAMES,
+    REFUSED_MARK,
+    first_few,
+    report_stem,
+    shown,
+    shown_in,
+    uri_tag,
+)
 from .sources.bucket import RESULTS_MARK, FileInfo, Listing, filesystem, split_uri
 from .tables import TABLES, conform
 
@@ -85,12 +94,6 @@ class ResultsDamaged(ResultsUnreadable):
 def _precondition_failed(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc} {getattr(exc, '__cause__', '')}"
     return "PreconditionFailed" in text or "412" in text or "Precondition" in text
-
-
-def _first_few(names: list[str], shown: int = 3) -> str:
-    """`names` for a message: the first `shown`, and how many more."""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def _parquet(path: str) -> bool:
@@ -603,7 +606,7 @@ class ResultStore:
                 damaged = sorted(p for p, m in markers.items()
                                  if not isinstance((m or {}).get("batch_id"), str))
                 if damaged:
-                    names = _first_few([p.rsplit("/", 1)[-1] for p in damaged])
+                    names = first_few([p.rsplit("/", 1)[-1] for p in damaged])
                     raise ResultsDamaged(
                         f"the results in {self.uri} hold commit markers that are not a "
                         f"batch's JSON record (_commits/{names}): cut short or overwritten, "
@@ -981,7 +984,7 @@ class ResultStore:
         """What to say of committed `runs` parts (`paths`; none when the footers read and a
         page did not) that polars cannot read."""
         names = [p.split("/batch=", 1)[-1] for p in paths]
-        shown = _first_few([f"runs/…/batch={n}" for n in names])
+        shown = first_few([f"runs/…/batch={n}" for n in names])
         return ResultsDamaged(
             f"the results in {self.uri} hold committed parts that cannot be read "
             f"({shown or 'a part of runs/'}): cut short or overwritten. {DAMAGED_ADVICE}",

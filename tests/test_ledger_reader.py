@@ -82,6 +82,27 @@ def test_ledgers_are_found_beside_run_folders_at_any_depth(tmp_path):
         "project/.prose/runs/20261112-090000-abc"].files
 
 
+def test_a_stray_marker_above_runs_names_them_in_its_refusal(tmp_path):
+    # A completion.json copied above a program's runs makes a ledger of the folder (the
+    # outermost wins), and its refusal said only that manifest.json was missing: the runs
+    # below, no runs of their own meanwhile, went unnamed.
+    for n in range(4):
+        run = tmp_path / "support-bot" / f"20261112-09000{n}-abc"
+        run.mkdir(parents=True)
+        (run / "program.md").write_text("# p\n")
+    (tmp_path / "support-bot" / "completion.json").write_text("{}")
+    bucket = Bucket(str(tmp_path))
+    (ref,) = group_runs(bucket, bucket.walk())
+    reason, detail = refused(read_ledger(bucket, ref, GRADERS))
+    assert reason == "ledger-unreadable-artifact" and "manifest.json is missing" in detail
+    assert ("also holds 4 folder(s) named like runs (20261112-090000-abc, 20261112-090001-abc, "
+            "20261112-090002-abc and 1 more), not graded while its completion.json makes it a "
+            "ledger") in detail
+    # a ledger refused with nothing below it says nothing of runs
+    _, detail = refused(read(tmp_path / "other", sender_ledger(), omit=["completion.json"]))
+    assert "named like runs" not in detail
+
+
 def test_a_valid_ledger_flattens_into_the_tables(tmp_path):
     rows = read(tmp_path, evaluation(RUN, "evals.two-turn-recall/v1", ["ok", "BANANA7"]))
     (run,) = rows.runs

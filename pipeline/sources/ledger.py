@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..checks.ledger import LEDGER_CLAUSE_KIND, LEDGER_SERVICE_KIND, LedgerGrader
-from .bucket import Bucket, RunRef, a_folder, not_a_file
+from ..names import first_few
+from .bucket import LEDGER_MARKERS, RUN_DIR, Bucket, RunRef, a_folder, not_a_file
 from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
@@ -92,7 +93,7 @@ def read_ledger(bucket: Bucket, ref: RunRef, graders: tuple[LedgerGrader, ...],
     except Refusal as refusal:
         if is_outage(refusal):  # the store did not answer: no fault of the ledger's (as runs)
             raise unavailable(refusal.__cause__ or refusal, f"reading {ref.uri}") from refusal
-        reason, detail = refusal.reason, refusal.detail
+        reason, detail = refusal.reason, refusal.detail + _runs_held(ref)
         run["fingerprint"] = refusal.fingerprint(run["fingerprint"])
     except Exception as exc:  # a bug or an unforeseen input must refuse, never drop, the ledger
         if is_outage(exc):
@@ -101,6 +102,20 @@ def read_ledger(bucket: Bucket, ref: RunRef, graders: tuple[LedgerGrader, ...],
         detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
     return RunRows(runs=[run], refusals=[
         {"run_id": run["run_id"], "run_uri": ref.uri, "reason": reason, "detail": detail}])
+
+
+def _runs_held(ref: RunRef) -> str:
+    """What a refused ledger's detail adds when the folder holds folders named like runs: a
+    stray marker (a `completion.json` copied above a program's runs) makes a ledger of the
+    folder, and the runs below it are no runs of their own (the outermost wins): say so."""
+    runs = sorted({part for rel in ref.files for part in rel.split("/")[:-1]
+                   if RUN_DIR.match(part)})
+    if not runs:
+        return ""
+    markers = " and ".join(sorted(LEDGER_MARKERS & set(ref.files)))
+    return (f"; this folder also holds {len(runs)} folder(s) named like runs "
+            f"({first_few(runs)}), not graded while its {markers} makes it a ledger: if that "
+            "is a stray copy, move it out and the runs are found")
 
 
 def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
