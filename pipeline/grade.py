@@ -735,9 +735,13 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
     is graded or staged here, and nothing that fails here fails the grade.
     """
     try:
+        bucket = Bucket(job.runs_uri, job.endpoint_url)
         if refs is None:
-            refs = spread_runs(Bucket(job.runs_uri, job.endpoint_url).sample(),
-                               limit=PREREAD_RUNS)
+            refs = spread_runs(bucket.sample(), limit=PREREAD_RUNS)
+        # Listed here (as their reading would), to leave the ledgers out: a ledger's checks
+        # are its grader's, no clause to read, and a large one was read here and in its shard
+        # at once, twice its memory
+        refs = [ref for ref in map(bucket.list_run, refs) if ref.source != "ledger"]
         rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                             _WORKER["ledger_graders"]))
         tables = source_tables(rows)

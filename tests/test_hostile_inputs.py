@@ -432,6 +432,30 @@ def test_a_folder_above_the_runs_that_cannot_be_listed_fails_the_grade_after_the
         "20261112-000001-seen", "20261112-000002-hidden"]
 
 
+def test_a_first_grades_early_reading_of_clauses_leaves_ledgers_out(tmp_path, monkeypatch):
+    # It reads a sample of the runs for their clauses while the shards grade them: a ledger
+    # has none (its checks are its grader's), and a large one was read twice at once (1.8 GiB
+    # a worker for a 206 MiB ledger, in each of two). Named like a run, a ledger is known one
+    # only once listed.
+    from pipeline import grade
+    from pipeline.sources import ledger as ledger_module
+
+    root = tmp_path / "runs"
+    write_run(root / "team", "20261112-000001-prose")
+    evaluation("20261112-000002-ledger", "evals.sender-name/v1", ["eval-sender"]).write(
+        root / "team" / "20261112-000002-ledger")
+    evaluation("ledger-3", "evals.sender-name/v1", ["eval-sender"]).write(root / "l" / "ledger-3")
+    read = []
+    monkeypatch.setattr(ledger_module, "_records", lambda data: read.append(data) or [])
+    read_runs = []
+    monkeypatch.setattr(grade, "read_run", lambda bucket, ref, cap: read_runs.append(
+        ref.run_id) or grade.RunRows())
+    monkeypatch.setitem(grade._WORKER, "ledger_graders", grade.default_ledger_graders())
+    job = grade.Job(str(root), str(tmp_path / "out"), None, DEFAULT_BINDING_CAP, False, False)
+    grade._preread_task(job, None)
+    assert read_runs == ["20261112-000001-prose"] and read == []
+
+
 def test_a_symlink_above_the_runs_to_a_folder_outside_is_named_not_followed(tmp_path):
     # A program's `.prose/runs` linked to a bigger disk: never followed, and its runs were
     # not found, with no word (found 0 said only how runs are named). It is named as a

@@ -29,7 +29,9 @@ from .bucket import LEDGER_MARKERS, RUN_DIR, Bucket, RunRef, a_folder, not_a_fil
 from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
-LEDGER_CAP = 256 << 20  # a ledger is read whole (digests need every byte); larger is refused
+# A ledger is read whole (digests need every byte); a larger one is refused. Its records
+# take about nine times their size as Python objects: a 206 MiB one held 1.8 GiB a worker.
+LEDGER_CAP = 32 << 20
 FORMAT_VERSION = 1
 # (`\Z`, not `$`: `$` also matches before a final line break)
 DEFINITION_ID = re.compile(r"^[^\s/]+/v[1-9][0-9]*\Z")
