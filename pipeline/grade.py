@@ -403,7 +403,7 @@ def refused_run(ref: RunRef, reason: str, detail: str) -> RunRows:
 def _prefetch_windows(bucket: Bucket, refs: list[RunRef], cap: int) -> Iterator[list[RunRef]]:
     """The runs in windows, the files each window's OpenProse runs will read fetched ahead
     (remote stores only: one round trip per window instead of one per file). Ledgers are
-    read whole, up to 256 MiB each, so they are not fetched ahead."""
+    read whole, up to 32 MiB each (LEDGER_CAP), so they are not fetched ahead."""
     if bucket.local:
         yield refs
         return
