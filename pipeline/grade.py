@@ -142,7 +142,14 @@ def grade_tables(source: dict[str, pl.DataFrame], grader: Grader,
                           tables["services"]),
     ])
     if judge:
+        from .judging.judge import UNANSWERED
+
         checks = judge.settle(checks, clauses, tables["runs"])
+        if judge.unanswered:  # graded again by the next grade, which asks again
+            asked_again = pl.col("run_uri").is_in(sorted(judge.unanswered))
+            tables["runs"] = tables["runs"].with_columns(
+                pl.when(asked_again).then(pl.col("fingerprint") + UNANSWERED)
+                .otherwise(pl.col("fingerprint")).alias("fingerprint"))
     tables["checks"] = checks
     tables["clause_verdicts"] = stamp(clause_verdicts(clauses, checks, grader.grader_id,
                                                       grader.preconditions))

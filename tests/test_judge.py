@@ -292,6 +292,36 @@ def test_failing_judge_leaves_clauses_undecided_with_the_reason(two_runs, tmp_pa
     assert not (results / "judgments").exists()  # failures are not cached: asked again
 
 
+def test_questions_a_failing_judge_left_are_asked_by_the_next_grade(two_runs, tmp_path):
+    # A night the judge was down left every question unanswered, and the next grade, the
+    # judge back, skipped every run as unchanged: the clauses stayed undecided until a
+    # --full. A run the judge left a question of is committed marked (`~unjudged`): the next
+    # grade grades it again, asking only what is not answered.
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    grade(two_runs, results, full=False)  # without a judge: compared below
+    down = grade(two_runs, results, command_judge(results, log, "garbage", retries=0),
+                 full=False)
+    unanswered = down.judging["failed"]
+    assert unanswered > 0 and down.judging | {"asked": unanswered, "answered": 0} == down.judging
+    def fingerprints() -> list[str]:
+        return [f for (f,) in connect(str(results)).sql(
+            f"select fingerprint from runs where grader_id = '{JUDGED}'").fetchall()]
+
+    assert len(fingerprints()) == 2 and all(f.endswith("~unjudged") for f in fingerprints())
+    # the grades with and without the judge read the same files: compared in a diff
+    assert connect(str(results)).sql(
+        "select bool_and(same_files), count(*) from paired_runs").fetchall() == [(True, 4)]
+    back = grade(two_runs, results, command_judge(results, tmp_path / "back.log"), full=False)
+    assert (back.changed, back.skipped, back.graded) == (2, 0, 2)
+    assert back.judging | {"asked": unanswered, "answered": unanswered,
+                           "failed": 0} == back.judging
+    assert set(judged_rows(results)["judge_id"]) == {"judge_script"}
+    assert not any(f.endswith("~unjudged") for f in fingerprints())
+    again = grade(two_runs, results, command_judge(results, tmp_path / "again.log"),
+                  full=False)
+    assert (again.skipped, again.graded, sent(tmp_path / "again.log")[1]) == (2, 0, [])
+
+
 def test_judge_crash_keeps_answers_given_before_it_and_retries_the_rest(two_runs, tmp_path):
     results, log = tmp_path / "results", tmp_path / "judge.log"
     judge = Judge(CommandJudge(judge_cmd(log, "crash"), batch_size=4),

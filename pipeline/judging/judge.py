@@ -30,6 +30,10 @@ from .prompt import PromptTemplate, load_template
 from .questions import judgment_requests, settled_checks
 
 BUDGET_EXHAUSTED = Failure("judge call budget exhausted", retryable=False)
+# Ends the committed fingerprint of a run the judge left a question of unanswered (it failed,
+# timed out, answered nothing readable): matching no listing, the run is graded again by the
+# next grade, which asks that question again (the answers it holds come from the cache)
+UNANSWERED = "~unjudged"
 RESULT_SCHEMA = {"id": pl.String, "status": pl.String, "outcome": pl.String,
                  "confidence": pl.Int64, "evidence": pl.String, "rationale": pl.String,
                  "reason": pl.String}
@@ -99,6 +103,8 @@ class Judge:
         self.budget = CallBudget(max_calls)
         self.stats = JudgeStats(self.judge_id, self.template.version)
         self._memory = empty_cache()  # answers of this judge when no cache folder is given
+        # The runs of the last `settle` with a question the judge was asked and did not answer
+        self.unanswered: frozenset[str] = frozenset()
         # Told (requests answered or failed so far, requests to ask) as the judge's answers
         # come in: a grade shows it as a progress bar.
         self.on_progress: Callable[[int, int], None] | None = None
@@ -115,6 +121,7 @@ class Judge:
     def settle(self, checks: pl.DataFrame, clauses: pl.DataFrame,
                runs: pl.DataFrame | None = None) -> pl.DataFrame:
         """`checks` with its judgeable undecided rows settled by the judge or the cache."""
+        self.unanswered = frozenset()
         if "judgeable" not in checks.columns or checks.is_empty():
             return checks
         requests = judgment_requests(checks, clauses, runs)
@@ -132,6 +139,9 @@ class Judge:
         asked = self._ask_all(to_ask)
         results = pl.concat([cached, asked], how="vertical_relaxed")
         self.stats.from_cache += cached.height
+        failed = results.filter(pl.col("status") == "failed").select("id")
+        rows = requests.join(failed, on="id", how="semi")["_row"]  # (its row in `checks`)
+        self.unanswered = frozenset(checks["run_uri"].gather(rows))
         return settled_checks(checks, requests, results, self.judge_id)
 
     # -- asking ----------------------------------------------------------------------------

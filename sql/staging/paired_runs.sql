@@ -3,13 +3,14 @@
 -- changed between its two grades (an output rewritten after the older id last graded it)
 -- would show the change of its files as the grader's doing.
 --   same_files = the run's fingerprint (its file names, sizes and mtimes) is the same in
---   both grades; the diff marts compare these runs only.
+--   both grades; the diff marts compare these runs only. A judge's question left unanswered
+--   marks the fingerprint ('~unjudged', to grade the run again): the files are the same.
 -- Reads: runs.
 
 with
 
 graded as (
-    select grader_id, run_uri, fingerprint
+    select grader_id, run_uri, regexp_replace(fingerprint, '~unjudged$', '') as fingerprint
     from runs
     where status = 'graded'
 )
