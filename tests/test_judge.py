@@ -417,6 +417,29 @@ def test_chat_endpoint_failures_leave_clauses_undecided(two_runs, tmp_path, mode
     assert all(f"gave no answer: {reason}" in d for d in rows["detail"]), rows["detail"][0]
 
 
+def test_an_endpoint_that_echoes_the_key_or_answers_too_much_is_kept_in_bounds(two_runs,
+                                                                             tmp_path):
+    # A gateway's error repeating the request's headers put the API key into 109 rows and
+    # 20 reports; a reply of 150 MB was read whole (1.45 GB at four calls side by side)
+    results = tmp_path / "results"
+    key = "sk-echoed-" + "k" * 60  # (it starts within the 200 characters kept of an error)
+    with ChatServer(mode="echo") as server:
+        grade(two_runs, results, chat_judge(results, server, api_key=key, retries=0))
+        assert {r["authorization"] for r in server.requests} == {f"Bearer {key}"}
+    gid = judged_grader_id(DEFAULT_GRADER_ID, "tiny-judge-1.0")
+    details = judged_rows(results, gid)["detail"]
+    assert all("judge endpoint answered HTTP 500: upstream failed" in d for d in details)
+    assert all("Authorization: Bearer [API key]" in d for d in details), details[0]
+    written = [p.read_bytes() for p in results.rglob("*") if p.is_file()]
+    assert not any(b"sk-echoed" in data for data in written)
+    with ChatServer(mode="huge") as server:
+        summary = grade(two_runs, tmp_path / "huge", chat_judge(tmp_path / "huge", server,
+                                                                retries=0))
+    assert summary.judging["failed"] == 4
+    details = judged_rows(tmp_path / "huge", gid)["detail"]
+    assert all("reply is larger than 4 MiB; not read" in d for d in details)
+
+
 # -- the command line, the example judge and provenance -----------------------------------
 
 def test_example_judge_from_the_readme_runs_through_the_cli(run_root, tmp_path):

@@ -16,6 +16,9 @@ from .answers import Answer, Failure, MalformedAnswer, answer_from_text
 from .identity import JudgeConfigError, judge_name, slug
 
 NOTE = 200
+# The most of a reply read: a chat completion of `max_tokens` is a few KB, and a reply read
+# whole held 150 MB a call for a proxy that sent that (times the calls side by side)
+REPLY_CAP = 4 << 20
 
 
 def chat_url(url: str) -> str:
@@ -49,6 +52,15 @@ class ChatJudge:
                                    "give the endpoint's base URL, e.g. "
                                    "https://api.openai.com/v1")
 
+    def _note(self, start: bytes) -> str:
+        """The start of what the endpoint said, as the results keep it: NOTE characters, one
+        line, without the API key (a gateway may echo the request's headers in its errors;
+        `start` holds the key whole wherever it begins within the note)."""
+        text = start.decode("utf-8", "replace")
+        if self._api_key:
+            text = text.replace(self._api_key, "[API key]")
+        return " ".join(text.split())[:NOTE]
+
     def ask(self, requests: list[dict], timeout: float) -> dict[str, Answer | Failure]:
         return {r["id"]: self.ask_one(r, timeout) for r in requests}
 
@@ -71,14 +83,18 @@ class ChatJudge:
             with urllib.request.urlopen(http, timeout=timeout) as resp:
                 # (urllib's timeout bounds each read, not the reply: one sent a byte at a
                 # time would hold the call for as long as it drips)
-                chunks = []
+                chunks, size = [], 0
                 while chunk := resp.read1(1 << 16):
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > REPLY_CAP:
+                        return Failure(f"judge endpoint reply is larger than "
+                                       f"{REPLY_CAP >> 20} MiB; not read")
                     if time.monotonic() > deadline:
                         raise TimeoutError
                 raw = b"".join(chunks)
         except urllib.error.HTTPError as exc:
-            said = " ".join(exc.read()[:NOTE].decode("utf-8", "replace").split())
+            said = self._note(exc.read(NOTE + len(self._api_key or "")))
             retryable = exc.code in (408, 409, 429) or exc.code >= 500
             return Failure(f"judge endpoint answered HTTP {exc.code}"
                            + (f": {said}" if said else ""), retryable)
@@ -95,7 +111,7 @@ class ChatJudge:
             if not isinstance(content, str):
                 raise TypeError
         except (ValueError, KeyError, IndexError, TypeError):
-            said = " ".join(raw[:NOTE].decode("utf-8", "replace").split())
+            said = self._note(raw[:NOTE + len(self._api_key or "")])
             return Failure(f"judge endpoint reply is not a chat completion: {said!r}")
         try:
             return answer_from_text(content)

@@ -40,10 +40,15 @@ class ChatServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def answer(self, body: dict) -> tuple[int, str]:
+    def answer(self, body: dict, authorization: str | None = None) -> tuple[int, str]:
         """Status and reply text for one chat request."""
         with self._lock:
             n = len(self.requests)
+        if self.mode == "echo":  # a gateway's error that repeats the request's headers
+            return 500, ("upstream failed for the request with headers " + "x" * 100
+                         + f" Authorization: {authorization} (try again)")
+        if self.mode == "huge":  # a runaway reply: more than any chat completion
+            return 200, json.dumps({"choices": [{"message": {"content": "x" * (5 << 20)}}]})
         if self.mode == "flaky" and n < self.fail_first:
             return 500, json.dumps({"error": {"message": "overloaded, try again"}})
         if self.mode == "slow":
@@ -80,7 +85,7 @@ class ChatServer:
                 elif not self.path.endswith("/chat/completions"):
                     status, text = 404, "{}"
                 else:
-                    status, text = server.answer(body)
+                    status, text = server.answer(body, self.headers.get("Authorization"))
                 with server._lock:
                     server.requests.append({"path": self.path, "body": body,
                                             "authorization": self.headers.get("Authorization")})
