@@ -417,6 +417,38 @@ def test_chat_endpoint_failures_leave_clauses_undecided(two_runs, tmp_path, mode
     assert all(f"gave no answer: {reason}" in d for d in rows["detail"]), rows["detail"][0]
 
 
+def test_ctrl_c_with_a_slow_judge_stops_at_once_and_sends_nothing_more(two_runs, tmp_path):
+    # The pool's threads held the exit until every call under way had ended and been
+    # retried: 200 s after a Ctrl-C, and past 650 s with the default timeout and retries,
+    # still sending requests (a second Ctrl-C did nothing)
+    import os
+    import signal
+    import subprocess
+    import time
+
+    code = "import sys; from pipeline.cli import app; sys.exit(app())"
+    with ChatServer(mode="stall") as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "grade", str(two_runs), "--out",
+             str(tmp_path / "results"), "--judge-url", server.url, "--judge-model", "m1",
+             "--judge-timeout", "60", "--judge-concurrency", "2"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        deadline = time.monotonic() + 60
+        while server.arrived < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.arrived == 2  # one call on each of the two threads, unanswered
+        os.killpg(proc.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        waited = time.monotonic() - interrupted
+        time.sleep(0.5)
+        assert server.arrived == 2  # no call sent after the Ctrl-C, nor a retry
+    assert proc.returncode == 130, stderr
+    assert waited < 10, f"{waited:.1f} s from Ctrl-C to exit"
+    assert "interrupted (Ctrl-C)" in " ".join(stderr.split()) and "Traceback" not in stderr
+
+
 def test_an_endpoint_that_echoes_the_key_or_answers_too_much_is_kept_in_bounds(two_runs,
                                                                              tmp_path):
     # A gateway's error repeating the request's headers put the API key into 109 rows and

@@ -11,10 +11,9 @@ undecided and its detail says why.
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
@@ -30,6 +29,7 @@ from .prompt import PromptTemplate, load_template
 from .questions import judgment_requests, settled_checks
 
 BUDGET_EXHAUSTED = Failure("judge call budget exhausted", retryable=False)
+STOPPED = Failure("not asked: the grade was interrupted", retryable=False)
 # Ends the committed fingerprint of a run the judge left a question of unanswered (it failed,
 # timed out, answered nothing readable): matching no listing, the run is graded again by the
 # next grade, which asks that question again (the answers it holds come from the cache)
@@ -37,6 +37,16 @@ UNANSWERED = "~unjudged"
 RESULT_SCHEMA = {"id": pl.String, "status": pl.String, "outcome": pl.String,
                  "confidence": pl.Int64, "evidence": pl.String, "rationale": pl.String,
                  "reason": pl.String}
+
+
+def _waited(done: queue.SimpleQueue):
+    """The next item of `done`, waited for in turns of 0.2 s, between which Python runs a
+    signal's handler: a wait with no end, with the judge's threads reading their sockets, was
+    not woken by a Ctrl-C, and the grade stopped only once a call under way had ended
+    (minutes with a slow judge)."""
+    while True:
+        with contextlib.suppress(queue.Empty):
+            return done.get(timeout=0.2)
 
 
 class JudgeClient(Protocol):
@@ -105,6 +115,7 @@ class Judge:
         self._memory = empty_cache()  # answers of this judge when no cache folder is given
         # The runs of the last `settle` with a question the judge was asked and did not answer
         self.unanswered: frozenset[str] = frozenset()
+        self._stopped = threading.Event()  # set by Ctrl-C: no call is sent any more
         # Told (requests answered or failed so far, requests to ask) as the judge's answers
         # come in: a grade shows it as a progress bar.
         self.on_progress: Callable[[int, int], None] | None = None
@@ -160,14 +171,33 @@ class Judge:
         batches = [requests[i:i + size] for i in range(0, len(requests), size)]
         outcomes: dict[str, Answer | Failure] = {}
         unsaved: list[dict] = []
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)),
-                                  thread_name_prefix="judge")
+        todo: queue.SimpleQueue[list[dict]] = queue.SimpleQueue()
+        done: queue.SimpleQueue[dict | BaseException] = queue.SimpleQueue()
+        for batch in batches:
+            todo.put(batch)
+
+        def asker() -> None:
+            while not self._stopped.is_set():
+                try:
+                    batch = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put(self._ask_batch(batch))
+                except BaseException as exc:  # raised again where the answers are read
+                    done.put(exc)
+
+        # Daemon threads: a Ctrl-C leaves at once, where a pool's threads held the exit until
+        # every call under way had ended, retries and all (minutes with a slow judge)
+        for n in range(min(self.concurrency, len(batches))):
+            threading.Thread(target=asker, name=f"judge-{n}", daemon=True).start()
         try:
-            futures = [pool.submit(self._ask_batch, batch) for batch in batches]
             if self.on_progress:
                 self.on_progress(0, len(requests))
-            for future in as_completed(futures):
-                got = future.result()
+            for _ in batches:
+                got = _waited(done)
+                if isinstance(got, BaseException):
+                    raise got
                 outcomes.update(got)
                 if self.on_progress:
                     self.on_progress(len(outcomes), len(requests))
@@ -177,13 +207,13 @@ class Judge:
                     self._save(unsaved)
                     unsaved = []
         except BaseException:
-            # Ctrl-C or an error: no further call is sent (the calls under way end by their
-            # timeout); the answers already in hand are kept for the next grade
-            pool.shutdown(wait=False, cancel_futures=True)
+            # Ctrl-C or an error: no further call or retry is sent (the calls under way are
+            # left to end, or to go with the process); the answers in hand are kept for the
+            # next grade
+            self._stopped.set()
             with contextlib.suppress(Exception):
                 self._save(unsaved)
             raise
-        pool.shutdown(wait=True)
         self._save(unsaved)
         self.stats.calls = self.budget.used  # every granted request was sent
         rows = []
@@ -211,8 +241,11 @@ class Judge:
         out: dict[str, Answer | Failure] = {}
         pending = batch
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+            if attempt and self._stopped.wait(self.backoff * 2 ** (attempt - 1)):
+                break  # (the grade was interrupted during the backoff: no retry)
+            if self._stopped.is_set():
+                out.update({r["id"]: out.get(r["id"], STOPPED) for r in pending})
+                break
             granted = self.budget.take(len(pending))
             for r in pending[granted:]:
                 before = out.get(r["id"])

@@ -19,7 +19,8 @@ class ChatServer:
         self.mode = mode
         self.api_key = api_key
         self.fail_first = fail_first  # mode "flaky": this many 500s before answering
-        self.requests: list[dict] = []
+        self.requests: list[dict] = []  # each as it is answered
+        self.arrived = 0  # requests received, answered or not
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -53,6 +54,8 @@ class ChatServer:
             return 500, json.dumps({"error": {"message": "overloaded, try again"}})
         if self.mode == "slow":
             time.sleep(1.0)
+        if self.mode == "stall":  # a judge far slower than anyone waits for
+            time.sleep(30.0)
         if self.mode == "garbage":
             content = "It looks good to me, I would pass it."
         else:
@@ -79,6 +82,8 @@ class ChatServer:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length))
+                with server._lock:
+                    server.arrived += 1
                 if server.api_key and (self.headers.get("Authorization")
                                        != f"Bearer {server.api_key}"):
                     status, text = 401, json.dumps({"error": {"message": "bad key"}})
