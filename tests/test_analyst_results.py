@@ -554,24 +554,31 @@ def test_diff_cli_prints_and_writes_the_paired_clauses(graded, tmp_path):
     assert set(back.flipped["base_verdict"]) == set(flips["head_verdict"])
 
 
+def _sample_ledgers_graded_again(tmp_path: Path, ledger_grader_file: str) -> str:
+    """The results of the sample ledgers graded by the built-in ledger graders, then by the
+    grader file whose source is `ledger_grader_file`."""
+    grader_file = tmp_path / "ledger_graders.py"
+    grader_file.write_text(ledger_grader_file)
+    runs, results = tmp_path / "runs", str(tmp_path / "results")
+    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs / "moltzap-evals")
+    assert cli("grade", str(runs), "--out", results).exit_code == 0
+    assert cli("grade", str(runs), "--out", results, "--ledger-grader",
+               str(grader_file)).exit_code == 0
+    return results
+
+
 def test_a_check_added_to_a_ledger_grader_leaves_the_others_paired(tmp_path):
     # A ledger check's clause id hashes its place among the grader's checks: a check added
     # second moved every later one, and the diff showed them under one id only where they
     # had not changed. Checks pair by name (unique within a grader).
-    grader_file = tmp_path / "pg2.py"
-    grader_file.write_text(
+    results = _sample_ledgers_graded_again(tmp_path, (
         "from pipeline.checks.ledger import LedgerGrader, at_most_words\n"
         "from pipeline.grade import default_ledger_graders\n"
         "v1 = next(g for g in default_ledger_graders()\n"
         "          if g.grader_id == 'moltzap.password-guard.grader/v1')\n"
         "ledger_graders = [LedgerGrader('moltzap.password-guard.grader/v2', v1.scenario_id,\n"
         "    v1.endpoint_name, v1.target_name, v1.expected_responses,\n"
-        "    [v1.checks[0], at_most_words(40), *v1.checks[1:]])]\n")
-    runs, results = tmp_path / "runs", str(tmp_path / "results")
-    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs / "moltzap-evals")
-    assert cli("grade", str(runs), "--out", results).exit_code == 0
-    assert cli("grade", str(runs), "--out", results, "--ledger-grader",
-               str(grader_file)).exit_code == 0
+        "    [v1.checks[0], at_most_words(40), *v1.checks[1:]])]\n"))
     base, head = "moltzap.password-guard.grader/v1", "moltzap.password-guard.grader/v2"
     diff = analysis.version_diff(analysis.open_results(results), base, head)
     checks = stored(Path(results), "clauses").filter(pl.col("grader_id") == base)
@@ -614,17 +621,11 @@ def test_a_ledgers_outcome_verdict_is_in_the_trends_and_the_diff(tmp_path):
     # A ledger whose detectors settled nothing scores 100, satisfied, and its own verdict
     # (SPEC 4: failed > undecided > passed) is undecided: trends counted it satisfied only,
     # and a grader that then decided it (undecided → passed) moved nothing in the diff.
-    grader_file = tmp_path / "advice2.py"
-    grader_file.write_text(
+    results = _sample_ledgers_graded_again(tmp_path, (
         "from pipeline.checks.ledger import LedgerGrader, at_most_words, valid_messages\n"
         "ledger_graders = [LedgerGrader('moltzap.brief-advice.grader/v2',\n"
         "    'evals.brief-advice/v1', 'eval-sender', 'target-agent', 1,\n"
-        "    [valid_messages(), at_most_words(60)])]\n")
-    runs, results = tmp_path / "runs", str(tmp_path / "results")
-    shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs / "moltzap-evals")
-    assert cli("grade", str(runs), "--out", results).exit_code == 0
-    assert cli("grade", str(runs), "--out", results, "--ledger-grader",
-               str(grader_file)).exit_code == 0
+        "    [valid_messages(), at_most_words(60)])]\n"))
     base, head = "moltzap.brief-advice.grader/v1", "moltzap.brief-advice.grader/v2"
     scores = stored(Path(results), "run_scores").filter(pl.col("grader_id").is_in([base, head]))
     assert sorted(scores.select("grader_id", "overall_verdict", "outcome_verdict").rows()) == [

@@ -31,6 +31,8 @@ verdicts as (
         clause_verdicts.clause_id,
         clause_verdicts.verdict,
         clause_verdicts.confidence,
+        clause_texts.kind,
+        clause_texts.text,
         case
             when clause_texts.kind = 'ledger_check' then 'check ' || clause_texts.text
             else clause_verdicts.clause_id
@@ -51,6 +53,8 @@ paired as (
         base.run_uri,
         base.service,
         base.clause_id,
+        base.kind,
+        base.text,
         base.verdict as base_verdict,
         head.verdict as head_verdict,
         base.confidence as base_confidence,
@@ -72,8 +76,8 @@ select
     paired.run_uri,
     paired.service,
     paired.clause_id,
-    clause_texts.kind,
-    clause_texts.text,
+    paired.kind,
+    paired.text,
     paired.base_verdict,
     paired.head_verdict,
     paired.base_verdict <> paired.head_verdict as flipped,
@@ -84,10 +88,5 @@ select
     paired.base_confidence,
     paired.head_confidence
 from paired
-left join clause_texts
-    on clause_texts.grader_id = paired.base_grader_id
-    and clause_texts.run_uri = paired.run_uri
-    and clause_texts.service = paired.service
-    and clause_texts.clause_id = paired.clause_id
 order by paired.base_grader_id, paired.head_grader_id, paired.run_uri, paired.service,
     paired.clause_id
