@@ -1229,6 +1229,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         workers = engine.workers
         if judge and progress:
             judge.on_progress = lambda done, total: progress("asking the judge", done, total)
+        if judge:
+            judge.should_stop = should_stop
         if (full or not known) and hasattr(engine, "warm"):
             engine.warm()  # everything will be graded: start the workers right away
         found: Iterable[RunRef] = runs

@@ -417,10 +417,14 @@ def test_chat_endpoint_failures_leave_clauses_undecided(two_runs, tmp_path, mode
     assert all(f"gave no answer: {reason}" in d for d in rows["detail"]), rows["detail"][0]
 
 
-def test_ctrl_c_with_a_slow_judge_stops_at_once_and_sends_nothing_more(two_runs, tmp_path):
+@pytest.mark.parametrize(("stop", "exit_code", "said"), [
+    ("SIGINT", 130, "interrupted (Ctrl-C)"), ("SIGTERM", 143, "stopped by SIGTERM")])
+def test_a_stop_with_a_slow_judge_comes_at_once_and_sends_nothing_more(two_runs, tmp_path,
+                                                                     stop, exit_code, said):
     # The pool's threads held the exit until every call under way had ended and been
     # retried: 200 s after a Ctrl-C, and past 650 s with the default timeout and retries,
-    # still sending requests (a second Ctrl-C did nothing)
+    # still sending requests (a second Ctrl-C did nothing); a SIGTERM, which abandons the
+    # batch in hand, waited for every question of the batch to be asked
     import os
     import signal
     import subprocess
@@ -438,15 +442,17 @@ def test_ctrl_c_with_a_slow_judge_stops_at_once_and_sends_nothing_more(two_runs,
         while server.arrived < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert server.arrived == 2  # one call on each of the two threads, unanswered
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, getattr(signal, stop))
         interrupted = time.monotonic()
         _, stderr = proc.communicate(timeout=60)
         waited = time.monotonic() - interrupted
         time.sleep(0.5)
-        assert server.arrived == 2  # no call sent after the Ctrl-C, nor a retry
-    assert proc.returncode == 130, stderr
-    assert waited < 10, f"{waited:.1f} s from Ctrl-C to exit"
-    assert "interrupted (Ctrl-C)" in " ".join(stderr.split()) and "Traceback" not in stderr
+        assert server.arrived == 2  # no call sent after the signal, nor a retry
+    assert proc.returncode == exit_code, stderr
+    assert waited < 10, f"{waited:.1f} s from {stop} to exit"
+    assert said in " ".join(stderr.split()) and "Traceback" not in stderr
+    assert not (tmp_path / "results" / "_commits").exists() or not any(
+        (tmp_path / "results" / "_commits").iterdir())  # the batch in hand was abandoned
 
 
 def test_an_endpoint_that_echoes_the_key_or_answers_too_much_is_kept_in_bounds(two_runs,

@@ -29,7 +29,7 @@ from .prompt import PromptTemplate, load_template
 from .questions import judgment_requests, settled_checks
 
 BUDGET_EXHAUSTED = Failure("judge call budget exhausted", retryable=False)
-STOPPED = Failure("not asked: the grade was interrupted", retryable=False)
+STOPPED = Failure("the grade was stopped", retryable=False)
 # Ends the committed fingerprint of a run the judge left a question of unanswered (it failed,
 # timed out, answered nothing readable): matching no listing, the run is graded again by the
 # next grade, which asks that question again (the answers it holds come from the cache)
@@ -39,14 +39,16 @@ RESULT_SCHEMA = {"id": pl.String, "status": pl.String, "outcome": pl.String,
                  "reason": pl.String}
 
 
-def _waited(done: queue.SimpleQueue):
-    """The next item of `done`, waited for in turns of 0.2 s, between which Python runs a
-    signal's handler: a wait with no end, with the judge's threads reading their sockets, was
-    not woken by a Ctrl-C, and the grade stopped only once a call under way had ended
-    (minutes with a slow judge)."""
+def _waited(done: queue.SimpleQueue, stopping: Callable[[], bool]):
+    """The next item of `done`, or None once `stopping()`: waited for in turns of 0.2 s,
+    between which Python runs a signal's handler. A wait with no end, with the judge's threads
+    reading their sockets, was not woken by a Ctrl-C, and the grade stopped only once a call
+    under way had ended (minutes with a slow judge)."""
     while True:
         with contextlib.suppress(queue.Empty):
             return done.get(timeout=0.2)
+        if stopping():
+            return None
 
 
 class JudgeClient(Protocol):
@@ -116,6 +118,9 @@ class Judge:
         # The runs of the last `settle` with a question the judge was asked and did not answer
         self.unanswered: frozenset[str] = frozenset()
         self._stopped = threading.Event()  # set by Ctrl-C: no call is sent any more
+        # Asked while the answers are awaited: true once the grade is to stop (SIGTERM), which
+        # abandons the batch in hand, so the calls not yet sent are not sent
+        self.should_stop: Callable[[], bool] = lambda: False
         # Told (requests answered or failed so far, requests to ask) as the judge's answers
         # come in: a grade shows it as a progress bar.
         self.on_progress: Callable[[int, int], None] | None = None
@@ -195,7 +200,12 @@ class Judge:
             if self.on_progress:
                 self.on_progress(0, len(requests))
             for _ in batches:
-                got = _waited(done)
+                got = _waited(done, self.should_stop)
+                if got is None:  # the batch is to be abandoned: no more calls, no wait
+                    self._stopped.set()
+                    outcomes.update({r["id"]: STOPPED for r in requests
+                                     if r["id"] not in outcomes})
+                    break
                 if isinstance(got, BaseException):
                     raise got
                 outcomes.update(got)
@@ -222,6 +232,8 @@ class Judge:
                 self.stats.asked += 1
                 self.stats.answered += 1
                 rows.append({"id": rid, "status": "answered", **asdict(got), "reason": None})
+            elif got == STOPPED:  # (never committed: its batch is abandoned)
+                rows.append({"id": rid, "status": "over_budget", "reason": got.reason})
             elif got == BUDGET_EXHAUSTED:
                 self.stats.over_budget += 1
                 rows.append({"id": rid, "status": "over_budget", "reason": got.reason})
