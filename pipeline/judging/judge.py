@@ -232,8 +232,8 @@ class Judge:
                 self.stats.asked += 1
                 self.stats.answered += 1
                 rows.append({"id": rid, "status": "answered", **asdict(got), "reason": None})
-            elif got == STOPPED:  # (never committed: its batch is abandoned)
-                rows.append({"id": rid, "status": "over_budget", "reason": got.reason})
+            elif got == STOPPED:  # not asked; were its batch committed, asked next grade
+                rows.append({"id": rid, "status": "failed", "reason": got.reason})
             elif got == BUDGET_EXHAUSTED:
                 self.stats.over_budget += 1
                 rows.append({"id": rid, "status": "over_budget", "reason": got.reason})
