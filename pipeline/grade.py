@@ -547,12 +547,26 @@ def _init_watchdog(parent: int) -> None:
     def watch() -> None:
         while True:
             time.sleep(0.5)
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
+            if _gone(parent):
                 os._exit(1)
 
     threading.Thread(target=watch, name="rungrade-watchdog", daemon=True).start()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended: no such process, or a zombie. Killed, the grading
+    process stays a zombie until whatever started it reaps it, and one that reads its output
+    to the end first (Python's `communicate`, `capture_output`) waits on the workers holding
+    that output open: each waited on the other, for good."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:  # `pid (name) STATE …`
+            return stat_file.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:  # (no /proc: the kill above is all there is to go by)
+        return False
 
 
 def _list_task(job: Job, items: list[tuple[RunRef, str | None, Listing | None]],

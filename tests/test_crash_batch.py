@@ -7,6 +7,7 @@ A second grade on the same results stops at once with exit code 3.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -115,6 +116,36 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     log = connect(str(out)).sql("select grade_id, status, found, skipped from grades").fetchall()
     assert log == [(killed["grade_id"], "interrupted", killed["found"], 0),
                    (summary["grade_id"], "finished", RUNS, graded_before)]
+
+
+def test_a_grade_killed_alone_leaves_no_worker_holding_its_output(corpus, tmp_path):
+    # Killed by itself (`kill -9 PID`, the OOM killer), the grading process is a zombie until
+    # its starter reaps it; a starter that reads the output to its end first waited on the
+    # workers, which held that output and waited on the zombie (they asked only whether the
+    # pid existed): a scheduler's task hung, with half a GB of workers, until killed by hand
+    out = tmp_path / "results"
+    proc = subprocess.Popen([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
+                             "--workers", "2", "--batch-size", "8"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(lambda: (out / "_commits").exists() and any((out / "_commits").glob("*.json")))
+        os.kill(proc.pid, signal.SIGKILL)  # the grading process only, not its group
+        started = time.monotonic()
+        proc.communicate(timeout=30)  # reads to the end, then reaps
+        assert time.monotonic() - started < 10
+        assert proc.returncode == -signal.SIGKILL
+        _wait_for(lambda: _group_gone(proc.pid), timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def test_sigkill_at_any_moment(corpus, tmp_path):
