@@ -997,10 +997,13 @@ def grades(
         err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
     ended = {"stopped": "was stopped by SIGTERM at a batch boundary",
              "interrupted": "was interrupted (Ctrl-C, or killed)"}
+    latest = log["grade_id"][-1] if log.height else None
     for row in log.tail(last).filter(pl.col("status").is_in(list(ended))).iter_rows(named=True):
+        # (once a later grade ran, the rest was that grade's to do: no advice that is stale)
+        then = ("the next grade of the same runs grades the rest" if row["grade_id"] == latest
+                else "a later grade has run since")
         err.print(f"{row['grade_id']} {ended[row['status']]}: the batches it committed stand; "
-                  "the next grade of the same runs grades the rest",
-                  soft_wrap=True, markup=False)
+                  f"{then}", soft_wrap=True, markup=False)
     for row in log.tail(last).filter(pl.col("unlisted").list.len() > 0).iter_rows(named=True):
         err.print(f"{row['grade_id']} could not list: " + "; ".join(
             f"{u['path']} ({u['error']})" for u in row["unlisted"]), soft_wrap=True, markup=False)

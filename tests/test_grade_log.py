@@ -364,6 +364,16 @@ def test_the_grades_command_shows_the_log(corpus: Path, tmp_path: Path):
     assert json.loads(csv["refusals"][0]) == dict(first.refusals)
     assert json.loads(csv["unlisted"][3]) == denied
 
+    said = " ".join(shown.stderr.split())
+    assert "at a batch boundary: the batches it committed stand; the next grade of the same " \
+           "runs grades the rest" in said
+
     last = cli.invoke(app, ["grades", str(out), "--last", "1"])
     assert [line.split()[2] for line in last.stdout.splitlines() if line.startswith(" 20")] == [
         "stopped"] and "the last 1 of 5 grades" in last.stdout
+    # once a later grade has run, the stopped one's rest was that grade's to do: "the next
+    # grade grades the rest" was said for good
+    store.log_grade({**base, "grade_id": new_batch_id()})
+    again = " ".join(cli.invoke(app, ["grades", str(out)]).stderr.split())
+    assert "the batches it committed stand; a later grade has run since" in again
+    assert "grades the rest" not in again
