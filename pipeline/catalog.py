@@ -212,10 +212,21 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     if log.is_empty() or log["status"][-1] != "running" or store.lock_held() is not False:
         return log
     latest = log["grade_id"][-1]
-    if (store.grade_record(latest) or {}).get("status") != "running":
+    record = store.grade_record(latest) or {}
+    if record.get("status") != "running":
         return query()
-    return log.with_columns(pl.when(pl.col("grade_id") == latest).then(pl.lit("interrupted"))
-                            .otherwise(pl.col("status")).alias("status"))
+    # what it committed, from the commit markers, as the next grade will close its record
+    # (rewritten at most once a second, the record fell short of what a killed grade did; no
+    # compaction has run since, or it would have closed it: its batches are as committed)
+    closed = store.with_its_commits({**record, "grade_id": latest})
+    batches = sorted(closed.get("batches") or ())
+    mine = pl.col("grade_id") == latest
+    return log.with_columns(
+        pl.when(mine).then(pl.lit("interrupted")).otherwise(pl.col("status")).alias("status"),
+        *(pl.when(mine).then(pl.lit(closed.get(name), log.schema[name]))
+          .otherwise(pl.col(name)).alias(name) for name in ("graded", "refused")),
+        *(pl.when(mine).then(pl.lit(batches, log.schema[name])).otherwise(pl.col(name))
+          .alias(name) for name in ("batches", "batches_now") if name in log.columns))
 
 
 def _source(store: ResultStore, table: str, parts: list[str] | None = None) -> str:

@@ -276,6 +276,13 @@ def test_a_killed_grades_record_is_closed_with_every_batch_it_committed(corpus: 
     killed = records(out)[0]["grade_id"]
     mine = [c for c in ResultStore(str(out)).commits() if c["grade_id"] == killed]
     assert len(mine) >= 3
+    # before then, the log (`rungrade grades`, the view's reader) tells what it committed,
+    # as the record will say once closed (it told what the lagging record said)
+    (shown,) = read_grades(str(out)).to_dicts()
+    assert shown["status"] == "interrupted"
+    assert shown["batches"] == shown["batches_now"] == sorted(c["batch_id"] for c in mine)
+    assert (shown["graded"], shown["refused"]) == (
+        sum(c["runs"] - c["refused"] for c in mine), sum(c["refused"] for c in mine))
     grade_runs(str(corpus), str(out), default_grader(), workers=1)  # closes the record
     closed = {r["grade_id"]: r for r in records(out)}[killed]
     assert closed["status"] == "interrupted"
