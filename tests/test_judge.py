@@ -3,6 +3,7 @@ answers are cached by content; a failing judge leaves clauses undecided, never f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -455,21 +456,104 @@ def test_a_stop_with_a_slow_judge_comes_at_once_and_sends_nothing_more(two_runs,
         (tmp_path / "results" / "_commits").iterdir())  # the batch in hand was abandoned
 
 
+def test_an_error_while_the_judge_is_asked_leaves_the_next_asking_whole(two_runs, tmp_path,
+                                                                       monkeypatch):
+    # An error in the loop that reads the answers (the cache's write on a full disk) stopped
+    # the judge for good: the shard, graded again run by run, waited for answers no thread
+    # would ask, and the grade hung, holding the lock, night after night
+    import threading
+
+    results, log = tmp_path / "results", tmp_path / "judge.log"
+    failures = []
+    write = JudgmentCache._write
+
+    def full_for_a_while(self, judge_id, df):  # (the loop's write, and its keeping's)
+        if len(failures) < 2:
+            failures.append(judge_id)
+            raise OSError(28, "No space left on device")
+        return write(self, judge_id, df)
+
+    monkeypatch.setattr(JudgmentCache, "_write", full_for_a_while)
+    judge = command_judge(results, log, flush_every=1)
+    summary = []
+    grading = threading.Thread(target=lambda: summary.append(grade(two_runs, results, judge)),
+                               daemon=True)
+    grading.start()
+    grading.join(timeout=120)
+    assert not grading.is_alive(), "the grade hung"
+    assert len(failures) == 2 and summary and summary[0].graded == 2
+    assert set(judged_rows(results)["judge_id"]) == {"judge_script"}  # answered after all
+
+
+def test_a_stop_kills_the_judge_commands_under_way(two_runs, tmp_path):
+    # A judge command runs in a session of its own, killed with its group when it overran:
+    # since a Ctrl-C no longer waits for the calls under way, they outlived the grade (a
+    # paid model's call each), past their timeout
+    import os
+    import signal
+    import subprocess
+    import time
+
+    hang = tmp_path / "hang.py"
+    pids = tmp_path / "pids"
+    hang.write_text("import os, sys, time\nsys.stdin.read()\n"
+                    f"open({str(pids)!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
+                    "time.sleep(600)\n")
+    code = "import sys; from pipeline.cli import app; sys.exit(app())"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "grade", str(two_runs), "--out", str(tmp_path / "results"),
+         "--judge-cmd", f"{sys.executable} {hang}", "--judge-timeout", "300",
+         "--judge-concurrency", "2", "--workers", "1"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    started = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(started) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            started = pids.read_text().split() if pids.exists() else []
+        assert started
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        deadline = time.monotonic() + 10
+        alive = [int(p) for p in started]
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in alive if _running(p)]
+        assert not alive, f"judge processes {alive} outlived the grade"
+    finally:
+        for pid in (int(p) for p in started):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return stat_file.read().rpartition(b")")[2].split()[:1] != [b"Z"]
+    except FileNotFoundError:
+        return False
+
+
 def test_an_endpoint_that_echoes_the_key_or_answers_too_much_is_kept_in_bounds(two_runs,
                                                                              tmp_path):
     # A gateway's error repeating the request's headers put the API key into 109 rows and
     # 20 reports; a reply of 150 MB was read whole (1.45 GB at four calls side by side)
     results = tmp_path / "results"
     key = "sk-echoed-" + "k" * 60  # (it starts within the 200 characters kept of an error)
-    with ChatServer(mode="echo") as server:
-        grade(two_runs, results, chat_judge(results, server, api_key=key, retries=0))
-        assert {r["authorization"] for r in server.requests} == {f"Bearer {key}"}
     gid = judged_grader_id(DEFAULT_GRADER_ID, "tiny-judge-1.0")
-    details = judged_rows(results, gid)["detail"]
-    assert all("judge endpoint answered HTTP 500: upstream failed" in d for d in details)
-    assert all("Authorization: Bearer [API key]" in d for d in details), details[0]
-    written = [p.read_bytes() for p in results.rglob("*") if p.is_file()]
-    assert not any(b"sk-echoed" in data for data in written)
+    for mode, said in (("echo", "HTTP 500: upstream failed"), ("echo_spaced", "HTTP 500: error:")):
+        with ChatServer(mode=mode) as server:  # (spaced: the key starts past byte 200)
+            grade(two_runs, results / mode, chat_judge(results / mode, server, api_key=key,
+                                                       retries=0))
+            assert {r["authorization"] for r in server.requests} == {f"Bearer {key}"}
+        details = judged_rows(results / mode, gid)["detail"]
+        assert all(f"judge endpoint answered {said}" in d for d in details)
+        assert all("Authorization: Bearer [API key]" in d for d in details), details[0]
+        written = [p.read_bytes() for p in (results / mode).rglob("*") if p.is_file()]
+        assert not any(b"sk-echo" in data for data in written), mode
     with ChatServer(mode="huge") as server:
         summary = grade(two_runs, tmp_path / "huge", chat_judge(tmp_path / "huge", server,
                                                                 retries=0))

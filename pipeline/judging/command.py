@@ -8,12 +8,14 @@ whole process group.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 from .answers import Answer, Failure, answers_from_lines
@@ -35,6 +37,8 @@ class CommandJudge:
                                    "judge, e.g. --judge-cmd 'python3 my_judge.py'")
         self.name = judge_name(name) if name else name_from_command(self.argv)
         self.batch_size = max(1, batch_size)
+        self._running: set[subprocess.Popen] = set()  # (for `cancel`)
+        self._lock = threading.Lock()
 
     def check_ready(self) -> None:
         """Refuses a command whose executable cannot be found."""
@@ -53,17 +57,33 @@ class CommandJudge:
         except OSError as exc:
             return dict.fromkeys(ids, Failure(f"judge command could not start: {exc}",
                                               retryable=False))
+        with self._lock:
+            self._running.add(proc)
         timed_out = False
         try:
             out, err = proc.communicate(payload.encode("utf-8"), timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             out, err = _kill(proc)
+        finally:
+            with self._lock:
+                self._running.discard(proc)
         found, notes = answers_from_lines(out.decode("utf-8", "replace"), set(ids))
         if len(found) == len(ids):
             return found
         missing = Failure(_why_missing(proc.returncode, timed_out, timeout, err, notes))
         return {rid: found.get(rid, missing) for rid in ids}
+
+
+    def cancel(self) -> None:
+        """Kill every judge process still running, with its process group: the grade is
+        stopping, and a process in a session of its own would outlive it, a paid model's
+        call and all."""
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill(proc: subprocess.Popen) -> tuple[bytes, bytes]:

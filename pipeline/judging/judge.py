@@ -117,7 +117,6 @@ class Judge:
         self._memory = empty_cache()  # answers of this judge when no cache folder is given
         # The runs of the last `settle` with a question the judge was asked and did not answer
         self.unanswered: frozenset[str] = frozenset()
-        self._stopped = threading.Event()  # set by Ctrl-C: no call is sent any more
         # Asked while the answers are awaited: true once the grade is to stop (SIGTERM), which
         # abandons the batch in hand, so the calls not yet sent are not sent
         self.should_stop: Callable[[], bool] = lambda: False
@@ -180,17 +179,25 @@ class Judge:
         done: queue.SimpleQueue[dict | BaseException] = queue.SimpleQueue()
         for batch in batches:
             todo.put(batch)
+        # Set when these calls are to end (Ctrl-C, SIGTERM, an error): this call's own, so a
+        # next one (the batch graded again run by run after an error) asks as ever
+        stopped = threading.Event()
 
         def asker() -> None:
-            while not self._stopped.is_set():
+            while not stopped.is_set() and not self.should_stop():
                 try:
                     batch = todo.get_nowait()
                 except queue.Empty:
                     return
                 try:
-                    done.put(self._ask_batch(batch))
+                    done.put(self._ask_batch(batch, stopped))
                 except BaseException as exc:  # raised again where the answers are read
                     done.put(exc)
+
+        def stop() -> None:  # no further call or retry; the calls under way are dropped
+            stopped.set()
+            if cancel := getattr(self.client, "cancel", None):
+                cancel()
 
         # Daemon threads: a Ctrl-C leaves at once, where a pool's threads held the exit until
         # every call under way had ended, retries and all (minutes with a slow judge)
@@ -202,7 +209,7 @@ class Judge:
             for _ in batches:
                 got = _waited(done, self.should_stop)
                 if got is None:  # the batch is to be abandoned: no more calls, no wait
-                    self._stopped.set()
+                    stop()
                     outcomes.update({r["id"]: STOPPED for r in requests
                                      if r["id"] not in outcomes})
                     break
@@ -217,10 +224,9 @@ class Judge:
                     self._save(unsaved)
                     unsaved = []
         except BaseException:
-            # Ctrl-C or an error: no further call or retry is sent (the calls under way are
-            # left to end, or to go with the process); the answers in hand are kept for the
-            # next grade
-            self._stopped.set()
+            # Ctrl-C or an error: no further call or retry is sent, and the calls under way
+            # are dropped; the answers in hand are kept for the next grade
+            stop()
             with contextlib.suppress(Exception):
                 self._save(unsaved)
             raise
@@ -248,14 +254,16 @@ class Judge:
         return {**row, "template_version": self.template.version,
                 "messages": self.template.messages(row)}
 
-    def _ask_batch(self, batch: list[dict]) -> dict[str, Answer | Failure]:
-        """Ask one batch, retrying retryable failures with backoff while the budget lasts."""
+    def _ask_batch(self, batch: list[dict], stopped: threading.Event
+                   ) -> dict[str, Answer | Failure]:
+        """Ask one batch, retrying retryable failures with backoff while the budget lasts,
+        until `stopped`."""
         out: dict[str, Answer | Failure] = {}
         pending = batch
         for attempt in range(self.retries + 1):
-            if attempt and self._stopped.wait(self.backoff * 2 ** (attempt - 1)):
-                break  # (the grade was interrupted during the backoff: no retry)
-            if self._stopped.is_set():
+            if attempt and stopped.wait(self.backoff * 2 ** (attempt - 1)):
+                break  # (stopped during the backoff: no retry)
+            if stopped.is_set():
                 out.update({r["id"]: out.get(r["id"], STOPPED) for r in pending})
                 break
             granted = self.budget.take(len(pending))

@@ -16,6 +16,7 @@ from .answers import Answer, Failure, MalformedAnswer, answer_from_text
 from .identity import JudgeConfigError, judge_name, slug
 
 NOTE = 200
+NOTE_READ = 64 << 10  # the most of an error's body read for its note
 # The most of a reply read: a chat completion of `max_tokens` is a few KB, and a reply read
 # whole held 150 MB a call for a proxy that sent that (times the calls side by side)
 REPLY_CAP = 4 << 20
@@ -53,13 +54,19 @@ class ChatJudge:
                                    "https://api.openai.com/v1")
 
     def _note(self, start: bytes) -> str:
-        """The start of what the endpoint said, as the results keep it: NOTE characters, one
-        line, without the API key (a gateway may echo the request's headers in its errors;
-        `start` holds the key whole wherever it begins within the note)."""
-        text = start.decode("utf-8", "replace")
-        if self._api_key:
-            text = text.replace(self._api_key, "[API key]")
-        return " ".join(text.split())[:NOTE]
+        """The start of what the endpoint said, as the results keep it: NOTE characters on
+        one line, without the API key (a gateway may echo the request's headers in its
+        errors), nor a part of it where the note's end cuts it."""
+        note = " ".join(start.decode("utf-8", "replace").split())
+        key = self._api_key
+        if key:
+            note = note.replace(key, "[API key]")
+        note = note[:NOTE]
+        if key:
+            cut = next((n for n in range(min(len(key), len(note)), 3, -1)
+                        if note.endswith(key[:n])), 0)
+            note = note[:len(note) - cut] + ("[API key]" if cut else "")
+        return note
 
     def ask(self, requests: list[dict], timeout: float) -> dict[str, Answer | Failure]:
         return {r["id"]: self.ask_one(r, timeout) for r in requests}
@@ -94,7 +101,7 @@ class ChatJudge:
                         raise TimeoutError
                 raw = b"".join(chunks)
         except urllib.error.HTTPError as exc:
-            said = self._note(exc.read(NOTE + len(self._api_key or "")))
+            said = self._note(exc.read(NOTE_READ))
             retryable = exc.code in (408, 409, 429) or exc.code >= 500
             return Failure(f"judge endpoint answered HTTP {exc.code}"
                            + (f": {said}" if said else ""), retryable)
@@ -111,7 +118,7 @@ class ChatJudge:
             if not isinstance(content, str):
                 raise TypeError
         except (ValueError, KeyError, IndexError, TypeError):
-            said = self._note(raw[:NOTE + len(self._api_key or "")])
+            said = self._note(raw[:NOTE_READ])
             return Failure(f"judge endpoint reply is not a chat completion: {said!r}")
         try:
             return answer_from_text(content)

@@ -48,6 +48,8 @@ class ChatServer:
         if self.mode == "echo":  # a gateway's error that repeats the request's headers
             return 500, ("upstream failed for the request with headers " + "x" * 100
                          + f" Authorization: {authorization} (try again)")
+        if self.mode == "echo_spaced":  # the same, indented (pretty-printed JSON, HTML)
+            return 500, "error:" + " " * 200 + f"Authorization: {authorization}\n"
         if self.mode == "huge":  # a runaway reply: more than any chat completion
             return 200, json.dumps({"choices": [{"message": {"content": "x" * (5 << 20)}}]})
         if self.mode == "flaky" and n < self.fail_first:
