@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.sources.bucket import Bucket
@@ -152,6 +152,9 @@ def test_decode_never_raises_and_flags_bad_bytes(data):
 @FAST
 @given(st.text(max_size=512), st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32"]))
 def test_a_text_decodes_alike_in_each_unicode_encoding_with_its_mark(text, codec):
+    # (UTF-16's little-endian mark and a first character U+0000 are the bytes of UTF-32's
+    # mark, FF FE 00 00: such a text is read as UTF-32, as no reader could tell otherwise)
+    assume(not (codec == "utf-16" and text.startswith("\x00")))
     assert decode(text.encode(codec)) == decode(text.encode("utf-8"))
 
 
