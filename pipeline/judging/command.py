@@ -74,7 +74,6 @@ class CommandJudge:
         missing = Failure(_why_missing(proc.returncode, timed_out, timeout, err, notes))
         return {rid: found.get(rid, missing) for rid in ids}
 
-
     def cancel(self) -> None:
         """Kill every judge process still running, with its process group: the grade is
         stopping, and a process in a session of its own would outlive it, a paid model's
