@@ -961,12 +961,23 @@ def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Jo
         _LISTED["index"] = index
     window: deque[tuple[list[RunRef], Future]] = deque()
     limit = 2 * engine.workers + 2
+    held = False  # whether a new run holds anything: the grading workers start for it anyway
     try:
         for chunk in chunks(runs, LIST_CHUNK):
             # a run never graded is new whatever its files: the worker grading it lists it
             seen = [(r, known[r.uri], index.take(r.uri) if index and not saved else None)
                     for r in chunk if r.uri in known]
-            yield from (("new", r) for r in chunk if r.uri not in known)
+            for r in chunk:
+                if r.uri in known:
+                    continue
+                # Until one does, an empty one (never committed, so new every night) is told
+                # here: it started the grading workers of a no-change night, only for a
+                # worker to find it empty
+                if not held and _empty_folder(bucket, r):
+                    yield "empty", r
+                    continue
+                held = True
+                yield "new", r
             if seen:
                 window.append(([r for r, _, _ in seen],
                                engine.submit_list(_list_task, job, seen, saved)))
@@ -976,6 +987,22 @@ def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Jo
             yield from _statuses(*window.popleft(), listed)
     finally:
         _LISTED.clear()
+
+
+def _empty_folder(bucket: Bucket, ref: RunRef) -> bool:
+    """Whether the local run `ref`, not yet listed, is a folder holding nothing (opened as its
+    listing opens it: from the root, through no symlink)."""
+    try:
+        fd = bucket.open_run_folder(ref.path)
+    except OSError:  # a symlink, a file, gone: its listing will say
+        return False
+    try:
+        with os.scandir(fd) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _statuses(refs: list[RunRef], future: Future, listed: list | None

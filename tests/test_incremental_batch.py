@@ -90,6 +90,37 @@ def test_rerun_skips_unchanged_and_regrades_changed(corpus: Path, tmp_path: Path
     assert raw == 2
 
 
+def test_an_empty_run_folder_starts_no_grading_on_a_night_with_nothing_new(
+        corpus: Path, tmp_path: Path, monkeypatch):
+    # Never committed, an empty folder named like a run is new every night, and only a worker
+    # found it empty: each no-change night started the grading workers for it (1 s here)
+    from pipeline import grade as grade_module
+
+    runs = _copy(corpus, tmp_path / "runs")
+    out = tmp_path / "results"
+    first = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    empty = next(runs.rglob("20*-*")).parent / "20261130-000000-empty"
+    empty.mkdir()
+    submitted = []
+    submit = grade_module._Engine.submit_grade
+
+    def recorded(self, fn, *args):
+        submitted.append(fn.__name__)
+        return submit(self, fn, *args)
+
+    monkeypatch.setattr(grade_module._Engine, "submit_grade", recorded)
+    night = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (night.found, night.skipped, night.graded + night.refused) == (first.found,
+                                                                         first.found, 0)
+    assert submitted == []
+    # beside a new run that holds files, it is graded with it, and still not counted
+    shutil.copytree(next(p for p in sorted(runs.rglob("20*-*")) if p.is_dir()
+                         and p != empty), empty.parent / "20261130-000001-late")
+    later = grade_runs(str(runs), str(out), default_grader(), workers=2)
+    assert (later.found, later.new, later.graded + later.refused) == (first.found + 1, 1, 1)
+    assert submitted
+
+
 def _dated(results: Path, batch_id: str, year: int) -> str:
     """Give the committed batch `batch_id` the id a machine whose clock said `year` would
     have stamped it with (its marker and its folders renamed, as that machine wrote them)."""
