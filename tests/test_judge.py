@@ -359,6 +359,20 @@ def test_quote_not_in_the_output_caps_confidence(two_runs, tmp_path):
     assert set(verdicts["verdict"]) & {"violated", "partially_satisfied"}
 
 
+def test_an_undecided_answers_words_not_in_the_output_are_not_shown_as_a_quote(two_runs,
+                                                                              tmp_path):
+    # They were shown in quote marks as the output's text (“The moon is made of green
+    # cheese”), where evidence is quoted output text or a stated absence
+    results = tmp_path / "results"
+    grade(two_runs, results, command_judge(results, tmp_path / "log", "unsure"))
+    rows = judged_rows(results)
+    assert set(rows["outcome"]) == {"undecided"}
+    made_up = "a sentence that the output never contained"
+    assert made_up in set(rows["evidence"])  # stated, without quote marks
+    quoted = [e for e in rows["evidence"] if e != made_up]
+    assert quoted and all(e.startswith("“") and e.endswith("”") for e in quoted)
+
+
 # -- an OpenAI-compatible endpoint --------------------------------------------------------
 
 def chat_judge(results: Path, server: ChatServer, **kwargs) -> Judge:

@@ -94,8 +94,11 @@ def settled_checks(checks: pl.DataFrame, requests: pl.DataFrame, results: pl.Dat
     results = results.join(quotes_found(results), on="id", how="left")
     answered = pl.col("status").is_in(["answered", "cached"])
     decided = answered & pl.col("outcome").is_in(["passed", "failed"])
-    # a passed answer must quote the output; a failed one may state an absence instead
-    absence = (pl.col("outcome") == "failed") & (pl.col("quote_found") == False)  # noqa: E712
+    # a passed answer must quote the output; a failed one may state an absence instead, and
+    # an undecided one's words not in the output are stated too, not shown as a quote (SPEC:
+    # evidence is quoted output text or a stated absence)
+    absence = pl.col("outcome").is_in(["failed", "undecided"]) & (
+        pl.col("quote_found") == False)  # noqa: E712
     unquoted = decided & (pl.col("outcome") == "passed") & (
         pl.col("quote_found").is_null() | (pl.col("quote_found") == False))  # noqa: E712
     quote_note = (

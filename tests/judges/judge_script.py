@@ -13,7 +13,8 @@ import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="rule",
-                    choices=["rule", "crash", "sleep", "garbage", "malformed", "misquote"])
+                    choices=["rule", "crash", "sleep", "garbage", "malformed", "misquote",
+                             "unsure"])
 parser.add_argument("--log")
 args = parser.parse_args()
 
@@ -50,4 +51,8 @@ for i, request in enumerate(requests):
         answer["confidence"] = 150
     if args.mode == "misquote":
         answer["evidence"] = "a sentence that the output never contained"
+    if args.mode == "unsure":  # undecided: every other one "quoting" what is not there
+        answer["outcome"] = "undecided"
+        if i % 2 == 0:
+            answer["evidence"] = "a sentence that the output never contained"
     print(json.dumps(answer), flush=True)
