@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from pipeline.catalog import connect
 from pipeline.checks import DEFAULT_GRADER_ID, default_grader
 from pipeline.cli import app
-from pipeline.grade import grade_runs
+from pipeline.grade import _gone, grade_runs
 from pipeline.judging import (
     ChatJudge,
     CommandJudge,
@@ -534,21 +534,12 @@ def test_a_stop_kills_the_judge_commands_under_way(two_runs, tmp_path):
         alive = [int(p) for p in started]
         while alive and time.monotonic() < deadline:
             time.sleep(0.1)
-            alive = [p for p in alive if _running(p)]
+            alive = [p for p in alive if not _gone(p)]
         assert not alive, f"judge processes {alive} outlived the grade"
     finally:
         for pid in (int(p) for p in started):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` runs (not gone, not a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            return stat_file.read().rpartition(b")")[2].split()[:1] != [b"Z"]
-    except FileNotFoundError:
-        return False
 
 
 def test_an_endpoint_that_echoes_the_key_or_answers_too_much_is_kept_in_bounds(two_runs,

@@ -1045,8 +1045,7 @@ def _runs_below(bucket: Bucket, folder: str, fd: int, top: bool = False,
             # never followed: a link to a folder outside the root (a program's `.prose/runs`
             # moved to a bigger disk) hides whatever runs it leads to, so it is named as a
             # folder not listed; one to a folder inside is walked by its own path
-            target = os.path.realpath(path)
-            if os.path.isdir(target) and not bucket.inside(target):
+            if os.path.isdir(path) and not bucket.inside(path):
                 bucket.unlisted.append((shown(path), OUTSIDE_LINK))
         elif _is_dir(entry):
             try:

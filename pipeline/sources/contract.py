@@ -310,8 +310,12 @@ def _parse_component(name: str, kind: str, lines: list[str]) -> Component:
 
 def front_matter_text(front: dict, key: str) -> str | None:
     """A scalar front matter field as text; lists, mappings and aliases of them are ignored."""
-    value = front.get(key)
-    # str() of a nested alias graph can expand exponentially, so only scalars are rendered
+    return scalar_text(front.get(key))
+
+
+def scalar_text(value) -> str | None:
+    """A YAML scalar (text or a number) as text, None for anything else: str() of a nested
+    alias graph can expand exponentially, so only scalars are rendered."""
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return str(value).strip() or None
     return None

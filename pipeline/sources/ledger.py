@@ -132,10 +132,9 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
     for name in ("manifest.json", "records.ndjson"):
         if name not in files:
             raise Refusal("ledger-unreadable-artifact", f"{name} is missing" + a_folder(ref, name))
-    blobs = {name: _read_artifact(bucket, ref, name) for name in
-             ("completion.json", "manifest.json", "records.ndjson")
-             if name != "manifest.json" or manifest_blob is None}
-    blobs.setdefault("manifest.json", manifest_blob)
+    blobs = {name: manifest_blob if name == "manifest.json" and manifest_blob is not None
+             else _read_artifact(bucket, ref, name)
+             for name in ("completion.json", "manifest.json", "records.ndjson")}
 
     completion = _schema(_json(blobs["completion.json"], "completion.json"), "completion.json",
                          _completion_problem)

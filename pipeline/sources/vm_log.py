@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .contract import front_matter_text, normalise_name, split_front_matter
+from .contract import front_matter_text, normalise_name, scalar_text, split_front_matter
 from .state_log import StateLog, Step, parse_state_log
 
 _DONE = {"completed", "complete", "succeeded", "success", "done", "ok"}
@@ -31,8 +31,7 @@ def _timestamp(value) -> str | None:
         return None
     if hasattr(value, "isoformat"):
         return value.isoformat().replace("+00:00", "Z")
-    # a list or a mapping is no time, and str() of a graph of YAML aliases may never end
-    return front_matter_text({"value": value}, "value")
+    return scalar_text(value)  # (a list or a mapping is no time)
 
 
 def _skip(pattern: re.Pattern, text: str, at: int) -> int:
