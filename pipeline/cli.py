@@ -112,10 +112,13 @@ EndpointOpt = Annotated[str | None, typer.Option(
     help="S3-compatible endpoint for s3:// paths (default: the AWS variables).")]
 
 
-def _file(text: str) -> Path:
+def _file(text: str | Path) -> Path:
     """A file or folder the user names (`parser=` of an option): an empty one is an unset
     variable in a script, and one starting with '-' an option taken as the value (`-o
-    --base`): `Path` would make the first the working folder and the second a file so named."""
+    --base`): `Path` would make the first the working folder and the second a file so named.
+    An option's default (a Path) is passed through it as it stands."""
+    if isinstance(text, Path):
+        return text
     if not text.strip():
         raise typer.BadParameter("is empty (an unset variable in a script?): give a path")
     if text.startswith("-") and text != "-":

@@ -87,6 +87,19 @@ def test_report_is_one_offline_page_with_its_charts_inline(results, tmp_path):
          str(r["graded"]), str(r["refused"])] for r in reversed(log)]
 
 
+def test_report_without_a_file_named_writes_report_html_where_it_runs(results, tmp_path,
+                                                                     monkeypatch):
+    # `rungrade report RESULTS`, as --help gives the default: it ended in an AttributeError
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["report", str(results)])
+    assert result.exit_code == 0, result.output
+    assert parse(tmp_path / "report.html")[0].startswith("<!DOCTYPE html>")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = CliRunner().invoke(app, ["report", str(empty)])
+    assert nothing.exit_code == 2 and "no committed results" in nothing.output
+
+
 def test_report_shows_a_killed_grade_interrupted(results, tmp_path):
     # as `rungrade grades` does: a record left `running` while nobody holds the lock
     from pipeline.store import ResultStore, new_batch_id
