@@ -296,9 +296,9 @@ def grade(
     judge_concurrency: Annotated[int, typer.Option(
         "--judge-concurrency", rich_help_panel="Judge",
         help="Judge calls in flight at once.")] = 4,
-    judge_batch_size: Annotated[int, typer.Option(
-        "--judge-batch-size", rich_help_panel="Judge",
-        help="Requests per --judge-cmd process.")] = 16,
+    judge_batch_size: Annotated[int | None, typer.Option(
+        "--judge-batch-size", rich_help_panel="Judge", show_default=False,
+        help="Requests per --judge-cmd process (default: 16).")] = None,
     judge_retries: Annotated[int, typer.Option(
         "--judge-retries", rich_help_panel="Judge",
         help="Retries of a failed judge call, with exponential backoff.")] = 2,
@@ -497,11 +497,11 @@ def _refuse_misplaced_root(runs: str, out_dir: str, endpoint_url: str | None,
 def _store_failed(exc: Exception) -> bool:
     """Whether `exc` says the runs or results store failed (a file system error, DuckDB's
     I/O error, a store that stopped answering): exit 4, not a traceback."""
-    from .sources.outage import is_outage
+    from .sources.outage import is_outage, no_credentials
 
     duckdb = sys.modules.get("duckdb")  # (a store error can come from it only if loaded)
     store = sys.modules.get("pipeline.store")
-    return isinstance(exc, OSError) or is_outage(exc) or _no_credentials(exc) or (
+    return isinstance(exc, OSError) or is_outage(exc) or no_credentials(exc) or (
         duckdb is not None and isinstance(exc, duckdb.IOException)) or (
         store is not None and isinstance(exc, store.ResultsUnreadable))
 
@@ -511,15 +511,6 @@ def _damaged(exc: Exception) -> bool:
     that say what to do."""
     store = sys.modules.get("pipeline.store")  # (raised only where it was loaded)
     return store is not None and isinstance(exc, store.ResultsDamaged)
-
-
-def _no_credentials(exc: BaseException) -> bool:
-    """Whether `exc` says S3 credentials could not be found or read (none in the
-    environment, a profile half written, a role that would not answer)."""
-    botocore = sys.modules.get("botocore.exceptions")  # (raised only once it is loaded)
-    return botocore is not None and isinstance(exc, (
-        botocore.NoCredentialsError, botocore.PartialCredentialsError,
-        botocore.CredentialRetrievalError))
 
 
 @contextlib.contextmanager
@@ -689,7 +680,8 @@ def synth(
 
     Runs land in OUT/{project}/.prose/runs/; the same seed always writes the same bytes.
 
-    Exit codes: 0 done; 2 bad arguments.
+    Exit codes: 0 done; 2 bad arguments; 4 OUT could not be written (permissions, a full
+    disk).
     """
     from .synth import synthesize
 
@@ -724,7 +716,8 @@ def sql(
     """Run SQL against the committed results (every table is a view; see README).
 
     `rungrade sql RESULTS "QUERY"`, `rungrade sql "QUERY" RESULTS` and `rungrade sql "QUERY"
-    --results RESULTS` are the same.
+    --results RESULTS` are the same. A query that opens with an SQL comment (`-- …`) reads as
+    an option: give it after `--` (`rungrade sql RESULTS -- "-- top…"`), or in a .sql file.
 
     Exit codes: 0 done; 2 no committed results, or the query failed (DuckDB's error is shown);
     4 a store failed, or a part of the results could not be read.
@@ -743,6 +736,9 @@ def sql(
             _a_folder(words[1]) or _a_query(words[0]) or not words[0].strip()):
         words = words[::-1]  # (the results given after the query: a query is no folder)
     *before, query = words
+    if not before and _a_folder(query) and not _a_query(query):
+        raise fail(f"{query} is a folder, not a query: give the query beside it, in quotes "
+                   f"(`rungrade sql {query} \"select * from run_scores\"`)", exit_codes.USAGE)
     if before and results is not None:
         raise fail(f"the results are given twice ({before[0]} and --results {results}): give "
                    "them once, beside the query or with --results", exit_codes.USAGE)

@@ -59,6 +59,7 @@ from .names import (
     uri_tag,
 )
 from .sources.bucket import RESULTS_MARK, FileInfo, Listing, filesystem, split_uri
+from .sources.outage import is_outage, no_credentials
 from .tables import TABLES, conform
 
 LOCAL_LOCK_NAME = "_lock"
@@ -564,13 +565,20 @@ class ResultStore:
     def holds_nothing(self, otherwise: str) -> str:
         """Why the results hold no committed batch (or no grade log), as a message: on S3, that
         their bucket does not exist at this endpoint, when it does not; else `otherwise` (a
-        first grade is still to run). One request, asked only once nothing was found."""
+        first grade is still to run). One request, asked only once nothing was found.
+        Missing credentials and an endpoint that does not answer are raised as they are (the
+        client's `exists` takes them for a missing bucket)."""
         if not self.local:
             bucket = self.root.split("/", 1)[0]
-            with contextlib.suppress(Exception):  # (a store that cannot say: the usual advice)
-                if not self.fs.exists(bucket):
-                    return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
-                            "no S3 service): check the bucket's name and --endpoint-url")
+            try:
+                self.fs.call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+            except FileNotFoundError:
+                return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
+                        "no S3 service): check the bucket's name and --endpoint-url")
+            except Exception as exc:
+                if is_outage(exc) or no_credentials(exc):
+                    raise
+                # (a store that cannot say: the usual advice)
         elif why := no_folder_for(self.root):
             return (f"{self.uri} is not a results folder: it {why}; give the folder a "
                     "`rungrade grade --out` wrote")

@@ -117,6 +117,12 @@ def test_sql_takes_the_results_beside_the_query_as_the_other_commands_do(graded)
     twice = cli("sql", results, query, "--results", results)
     assert twice.exit_code == 2
     assert "the results are given twice" in twice.output
+    # the query forgotten: the folder was run as the query against ./results ("holds no
+    # committed results; run 'rungrade grade …' first")
+    alone = cli("sql", results)
+    assert alone.exit_code == 2
+    assert f"{results} is a folder, not a query: give the query beside it" in " ".join(
+        alone.output.split())
 
 
 def test_sql_writes_every_row_as_csv_to_stdout_for_scripts(graded, tmp_path):

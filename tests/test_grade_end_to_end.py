@@ -203,6 +203,10 @@ def test_missing_runs_root_says_what_to_do(tmp_path):
                                       str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "is a file, not a folder" in result.output
+    # (a device was said not to exist)
+    result = CliRunner().invoke(app, ["grade", "/dev/null", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "runs root /dev/null is not a folder (a device" in " ".join(result.output.split())
     result = CliRunner().invoke(app, ["grade", str(SAMPLE_RUNS), "--out",
                                       str(tmp_path / "a-file")])
     assert result.exit_code == 2

@@ -626,6 +626,13 @@ def test_chat_endpoint_key_comes_from_the_environment(two_runs, tmp_path):
     (["--judge-url", "ftp://host/v1", "--judge-model", "m"],
      "--judge-url 'ftp://host/v1' is not an http(s) URL"),  # (as given, not as completed)
     (["--judge-cmd", "python3 j.py", "--judge-concurrency", "0"], "at least 1"),
+    # an option of the other judge: it was ignored without a word
+    (["--judge-cmd", "python3 j.py", "--judge-model", "m"],
+     "--judge-model applies to --judge-url only"),
+    (["--judge-cmd", "python3 j.py", "--judge-api-key-env", "K"],
+     "--judge-api-key-env applies to --judge-url only"),
+    (["--judge-url", "http://127.0.0.1:1/v1", "--judge-model", "m", "--judge-batch-size", "4"],
+     "--judge-batch-size applies to --judge-cmd only"),
 ])
 def test_cli_refuses_judge_options_that_cannot_work(two_runs, tmp_path, args, message):
     result = CliRunner().invoke(app, ["grade", str(two_runs), "--out", str(tmp_path / "r"),

@@ -585,7 +585,11 @@ def test_commands_without_s3_credentials_say_so(runs_bucket: str, s3_bucket: str
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(HOME=str(tmp_path), AWS_EC2_METADATA_DISABLED="true")  # no ~/.aws, no role
     rungrade = str(Path(sys.executable).parent / "rungrade")
-    for command in (["grade", runs_bucket, "--out", results], ["sql", "select 1", "-r", results],
+    # (local runs, results on S3: the results' bucket was said not to exist, exit 2)
+    local = tmp_path / "runs"
+    write_run(local, "20261112-000001-local")
+    for command in (["grade", runs_bucket, "--out", results],
+                    ["grade", str(local), "--out", results], ["sql", "select 1", "-r", results],
                     ["grades", results], ["trend", results],
                     ["report", results, "--html", str(tmp_path / "r.html")]):
         done = subprocess.run([rungrade, *command, "--endpoint-url", s3_server], env=env,

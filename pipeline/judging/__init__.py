@@ -23,7 +23,7 @@ API_KEY_VARS = ("RUNGRADE_JUDGE_API_KEY", "OPENAI_API_KEY")
 def make_judge(results_uri: str, *, command: str | None = None, url: str | None = None,
                model: str | None = None, name: str | None = None,
                api_key_env: str | None = None, max_calls: int | None = None,
-               timeout: float = 120.0, concurrency: int = 4, batch_size: int = 16,
+               timeout: float = 120.0, concurrency: int = 4, batch_size: int | None = None,
                retries: int = 2, endpoint_url: str | None = None) -> Judge | None:
     """The judge the options describe (None when neither a command nor a URL is given), with
     its cache under `results_uri`; raises JudgeConfigError on options that cannot work."""
@@ -33,6 +33,15 @@ def make_judge(results_uri: str, *, command: str | None = None, url: str | None 
                                    "leave the option out to grade without a judge")
     if command and url:
         raise JudgeConfigError("give either --judge-cmd or --judge-url, not both")
+    # (an option of the other judge would be ignored without a word)
+    other = ((("--judge-model", model), ("--judge-api-key-env", api_key_env)) if command
+             else (("--judge-batch-size", batch_size),) if url else ())
+    if given := [opt for opt, value in other if value is not None]:
+        raise JudgeConfigError(
+            f"{given[0]} applies to --judge-url only: a --judge-cmd script picks its model and "
+            "key itself; leave it out" if command else
+            f"{given[0]} applies to --judge-cmd only (requests per judge process): a chat "
+            "endpoint is sent one request per question; leave it out")
     if not command and not url:
         given = [opt for opt, value in (("--judge-model", model), ("--judge-name", name),
                                         ("--judge-api-key-env", api_key_env),
@@ -49,7 +58,8 @@ def make_judge(results_uri: str, *, command: str | None = None, url: str | None 
             raise JudgeConfigError(f"{option} must be a number, at least {least:g}, got "
                                    f"{value}")
     if command:
-        client = CommandJudge(command, name=name, batch_size=batch_size)
+        sized = {} if batch_size is None else {"batch_size": batch_size}
+        client = CommandJudge(command, name=name, **sized)
     else:
         names = (api_key_env,) if api_key_env else API_KEY_VARS
         key = next((os.environ[v] for v in names if os.environ.get(v)), None)

@@ -48,6 +48,15 @@ def is_outage(exc: BaseException) -> bool:
     return False
 
 
+def no_credentials(exc: BaseException) -> bool:
+    """Whether `exc` says S3 credentials could not be found or read (none in the
+    environment, a profile half written, a role that would not answer)."""
+    botocore = sys.modules.get("botocore.exceptions")  # (raised only once it is loaded)
+    return botocore is not None and isinstance(exc, (
+        botocore.NoCredentialsError, botocore.PartialCredentialsError,
+        botocore.CredentialRetrievalError))
+
+
 def unavailable(exc: BaseException, what: str) -> StoreUnavailable:
     """A StoreUnavailable naming what could not be reached, for the error message."""
     return StoreUnavailable(f"{what}: the store did not answer after retries "
