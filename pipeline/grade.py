@@ -1229,7 +1229,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     bucket = Bucket(runs_uri, endpoint_url)
     if not bucket.exists():
         raise FileNotFoundError(f"runs root {runs_uri} " + (
-            bucket.local and no_folder_for(bucket.root) or "does not exist"))
+            (bucket.local and no_folder_for(bucket.root)) or "does not exist"))
     if not bucket.local and bucket.fs.isfile(bucket.root):  # (a key, not a prefix)
         raise FileNotFoundError(f"runs root {runs_uri} is an object, not a prefix of objects: "
                                 "give the prefix that holds the run folders")
