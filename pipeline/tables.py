@@ -50,8 +50,9 @@ VERDICTS = ("satisfied", "partially_satisfied", "violated", "not_evaluable")
 RUN_VERDICTS = ("satisfied", "partial", "violated", "not_evaluable")
 # A service whose contract the run does not hold gets one clause of this kind, never graded
 MISSING_CONTRACT = "missing_contract"
+UNREAD_ENSURES = "unread_ensures"
 CLAUSE_KINDS = ("ensures", "conditional", "program_ensures", "detail", "ledger_check",
-                MISSING_CONTRACT)
+                MISSING_CONTRACT, UNREAD_ENSURES)
 
 Str, Int, Bool, F64 = pl.String, pl.Int64, pl.Boolean, pl.Float64
 
@@ -64,7 +65,7 @@ COLUMNS: dict[str, dict[str, pl.DataType]] = {
     "services": {
         "run_id": Str, "run_uri": Str, "service": Str, "kind": Str, "contract_source": Str,
         "declared_errors": pl.List(Str), "errored": Bool, "error_name": Str,
-        "error_detail": Str, "log_status": Str, "position": Int,
+        "error_detail": Str, "log_status": Str, "log_note": Str, "position": Int,
     },
     "clauses": {
         "run_id": Str, "run_uri": Str, "service": Str, "clause_id": Str, "position": Int,

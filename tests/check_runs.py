@@ -21,11 +21,12 @@ SERVICE = "svc"
 def write_service_run(root: Path, run_id: str, *, ensures: str, outputs: dict[str, str],
                       errors: str = "- `failed-hard`: the service gave up",
                       error: tuple[str, str] | None = None,
-                      program_ensures: str = "", log: str = "") -> Path:
+                      program_ensures: str = "", log: str = "", mark: str = "") -> Path:
     """Write a one-service run. `ensures`/`errors` are markdown list items of the service;
     `outputs` maps binding file names (`out.md`, `data.json`) to their text; `error` is
     (name, detail) of a `__error.md` the service left; `log` adds state.md lines after the
-    service's step."""
+    service's step; `mark` is the step's mark and note (`⊘ (deferred: …)`), else ✓ or
+    `✗ error`."""
     run = root / run_id
     program = "---\nname: demo\nkind: program\nservices: [svc]\n---\n\n# Demo\n"
     if program_ensures:
@@ -37,7 +38,7 @@ def write_service_run(root: Path, run_id: str, *, ensures: str, outputs: dict[st
                 f"1. {SERVICE} (depends on: caller)\n")
     service = (f"---\nname: {SERVICE}\nkind: service\n---\n\n### Ensures\n\n{ensures}\n\n"
                f"### Errors\n\n{errors}\n")
-    mark = f"✗ {error[0]}" if error else "✓"
+    mark = mark or (f"✗ {error[0]}" if error else "✓")
     state = (f"# run:{run_id} demo\nprogram: demo\n1→ {SERVICE} {mark}\n{log}"
              "---end 2026-11-12T03:20:11Z\n")
     files = {"program.md": program, "manifest.md": manifest,

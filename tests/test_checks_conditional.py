@@ -271,3 +271,96 @@ def test_a_program_conditional_is_triggered_by_the_service_it_names(tmp_path, co
     (triggered,) = frame.filter((pl.col("service_kind") == "program")
                                 & (pl.col("kind") == "conditional"))["triggered"].to_list()
     assert triggered
+
+
+PATCHER = """\
+- `patch`: a unified diff inside a ```diff fenced code block
+- `patch-notes`: a bulleted list mapping each addressed comment to its hunk
+- if no blocker or major comments exist: a `patch` file stating "nothing to patch"
+"""
+
+
+@pytest.mark.parametrize("mark", ["⊘", "✓"])
+def test_a_log_note_tells_a_condition_met_by_a_service_that_did_not_error(tmp_path, mark):
+    # `patcher ⊘ (deferred: no blocker/major comments — wrote "nothing to patch")`: v17 read
+    # "no blocker or major comments" as an error fallback, untriggered as patcher did not
+    # err, and held the diff and the notes it had no cause to write against it (57 for 100)
+    note = 'deferred: no blocker/major comments — wrote "nothing to patch"'
+    write_service_run(tmp_path, run_id(1), ensures=PATCHER, mark=f"{mark} ({note})",
+                      outputs={"patch.md": "nothing to patch"})
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional").row(0, named=True)
+    assert (cond["triggered"], cond["trigger"]) == (True, f"the log's note “{note}”")
+    verdicts = dict(tables["clause_verdicts"].join(frame.select("clause_id", "kind"),
+                                                   on="clause_id")
+                    .group_by("kind").agg("verdict").rows())
+    assert verdicts["conditional"] == ["satisfied"]
+    (text,) = build_reports(tables, frame).values()
+    report = json.loads(text)
+    assert report["conditional_ensures"][0]["condition_triggered"] is True
+    assert report["conditional_ensures"][0]["degraded_output_provided"] is True
+    if mark == "⊘":  # deferred: its main work was not due, its branch was
+        assert verdicts["ensures"] == ["not_evaluable", "not_evaluable"]
+        reasons = tables["clause_verdicts"].filter(pl.col("verdict") == "not_evaluable")
+        assert reasons["reason"].to_list() == [
+            f"not held against `svc`: the log marks it terminated and the log's note “{note}” "
+            "met a condition of its conditional ensures, so it is graded on that path"] * 2
+        assert report["overall_score"] == 100
+    else:  # it ran to the end: its primary ensures still hold
+        assert sorted(verdicts["ensures"]) == ["violated", "violated"]
+
+
+@pytest.mark.parametrize(("note", "triggered"), [
+    ("1 source unreachable, marked unverifiable", [False, True]),
+    ("all pages reachable", [False, False]),
+    ("no sources found", [True, False]),
+    ("checked 4 claims", [False, False]),
+])
+def test_a_log_note_triggers_the_conditionals_whose_state_it_names(tmp_path, note, triggered):
+    # a7b3c9: `fact-checker ✓ (1 source unreachable, marked unverifiable)`; a word the note
+    # shares with a condition is not enough: it must name the state the condition asks about
+    # ("unreachable"), and a word a negation governs is another word ("no sources")
+    ensures = ('- `checks`: a JSON array of checked claims\n'
+               '- if no sources are found: an empty `checks` file stating "no results"\n'
+               '- if a cited page is unreachable: the claim is marked "unverifiable"')
+    write_service_run(tmp_path, run_id(1), ensures=ensures, mark=f"✓ ({note})",
+                      outputs={"checks.md": '[{"claim": "A", "status": "unverifiable"}]'})
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional").sort("position")
+    assert cond["triggered"].to_list() == triggered
+    # a triggered one is graded on what the service published: "unverifiable" is there,
+    # "no results" is not
+    verdicts = cond.join(tables["clause_verdicts"], on="clause_id")["verdict"].to_list()
+    assert verdicts == [("violated", "satisfied")[n] if hit else "not_evaluable"
+                        for n, hit in enumerate(triggered)]
+    assert frame.filter(pl.col("kind") == "ensures")["on_degraded_path"].to_list() == [False]
+
+
+def test_a_conditional_about_another_service_is_triggered_by_its_error(tmp_path):
+    # the writer's "if fact-checking finds no sources: mark claims unverified" when the
+    # fact-checker erred `no-results` (Xq2); v17 read it as the writer's own error, which
+    # never happened, and left the writer's duty untested in every such run
+    run = tmp_path / SAMPLE_RUN.name
+    shutil.copytree(SAMPLE_RUN, run)
+    tables, frame = grade_folder(tmp_path)
+    writer = frame.filter((pl.col("service") == "writer") & (pl.col("kind") == "conditional"))
+    assert writer.select("condition", "triggered", "trigger").row(0) == (
+        "fact-checking finds no sources", True, "`fact-checker` erred ('no-results')")
+    provided = tables["checks"].filter(
+        (pl.col("check") == "degraded_output_provided")
+        & (pl.col("clause_id") == writer["clause_id"].item()))
+    assert provided["detail"].item().startswith(
+        "after `fact-checker` erred ('no-results'), `writer` provides ")
+    # the writer did not err: its primary ensures still hold
+    assert not frame.filter(pl.col("service") == "writer")["on_degraded_path"].any()
+
+    # another service's error that the condition does not name triggers nothing
+    state = (run / "state.md").read_text()
+    (run / "state.md").write_text(state.replace("fact-checker ✗ no-results", "fact-checker ✓")
+                                  .replace("critic ✓", "critic ✗ empty-input"))
+    shutil.rmtree(run / "workspace" / "fact-checker")
+    (run / "workspace" / "critic").mkdir(exist_ok=True)
+    (run / "workspace" / "critic" / "__error.md").write_text("# Error: empty-input\n\nNone.\n")
+    _, frame = grade_folder(tmp_path)
+    writer = frame.filter((pl.col("service") == "writer") & (pl.col("kind") == "conditional"))
+    assert writer["triggered"].to_list() == [False]

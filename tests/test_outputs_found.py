@@ -58,9 +58,10 @@ def test_an_item_naming_its_files_extension_finds_its_binding(tmp_path):
         "`data.json`: a JSON object": "satisfied"}
 
 
-def write_two_service_run(root, *, ghost_contract: bool) -> None:
+def write_two_service_run(root, *, ghost_contract: bool | str) -> None:
     """A run whose manifest names `Fact_Checker` (bindings/fact-checker/, workspace
-    fact_checker/, log step `Fact-Checker`) and `ghost` (services/ghost.md when asked)."""
+    fact_checker/, log step `Fact-Checker`) and `ghost` (services/ghost.md when asked, or
+    the text given)."""
     rid = run_id(1)
     files = {
         "program.md": "---\nname: demo\nkind: program\n---\n# Demo\n",
@@ -80,7 +81,8 @@ def write_two_service_run(root, *, ghost_contract: bool) -> None:
                     "2→ ghost ✓\n---end 2026-11-12T03:20:11Z\n",
     }
     if ghost_contract:
-        files["services/ghost.md"] = "### Ensures\n- `y`: at least 3 words\n"
+        files["services/ghost.md"] = (ghost_contract if isinstance(ghost_contract, str)
+                                      else "### Ensures\n- `y`: at least 3 words\n")
     for rel, text in files.items():
         path = root / rid / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -119,6 +121,27 @@ def test_a_service_whose_contract_the_run_does_not_hold_is_reported(tmp_path):
             in report["recommendations"])
     evidence = tables["clause_verdicts"].filter(pl.col("service") == "ghost")["evidence"]
     assert evidence.to_list() == ["`ghost` published y, graded against nothing"]
+
+
+@pytest.mark.parametrize("heading", ["## Ensures", "**Ensures**", "Ensures\n-------"])
+def test_a_service_whose_ensures_stand_under_a_heading_not_read_is_reported(tmp_path,
+                                                                           heading):
+    # v17 read no ensures in such a contract and left the service out without a word: the
+    # run was satisfied at 100, its clauses unaccounted for (alone, its run was refused)
+    write_two_service_run(tmp_path, ghost_contract=f"{heading}\n- `y`: at most 2 words\n")
+    tables, frame = grade_folder(tmp_path)
+    ghost = tables["clauses"].filter(pl.col("service") == "ghost").row(0, named=True)
+    shown = heading.replace("\n", " ")
+    assert (ghost["kind"], ghost["text"]) == (
+        "unread_ensures", f"(the ensures under “{shown}” in services/ghost.md)")
+    (report,) = reports(tables, frame).values()
+    assert report["unevaluable_clauses"][-1] == {
+        "clause": f"(the ensures under “{shown}” in services/ghost.md)", "service": "ghost",
+        "why": f"`ghost` states its ensures under “{shown}”, a heading this grader does not "
+               "read: they cannot be graded"}
+    assert ("ghost: write the ensures of `ghost` under a `### Ensures` heading (or an "
+            "`ensures:` block), as contracts do, so that they are graded"
+            in report["recommendations"])
 
 
 def test_a_run_holding_no_contract_at_all_is_refused_naming_what_is_missing(tmp_path):

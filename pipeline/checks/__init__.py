@@ -421,7 +421,16 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      `{"score": {"score": 3}}` passed); a symlink inside the root where the grader reads
 #      refuses the run `unsafe-path` (v15 read it as absent: an output "not published", a
 #      contract "not in it").
-DEFAULT_GRADER_ID = "prose.contract.grader/v17"
+# v17: services snapshotted but left out of the manifest are graded; a program's
+#      conditionals match every errored service (see the README).
+# v18: a conditional of a service that did not err is triggered by the log's note on its step
+#      naming the state it asks about ("⊘ (deferred: no blocker/major comments …)"; v17: not
+#      triggered, the primary ensures held against a deferred service), or by another
+#      service's error it names as a program's would ("if fact-checking finds no sources" of
+#      the writer; v17: untested); a ⊘ service whose conditional so triggered is graded on
+#      that path; a service whose ensures stand under a heading not read (`## Ensures`) has
+#      one not_evaluable clause of kind `unread_ensures` (v17 left it out without a word).
+DEFAULT_GRADER_ID = "prose.contract.grader/v18"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader

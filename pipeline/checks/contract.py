@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..tables import MISSING_CONTRACT
+from ..tables import MISSING_CONTRACT, UNREAD_ENSURES
 from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
@@ -113,21 +113,30 @@ def output_read_whole() -> Check:
 
 @check("contract_found")
 def contract_found() -> Check:
-    """A service the manifest lists whose contract the run does not hold: what it ensures
-    cannot be known, so nothing of it is graded, and the report says so."""
+    """A service the manifest lists whose contract the run does not hold, or whose ensures
+    stand under a heading this grader does not read (`## Ensures`, `**Ensures**`): what it
+    ensures cannot be known, so nothing of it is graded, and the report says so."""
+    missing = pl.col("kind") == MISSING_CONTRACT
     return Check(
-        applies=pl.col("kind") == MISSING_CONTRACT,
+        applies=pl.col("kind").is_in([MISSING_CONTRACT, UNREAD_ENSURES]),
         outcome=UNDECIDED,
-        detail=pl.format("the run holds no contract of `{}` ({} is not in it): its ensures "
-                         "clauses cannot be graded", pl.col("service"), pl.col("description")),
+        detail=pl.when(missing)
+        .then(pl.format("the run holds no contract of `{}` ({} is not in it): its ensures "
+                        "clauses cannot be graded", pl.col("service"), pl.col("description")))
+        .otherwise(pl.format("`{}` states its ensures under “{}”, a heading this grader does "
+                             "not read: they cannot be graded", pl.col("service"),
+                             pl.col("description"))),
         evidence=pl.when(pl.col("service_outputs").list.len() > 0)
         .then(pl.format("`{}` published {}, graded against nothing", pl.col("service"),
                         pl.col("service_outputs").list.join(", ")))
         .otherwise(pl.format("`{}` published nothing", pl.col("service"))),
         confidence=pl.lit(0),
-        recommendation=pl.format(
+        recommendation=pl.when(missing).then(pl.format(
             "keep {} in the run: the wiring phase copies each service's contract there, and "
-            "without it what `{}` ensures is unknown", pl.col("description"), pl.col("service")),
+            "without it what `{}` ensures is unknown", pl.col("description"), pl.col("service")))
+        .otherwise(pl.format("write the ensures of `{}` under a `### Ensures` heading (or an "
+                             "`ensures:` block), as contracts do, so that they are graded",
+                             pl.col("service"))),
     )
 
 
@@ -151,11 +160,18 @@ def degraded_path() -> Check:
     return Check(
         applies=pl.col("on_degraded_path"),
         outcome=UNDECIDED,
-        detail=pl.format(
+        detail=pl.when(pl.col("errored")).then(pl.format(
             "not held against `{}`: it errored with declared error '{}' and is graded on its "
-            "degraded path", pl.col("service"), ERROR),
-        evidence=pl.format("error '{}': {}", ERROR,
-                           excerpt(pl.col("error_detail").fill_null(""), 200)),
+            "degraded path", pl.col("service"), ERROR))
+        .otherwise(pl.format(
+            "not held against `{}`: the log marks it {} and {} met a condition of its "
+            "conditional ensures, so it is graded on that path", pl.col("service"),
+            pl.col("log_status"), pl.col("trigger"))),
+        evidence=pl.when(pl.col("errored"))
+        .then(pl.format("error '{}': {}", ERROR,
+                        excerpt(pl.col("error_detail").fill_null(""), 200)))
+        .otherwise(pl.format("`{}` {} ({})", pl.col("service"), pl.col("log_status"),
+                             pl.col("trigger"))),
         confidence=pl.lit(0),
     )
 
@@ -194,18 +210,18 @@ def degraded_output_provided() -> Check:
         precondition=True,
         applies=(pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False),
         outcome=pl.when(provided).then(PASSED).otherwise(FAILED),
-        detail=pl.format("after error '{}', `{}` provides {}", ERROR,
+        detail=pl.format("after {}, `{}` provides {}", pl.col("trigger"),
                          pl.col("service"), quoted(pl.col("description"))),
         evidence=pl.when(named & provided)
         .then(pl.format("published `{}`: {}", pl.col("target_output"),
                         quoted(excerpt(pl.col("binding_text")))))
         .when(named)
-        .then(pl.format("no non-empty `{}` was published after error '{}'",
-                        pl.col("target_output"), ERROR))
+        .then(pl.format("no non-empty `{}` was published after {}",
+                        pl.col("target_output"), pl.col("trigger")))
         .when(provided)
         .then(pl.format("published: {}", outputs.list.join(", ")))
-        .otherwise(pl.format("`{}` published no non-empty binding after error '{}'",
-                             pl.col("service"), ERROR)),
+        .otherwise(pl.format("`{}` published no non-empty binding after {}",
+                             pl.col("service"), pl.col("trigger"))),
         confidence=pl.when(provided).then(pl.when(named).then(90).otherwise(70)).otherwise(90),
     )
 

@@ -7,7 +7,8 @@ Checks are expressions over this frame. Its columns (beyond those of `clauses`):
   binding_text, binding_uri, binding_size, binding_extension, binding_truncated, has_output
   service_kind, errored, error_name, error_detail, declared_errors, log_status
   service_outputs (non-empty bindings the service published), details (sub-item texts)
-  condition_kind ('error' | 'branch'), triggered (bool, null when the log cannot tell)
+  condition_kind ('error' | 'branch'), triggered (bool, null when the log cannot tell),
+  trigger (what triggered a conditional, or set a service's primary ensures aside)
   error_declared, on_degraded_path (primary ensures not held against an errored service)
 plus what clause_analysis.py reads in each clause (formats, quantities, literals, ...) and
 what output_analysis.py measures in each output (n_words, list_items, json_kind, ...).
@@ -21,6 +22,20 @@ from ..sources.contract import OUTPUT_EXTENSION
 from ..tables import collect
 from .clause_analysis import clause_requirements
 from .output_analysis import output_facts
+
+# Words no condition is told by: a note or another service's error sharing only these with a
+# condition says nothing of it ("if no sources are found" and `no-results` share "no").
+STOPWORDS = ("a", "all", "an", "and", "any", "are", "as", "at", "be", "by", "for", "from", "if",
+             "in", "is", "it", "its", "no", "not", "of", "on", "or", "that", "the", "there",
+             "this", "to", "was", "were", "when", "with")
+# Words that name a state a condition asks about (a failure, an absence): of a condition that
+# has one, a log note must name one of them ("a cited page is unreachable" is told by a note
+# "1 source unreachable", not by one saying "all pages checked"). A word after a negation is
+# joined to it (`no_source`), so "no sources are found" is not told by "1 source unreachable".
+STATE_WORDS = ("denied", "down", "empty", "error", "errored", "exceed", "exceeded", "fail",
+               "failed", "failure", "invalid", "limited", "missing", "none", "nothing",
+               "refused", "timed", "timeout", "unable", "unavailable", "unreachable")
+NEGATED = r"\b(?:no|not|without|zero|never)\s+(?:(?:any|a|an|the)\s+)?(\p{L}+)"
 
 # Words that mark a conditional ensures as an error fallback rather than a branch.
 ERROR_WORDS = (
@@ -83,7 +98,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     )
     svc = services.lazy().select(
         "run_uri", "service", pl.col("kind").alias("service_kind"), "errored", "error_name",
-        "error_detail", "declared_errors", "log_status",
+        "error_detail", "declared_errors", "log_status", "log_note",
     )
     top = _targets(clauses.lazy().filter(pl.col("kind") != "detail"), outputs, programs,
                    services.lazy().select("run_uri", "service", "position"))
@@ -193,12 +208,17 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
     )
 
 
-def _tokens(expr: pl.Expr) -> pl.Expr:
-    """Lowercase word tokens with a plural 's' dropped, for matching errors to conditions."""
-    return (
-        expr.fill_null("").str.to_lowercase().str.extract_all(r"[\p{L}\p{N}]+")
-        .list.eval(pl.element().str.replace(r"(\w\w)s$", "$1")).list.unique()
-    )
+def _tokens(expr: pl.Expr, content: bool = False) -> pl.Expr:
+    """Lowercase word tokens with a plural 's' dropped, for matching errors to conditions;
+    with `content`, STOPWORDS left out and a word after a negation joined to it (`no_source`,
+    see NEGATED)."""
+    text = expr.fill_null("").str.to_lowercase()
+    if not content:
+        words = text.str.extract_all(r"[\p{L}\p{N}]+")
+    else:
+        words = text.str.replace_all(NEGATED, "no_${1}").str.extract_all(r"[\p{L}\p{N}_]+") \
+            .list.eval(pl.element().filter(~pl.element().is_in(STOPWORDS)))
+    return words.list.eval(pl.element().str.replace(r"(\w\w)s$", "$1")).list.unique()
 
 
 def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
@@ -213,7 +233,9 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
     "if fact-checking finds no sources" for the fact-checker's `no-results`; not for the
     critic's `empty-input`), and a declared error among them opens its degraded path. An
     error the log records without a name (`---error … timeout`) triggers only the
-    conditionals that share a word with its message.
+    conditionals that share a word with its message. A service that did not err meets a
+    condition its log note names, or another service's error its error conditional names
+    (see `quiet` below).
     """
     cond = pl.col("condition").fill_null("")
     declared = pl.col("declared_errors").list.eval(
@@ -229,11 +251,14 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
     by_run = (
         services.filter(errored)
         .select("run_uri", pl.concat_list(_tokens(pl.col("service")), own).alias("_words"),
-                declared.alias("_declared"))
+                declared.alias("_declared"),
+                pl.format("`{}` erred ('{}')", "service",
+                          pl.coalesce("error_name", pl.lit("unnamed"))).alias("_error"))
         .group_by("run_uri")
         .agg(pl.col("_words").list.explode(keep_nulls=False, empty_as_null=False).unique()
              .alias("_run_words"),
-             pl.col("_declared").any().alias("_run_declared"))
+             pl.col("_declared").any().alias("_run_declared"),
+             pl.col("_error").alias("_run_errors"))
     )
     frame = frame.join(by_run, on="run_uri", how="left")
     program = pl.col("service_kind") == "program"
@@ -246,10 +271,31 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
         .alias("condition_kind"),
         pl.when(pl.col("kind") == "conditional").then(overlap).alias("_overlap"),
     )
+    # A service that did not error may still have met a condition: the log's note after its
+    # mark says so ("⊘ (deferred: no blocker/major comments …)" for "if no blocker or major
+    # comments exist"), naming a state the condition asks about (STATE_WORDS, or a word a
+    # negation governs; of a condition naming none, any word of it), or another service's
+    # error does, sharing a word with an error conditional as it would with the program's
+    # ("if fact-checking finds no sources" for the fact-checker's `no-results`).
+    quiet = ((pl.col("service_kind") == "service") & ~pl.col("errored")
+             & (pl.col("kind") == "conditional"))
+    claims = _tokens(pl.col("condition"), content=True)
+    states = claims.list.eval(pl.element().filter(
+        pl.element().str.starts_with("no_") | pl.element().is_in(STATE_WORDS)))
+    said = _tokens(pl.col("log_note"), content=True)
+    noted = quiet & pl.col("log_note").is_not_null() & (
+        pl.when(states.list.len() > 0).then(said.list.set_intersection(states))
+        .otherwise(said.list.set_intersection(claims)).list.len() > 0)
+    others = pl.col("_run_words").fill_null([]).list.eval(
+        pl.element().filter(~pl.element().is_in(STOPWORDS)))
+    heard = quiet & (pl.col("condition_kind") == "error") & (
+        others.list.set_intersection(_tokens(pl.col("condition"))).list.len() > 0)
+    frame = frame.with_columns(noted.alias("_noted"), heard.alias("_heard"))
     best = pl.col("_overlap").filter(pl.col("condition_kind") == "error").max().over(
         "run_uri", "service")
     triggered = (
-        pl.when(pl.col("condition_kind") != "error").then(None)
+        pl.when(pl.col("_noted") | pl.col("_heard")).then(True)
+        .when(pl.col("condition_kind") != "error").then(None)
         .when(~pl.col("errored")).then(False)
         # each of a program's conditionals names the failure it covers (of one service or
         # another, several may have failed), and an unnamed error triggers only those that
@@ -262,12 +308,30 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
         (pl.col("errored") & (declared | (program & pl.col("_run_declared").fill_null(False))))
         .alias("error_declared"),
     )
-    # An errored service with a declared error and a triggered conditional is graded on its
-    # degraded path: its primary ensures are not held against it.
-    degraded = (
-        (pl.col("triggered").fill_null(False) & pl.col("error_declared")).any()
-        .over("run_uri", "service")
+    # What triggered a conditional: its service's error, the log's note, others' errors.
+    trigger = (
+        pl.when((pl.col("kind") != "conditional") | ~pl.col("triggered").fill_null(False))
+        .then(None)
+        .when(pl.col("errored"))
+        .then(pl.format("error '{}'", pl.coalesce("error_name", pl.lit("(unnamed)"))))
+        .when(pl.col("_noted"))
+        .then(pl.format("the log's note “{}”", pl.col("log_note")
+                        .str.replace(r"^\((.*)\)$", "$1").str.slice(0, 200)))
+        .otherwise(pl.col("_run_errors").list.join(", "))
     )
+    frame = frame.with_columns(trigger.alias("trigger"))
+    # An errored service with a declared error and a triggered conditional is graded on its
+    # degraded path: its primary ensures are not held against it. So is a service the log
+    # marks ⊘ (terminated or deferred) whose conditional met what happened.
+    degraded = (
+        ((pl.col("triggered").fill_null(False) & pl.col("error_declared"))
+         | ((pl.col("_noted") | pl.col("_heard")) & (pl.col("log_status") == "terminated")))
+        .any().over("run_uri", "service")
+    )
+    on_path = degraded & (pl.col("kind") != "conditional")
     return frame.with_columns(
-        (degraded & (pl.col("kind") != "conditional")).alias("on_degraded_path")
-    ).drop("_overlap", "_run_words", "_run_declared")
+        on_path.alias("on_degraded_path"),
+        # (on its degraded path, a primary ensures says what set it aside)
+        pl.when(on_path).then(pl.col("trigger").drop_nulls().first().over("run_uri", "service"))
+        .otherwise(pl.col("trigger")).alias("trigger"),
+    ).drop("_overlap", "_run_words", "_run_declared", "_run_errors", "_noted", "_heard")

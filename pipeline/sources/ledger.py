@@ -471,7 +471,8 @@ def _rows(ref: RunRef, run_id: str, grader: LedgerGrader, responses: list[Record
     rows.services.append({
         "run_id": run_id, "run_uri": ref.uri, "service": service, "kind": LEDGER_SERVICE_KIND,
         "contract_source": grader.grader_id, "declared_errors": [], "errored": False,
-        "error_name": None, "error_detail": None, "log_status": "completed", "position": 1,
+        "error_name": None, "error_detail": None, "log_status": "completed",
+        "log_note": None, "position": 1,
     })
     for position, check in enumerate(grader.checks):
         rows.clauses.append({

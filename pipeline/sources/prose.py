@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 
-from ..tables import MISSING_CONTRACT
+from ..tables import MISSING_CONTRACT, UNREAD_ENSURES
 from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file
 from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
@@ -467,13 +467,21 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
             "run_id": ref.run_id, "run_uri": ref.uri, "service": wiring.name, "kind": "service",
             "contract_source": source, "declared_errors": declared, "errored": errored,
             "error_name": error_name, "error_detail": error_detail,
-            "log_status": step.status if step else "absent", "position": position + 1,
+            "log_status": step.status if step else "absent",
+            "log_note": step.note[:2000] if step and step.note else None,
+            "position": position + 1,
         })
         if comp:
             rows.clauses.extend(_clause_rows(ref, wiring.name, comp, "ensures", wiring.name))
+            heading = None if comp.items("ensures") else _unread_heading(source, text_of)
+            if heading:
+                rows.clauses.append(_contract_row(
+                    ref, wiring.name, UNREAD_ENSURES, heading,
+                    f"(the ensures under “{heading}” in {source})"))
         else:
-            rows.clauses.append(_missing_contract_row(
-                ref, wiring.name, wiring.source or layout.snapshots[0].format(wiring.name)))
+            where = wiring.source or layout.snapshots[0].format(wiring.name)
+            rows.clauses.append(_contract_row(ref, wiring.name, MISSING_CONTRACT, where,
+                                              f"(the contract at {where})"))
 
     # The program's own ensures are graded as a component of kind 'program' (position 0).
     if program.main.items("ensures"):
@@ -495,6 +503,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                                                    *first_error[3]])),
             "errored": bool(errored_names or log.errors), "error_name": first_error[1],
             "error_detail": first_error[2] or log_error, "log_status": "completed",
+            "log_note": None,
             "position": 0,
         })
         # an item may name its origin as a returns line does ("`report` (from writer): …"),
@@ -510,7 +519,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                                          or published.get(key))
             rows.clauses.append(row)
 
-    if not any(c["kind"] not in ("detail", MISSING_CONTRACT) for c in rows.clauses):
+    if not any(c["kind"] not in ("detail", MISSING_CONTRACT, UNREAD_ENSURES)
+               for c in rows.clauses):
         missing = [c["description"] for c in rows.clauses if c["kind"] == MISSING_CONTRACT]
         raise Refusal("no-ensures", "no service or program declares an ensures clause" + (
             f" (the run holds no contract of {len(missing)} service(s): "
@@ -537,15 +547,24 @@ def _unread_ensures(layout: Layout, files, text_of) -> str:
                                          if rel.startswith(_snapshot_folders(layout))
                                          and rel.endswith(".md") and rel.count("/") == 1)]
     for rel in contracts:
-        try:  # (read as the run's other files are: a link or a special file is not)
-            found = rel in files and _UNREAD_ENSURES.search(text_of(rel))
-        except Refusal:
-            continue
-        if found:
-            heading = " ".join(found.group(0).split())
+        heading = rel in files and _unread_heading(rel, text_of)
+        if heading:
             return (f"; {rel} has an ensures heading this grader does not read, “{heading}”: "
                     "ensures are read under a `### Ensures` heading or an `ensures:` block")
     return ""
+
+
+def _unread_heading(rel: str, text_of) -> str | None:
+    """The first "Ensures" heading of a form contracts do not use in file `rel` (see
+    _UNREAD_ENSURES), on one line; None when it has none, or when `rel` is a section of the
+    program file (`program.md#name`: its other components' headings are not this one's)."""
+    if "#" in rel:
+        return None
+    try:  # (read as the run's other files are: a link or a special file is not)
+        found = _UNREAD_ENSURES.search(text_of(rel))
+    except Refusal:
+        return None
+    return " ".join(found.group(0).split()) if found else None
 
 
 def _binding_order(manifest: Manifest, named: frozenset[str] = frozenset()):
@@ -676,15 +695,17 @@ def _unlisted_services(layout: Layout, files, text_of, program_name: str,
     return found
 
 
-def _missing_contract_row(ref: RunRef, service: str, where: str) -> dict:
-    """The one clause of a service whose contract the run does not hold (looked for at
-    `where`): its ensures cannot be graded, and the report says so (check `contract_found`)."""
+def _contract_row(ref: RunRef, service: str, kind: str, description: str, text: str) -> dict:
+    """The one clause saying a service's ensures could not be read: MISSING_CONTRACT, the run
+    does not hold its contract (`description`: where it was looked for); UNREAD_ENSURES, they
+    stand under a heading this grader does not read (`description`: the heading). The report
+    says so (check `contract_found`)."""
     return {
         "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
-        "clause_id": clause_id(service, MISSING_CONTRACT, 0, where), "position": 0,
-        "parent_position": None, "kind": MISSING_CONTRACT, "output_name": None,
-        "output_service": service, "condition": None, "text": f"(the contract at {where})",
-        "description": where, "optional": False,
+        "clause_id": clause_id(service, kind, 0, description), "position": 0,
+        "parent_position": None, "kind": kind, "output_name": None,
+        "output_service": service, "condition": None, "text": text,
+        "description": description, "optional": False,
     }
 
 
