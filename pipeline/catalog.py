@@ -220,11 +220,13 @@ def read_grades(results: str, endpoint_url: str | None = None, flat: bool = Fals
     # compaction has run since, or it would have closed it: its batches are as committed)
     closed = store.with_its_commits({**record, "grade_id": latest})
     batches = sorted(closed.get("batches") or ())
+    if flat:  # (as `flat_columns` writes a list: JSON text)
+        batches = json.dumps(batches, separators=(",", ":"))
     mine = pl.col("grade_id") == latest
     return log.with_columns(
         pl.when(mine).then(pl.lit("interrupted")).otherwise(pl.col("status")).alias("status"),
         *(pl.when(mine).then(pl.lit(closed.get(name), log.schema[name]))
-          .otherwise(pl.col(name)).alias(name) for name in ("graded", "refused")),
+          .otherwise(pl.col(name)).alias(name) for name in ("found", "graded", "refused")),
         *(pl.when(mine).then(pl.lit(batches, log.schema[name])).otherwise(pl.col(name))
           .alias(name) for name in ("batches", "batches_now") if name in log.columns))
 

@@ -60,6 +60,9 @@ class Engine(Protocol):
     def recover(self) -> None:
         """Make the engine usable again after a worker died mid-task."""
 
+    def recover_lists(self) -> None:
+        """Make listing usable again after a worker died mid-listing."""
+
     def close(self, cancel: bool = False) -> None: ...
 
 
@@ -184,6 +187,10 @@ class DaskEngine:
         if not self.grade_inline:
             [self.graders] = self.client.scatter([self.payload], broadcast=True, hash=False)
         self.generation += 1
+
+    def recover_lists(self) -> None:
+        """Nothing to do: Dask replaces a dead worker itself (its listing task, retried
+        there TASK_RETRIES times, is listed in the grading process after that)."""
 
     def submit_list(self, fn: Callable, *args) -> TaskFuture:
         return self.client.submit(fn, *args, pure=False, retries=TASK_RETRIES)

@@ -93,6 +93,7 @@ from .store import (
     ListingIndex,
     ReportOwners,
     ResultStore,
+    close_inherited_locks,
     ledger_graders_changed,
     new_attempt,
     new_batch_id,
@@ -537,6 +538,7 @@ def _init_worker(graders_blob: bytes, modules: list[tuple[str, str]], parent: in
 
 
 def _init_list_worker(parent: int) -> None:
+    close_inherited_locks()  # (a fork of the grade, which holds the results' lock)
     _ignore_stop_signals()
     _init_watchdog(parent)
 
@@ -922,20 +924,34 @@ class _Engine:
         stage is never published, see `ResultStore.publish`, but it takes the cores).
         """
         pool, self.grade_pool = self.grade_pool, None
-        if pool is not None:
-            workers = list((getattr(pool, "_processes", None) or {}).values())
-            for worker in workers:
-                with contextlib.suppress(OSError):
-                    worker.kill()
-            for worker in workers:
-                worker.join(timeout=60)  # (only a process stuck in the kernel outlives a kill)
-            pool.shutdown(wait=False, cancel_futures=True)
+        _discard(pool)
         self.generation += 1
+
+    def recover_lists(self) -> None:
+        """Drop a listing pool a dead worker broke; the next listing forks a new one. Its
+        other workers are killed: they ignore the SIGTERM the pool sends them, and the pool's
+        own clean-up waits for them for good (one blocked writing a result nobody reads held
+        the grade, and its lock, until it was killed by hand)."""
+        pool, self.list_pool = self.list_pool, None
+        _discard(pool)
 
     def close(self, cancel: bool = False) -> None:
         for pool in (self.list_pool, self.grade_pool):
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=cancel)
+
+
+def _discard(pool: ProcessPoolExecutor | None) -> None:
+    """Kill the workers of a broken pool, wait for them, and shut it down."""
+    if pool is None:
+        return
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        with contextlib.suppress(OSError):
+            worker.kill()
+    for worker in workers:
+        worker.join(timeout=60)  # (only a process stuck in the kernel outlives a kill)
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Job,
@@ -980,11 +996,12 @@ def _classified(engine: _Engine, bucket: Bucket, runs: Iterable[RunRef], job: Jo
                 yield "new", r
             if seen:
                 window.append(([r for r, _, _ in seen],
-                               engine.submit_list(_list_task, job, seen, saved)))
+                               engine.submit_list(_list_task, job, seen, saved),
+                               (job, seen, saved)))
             while len(window) >= limit:
-                yield from _statuses(*window.popleft(), listed)
+                yield from _statuses(engine, *window.popleft(), listed)
         while window:
-            yield from _statuses(*window.popleft(), listed)
+            yield from _statuses(engine, *window.popleft(), listed)
     finally:
         _LISTED.clear()
 
@@ -1005,9 +1022,18 @@ def _empty_folder(bucket: Bucket, ref: RunRef) -> bool:
         os.close(fd)
 
 
-def _statuses(refs: list[RunRef], future: Future, listed: list | None
-              ) -> Iterator[tuple[str, RunRef]]:
-    for sent, (status, ref, row) in zip(refs, future.result(), strict=True):
+def _statuses(engine: Engine, refs: list[RunRef], future: Future, task: tuple,
+              listed: list | None) -> Iterator[tuple[str, RunRef]]:
+    """The statuses a listing task found; listed again here (`task`: its arguments) when its
+    worker died (killed, out of memory), the pool it broke dropped."""
+    try:
+        found = future.result()
+    except Exception as exc:
+        if not _worker_died(exc):
+            raise
+        engine.recover_lists()
+        found = _list_task(*task)
+    for sent, (status, ref, row) in zip(refs, found, strict=True):
         if row is not None and listed is not None:
             listed.append(row)
         yield status, ref or sent

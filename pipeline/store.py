@@ -237,6 +237,23 @@ def grader_slug(grader_id: str) -> str:
 BATCH_TIME = "%Y%m%dT%H%M%S%fZ"  # a batch id's first 22 characters: they order the batches
 
 
+# The descriptors of the local results locks this process holds. A process forked from it
+# shares each lock (an flock belongs to the open file, not to a process) until it closes its
+# copy: a forked worker closes them at once (`close_inherited_locks`), or a grade killed
+# outright would leave its lock held by its workers until they noticed, and a grade started
+# again at once would be told that the dead one still writes.
+LOCK_FDS: set[int] = set()
+
+
+def close_inherited_locks() -> None:
+    """In a process forked from a lock's holder: close its copies of the locks' descriptors
+    (never unlocking them: that would release the holder's lock)."""
+    for fd in list(LOCK_FDS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    LOCK_FDS.clear()
+
+
 def no_folder_for(path: str) -> str | None:
     """Why a folder cannot be at local `path` (something else is there, or a file stands
     where a folder of its path should be), else None."""
@@ -1151,14 +1168,18 @@ class ResultStore:
         """A grade's record that ended abnormally, with the batches it committed and their
         runs graded and refused, read from the commit markers: the record is rewritten at most
         once a second, so a grade killed outright (or stopped between a commit and its
-        record) left it short of what it committed. Markers written before they named their
-        grade leave the record as it is."""
+        record) left it short of what it committed. Its runs found are then at least those
+        it skipped, graded and refused (discovery ran ahead of the record too). Markers
+        written before they named their grade leave the record as it is."""
         with contextlib.suppress(Exception):  # (a log: without the markers, as it was)
             mine = [c for c in self.commits() if c.get("grade_id") == record["grade_id"]]
             if {c["batch_id"] for c in mine} - set(record.get("batches") or ()):
                 refused = sum(c["refused"] for c in mine)
+                graded = sum(c["runs"] for c in mine) - refused
+                found = max(record.get("found") or 0,
+                            (record.get("skipped") or 0) + graded + refused)
                 record = {**record, "batches": sorted(c["batch_id"] for c in mine),
-                          "graded": sum(c["runs"] for c in mine) - refused, "refused": refused}
+                          "graded": graded, "refused": refused, "found": found}
         return record
 
     def amend_grade(self, grade_id: str, **fields) -> None:
@@ -1257,6 +1278,7 @@ class ResultStore:
     def _local_lock(self, owner: dict) -> Iterator[Callable[[], None]]:
         os.makedirs(self.root, exist_ok=True)
         fd = os.open(self.path(LOCAL_LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        LOCK_FDS.add(fd)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -1269,6 +1291,7 @@ class ResultStore:
             finally:
                 os.ftruncate(fd, 0)
         finally:
+            LOCK_FDS.discard(fd)
             os.close(fd)  # closing the descriptor releases the flock
 
     def _s3_lock_state(self, stale_after: float) -> tuple[bool, dict | None, str]:

@@ -114,7 +114,8 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     assert not any((out / "_staging").glob("*")) if (out / "_staging").exists() else True
     # the rerun closed the killed grade's record: the log tells what happened that night
     log = connect(str(out)).sql("select grade_id, status, found, skipped from grades").fetchall()
-    assert log == [(killed["grade_id"], "interrupted", killed["found"], 0),
+    # (it found at least the runs it committed: its record's count lagged as the rest did)
+    assert log == [(killed["grade_id"], "interrupted", max(killed["found"], graded_before), 0),
                    (summary["grade_id"], "finished", RUNS, graded_before)]
 
 

@@ -8,6 +8,7 @@ is committed once: only the attempts whose results the grade took are published.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -249,3 +250,92 @@ def test_reports_staged_by_no_accepted_task_are_not_rolled_forward(corpus: Path,
     assert len(reports) == runs.fetchall()[0][0]
     assert not [name for name in reports if "~" in name]  # no run's report twice
     assert not list((out / "_staging").glob("*"))
+
+
+LISTING_GRADER = '''
+import multiprocessing
+import os
+import time
+
+import pipeline.grade as grade
+from pipeline.checks import default_grader
+
+_list_task = grade._list_task
+
+
+def _listing(job, items, *args):
+    # only in a listing worker (a fork of the grade): {action} when it lists a "poison" run
+    if multiprocessing.parent_process() is not None and any(
+            "poison" in ref.uri for ref, *_ in items):
+        {action}
+    return _list_task(job, items, *args)
+
+
+grade._list_task = _listing
+grader = default_grader("listing.contract.grader/v1")
+'''
+
+
+def _touched_with_a_poisoned_run(corpus: Path, tmp_path: Path, action: str) -> tuple:
+    """A copy of `corpus` graded once, then every run touched (so a rerun lists them all),
+    one of them renamed back and forth to hold "poison"; and the grader file doing
+    `action` in the listing worker that lists it."""
+    grader = tmp_path / "listing_grader.py"
+    grader.write_text(LISTING_GRADER.format(action=action))
+    runs = tmp_path / "runs"
+    shutil.copytree(corpus, runs, symlinks=True)
+    folders = sorted(p for p in runs.glob("*/.prose/runs/*") if p.is_dir())
+    folders[11].rename(folders[11].with_name(folders[11].name + "-poison"))
+    out = tmp_path / "results"
+    assert _grade(runs, out, grader)["graded"] > 0
+    for state in runs.glob("*/.prose/runs/*/state.md"):
+        state.touch()
+    return runs, out, grader
+
+
+def test_a_listing_worker_that_dies_leaves_its_runs_listed_by_the_grade(corpus: Path,
+                                                                         tmp_path: Path):
+    # one listing worker killed (kill -9, out of memory): the pool's clean-up waited for good
+    # on the other, which ignores SIGTERM; the grade hung holding the results' lock, deaf to
+    # SIGTERM and Ctrl-C, and every later grade exited 3
+    runs, out, grader = _touched_with_a_poisoned_run(corpus, tmp_path, "os._exit(9)")
+    got = _grade(runs, out, grader)  # (in 300 s, or the test fails)
+    assert got["found"] == RUNS == got["skipped"] + got["graded"] + got["refused"]
+    assert got["new"] == 0 and got["changed"] + got["unchanged"] == RUNS  # (every run listed)
+
+
+def test_a_grade_killed_while_listing_leaves_no_lock_behind(corpus: Path, tmp_path: Path):
+    # the listing workers, forks of the grade, shared its flock until their watchdog saw it
+    # gone: a grade started at once was told the dead one was still writing (exit 3)
+    import fcntl
+    import os
+    import time
+
+    runs, out, grader = _touched_with_a_poisoned_run(corpus, tmp_path, "time.sleep(120)")
+    proc = subprocess.Popen([RUNGRADE, "grade", str(runs), "--out", str(out), "--workers",
+                             "2", "--grader", str(grader)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_children(proc.pid)) < 2:
+            time.sleep(0.05)
+        assert len(_children(proc.pid)) >= 2  # listing, and the fork server
+        time.sleep(1)
+        proc.kill()
+        proc.wait(timeout=60)
+        fd = os.open(out / "_lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while anyone holds it
+        finally:
+            os.close(fd)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as listed:
+            return [int(c) for c in listed.read().split()]
+    except OSError:
+        return []
