@@ -599,6 +599,24 @@ def test_an_option_taken_as_an_output_file_is_refused(graded, tmp_path, monkeypa
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("words", [
+    ["report", "{results}", "-o", "s3://bucket/www/report.html"],
+    ["sql", "{results}", "select 1", "--csv", "s3://bucket/x.csv"],
+    ["trend", "{results}", "--out", "s3://bucket/t.csv"],
+    ["grades", "{results}", "-o", "s3://bucket/log.parquet"],
+    ["synth", "--runs", "2", "s3://bucket/corpus"],
+])
+def test_a_url_given_for_a_file_written_here_is_refused(graded, tmp_path, monkeypatch, words):
+    # each wrote ./s3:/bucket/… (a path of one slash) and said it wrote it, exit 0: a night's
+    # report "published" to a bucket stayed in a stray folder where the job ran
+    monkeypatch.chdir(tmp_path)
+    words = [w.format(results=graded[1]) for w in words]
+    result = run(*words)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "is a URL: this is written to a local file or folder only" in said(result)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(("hidden", "extra", "command"), [
     ("s3fs", "s3", ["sql", "s3://bucket/results", "select 1"]),
     ("altair", "report", ["report", "{results}", "-o", "{tmp}/report.html"]),
