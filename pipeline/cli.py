@@ -124,7 +124,7 @@ def _file(text: str | Path) -> Path:
     if text.startswith("-") and text != "-":
         raise typer.BadParameter(f"{text!r} reads as an option given where a path was "
                                  f"expected; for a file of that name, give ./{text}")
-    if re.match(r"^[A-Za-z][\w+.-]*://", text):  # (`Path` makes a local `s3:/…` of it)
+    if "://" in text:  # (as RUNS and --out tell a URL; `Path` makes a local `s3:/…` of it)
         raise typer.BadParameter(f"{text} is a URL: this is written to a local file or "
                                  "folder only; write it here and copy it (`aws s3 cp`)")
     return Path(text)

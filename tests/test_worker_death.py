@@ -319,7 +319,7 @@ def test_a_grade_killed_while_listing_leaves_no_lock_behind(corpus: Path, tmp_pa
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(_children(proc.pid)) < 2:
             time.sleep(0.05)
-        assert len(_children(proc.pid)) >= 2  # listing, and the fork server
+        assert len(_children(proc.pid)) >= 2  # the listing workers, forks of the grade
         time.sleep(1)
         proc.kill()
         proc.wait(timeout=60)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..tables import MISSING_CONTRACT, UNREAD_ENSURES
+from .frame import ERROR
 from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
@@ -27,8 +28,6 @@ ON_AN_OUTPUT = (
 )
 # Its output was read only up to the read cap (`bindings.truncated`).
 CUT_SHORT = pl.col("binding_truncated").fill_null(False) & (pl.col("output_scope") == "named")
-# An error the log records without a name (`---error … timeout`) is still told apart.
-ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:

@@ -23,6 +23,9 @@ from ..tables import collect
 from .clause_analysis import clause_requirements
 from .output_analysis import output_facts
 
+# A service's error as messages name it: one the log records without a name (`---error …
+# timeout`) is still told apart.
+ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
 # Words no condition is told by: a note or another service's error sharing only these with a
 # condition says nothing of it ("if no sources are found" and `no-results` share "no").
 STOPWORDS = ("a", "all", "an", "and", "any", "are", "as", "at", "be", "by", "for", "from", "if",
@@ -259,6 +262,9 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
              .alias("_run_words"),
              pl.col("_declared").any().alias("_run_declared"),
              pl.col("_error").alias("_run_errors"))
+        # the words another service's conditional may share (once a run, not once a clause)
+        .with_columns(pl.col("_run_words").list.eval(
+            pl.element().filter(~pl.element().is_in(STOPWORDS))).alias("_run_content_words"))
     )
     frame = frame.join(by_run, on="run_uri", how="left")
     program = pl.col("service_kind") == "program"
@@ -286,10 +292,9 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
     noted = quiet & pl.col("log_note").is_not_null() & (
         pl.when(states.list.len() > 0).then(said.list.set_intersection(states))
         .otherwise(said.list.set_intersection(claims)).list.len() > 0)
-    others = pl.col("_run_words").fill_null([]).list.eval(
-        pl.element().filter(~pl.element().is_in(STOPWORDS)))
     heard = quiet & (pl.col("condition_kind") == "error") & (
-        others.list.set_intersection(_tokens(pl.col("condition"))).list.len() > 0)
+        pl.col("_run_content_words").fill_null([])
+        .list.set_intersection(_tokens(pl.col("condition"))).list.len() > 0)
     frame = frame.with_columns(noted.alias("_noted"), heard.alias("_heard"))
     best = pl.col("_overlap").filter(pl.col("condition_kind") == "error").max().over(
         "run_uri", "service")
@@ -313,7 +318,7 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
         pl.when((pl.col("kind") != "conditional") | ~pl.col("triggered").fill_null(False))
         .then(None)
         .when(pl.col("errored"))
-        .then(pl.format("error '{}'", pl.coalesce("error_name", pl.lit("(unnamed)"))))
+        .then(pl.format("error '{}'", ERROR))
         .when(pl.col("_noted"))
         .then(pl.format("the log's note “{}”", pl.col("log_note")
                         .str.replace(r"^\((.*)\)$", "$1").str.slice(0, 200)))
@@ -334,4 +339,5 @@ def _conditionals(frame: pl.LazyFrame, services: pl.LazyFrame) -> pl.LazyFrame:
         # (on its degraded path, a primary ensures says what set it aside)
         pl.when(on_path).then(pl.col("trigger").drop_nulls().first().over("run_uri", "service"))
         .otherwise(pl.col("trigger")).alias("trigger"),
-    ).drop("_overlap", "_run_words", "_run_declared", "_run_errors", "_noted", "_heard")
+    ).drop("_overlap", "_run_words", "_run_content_words", "_run_declared", "_run_errors",
+           "_noted", "_heard")
