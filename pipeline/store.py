@@ -572,6 +572,8 @@ class ResultStore:
         # remote: what the listings of `_parts` said of each part file (see `query_filesystem`)
         self._listed_parts: dict[str, dict] = {}
         self._query_fs = None
+        # while `lock` holds the results lock: its check (see there), which `publish` calls
+        self._still_locked: Callable[..., None] | None = None
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
@@ -815,6 +817,27 @@ class ResultStore:
 
     def publish(self, batch_id: str, grader_id: str, summary: dict,
                 attempts: set[str], owners: ReportOwners | None = None) -> None:
+        """`_publish`, under the results lock when this store holds it: S3 results ask the
+        lock object whether it is still this process's just before the commit marker, and
+        again when publishing fails. A process paused past the lock's expiry (a suspended
+        machine) may resume before its heartbeat has noticed that another grade took the lock
+        and discarded this batch's staged shards, or rolled its reports forward: it stops with
+        `ResultsLocked` instead of committing parts that are gone, or failing on a staged copy
+        that was moved."""
+        try:
+            self._publish(batch_id, grader_id, summary, attempts, owners)
+        except Exception:
+            if self._still_locked is not None:
+                try:
+                    self._still_locked(f"while it committed batch {batch_id}")
+                except ResultsLocked:
+                    raise
+                except Exception:  # (S3 out of reach: the first error says so)
+                    pass
+            raise
+
+    def _publish(self, batch_id: str, grader_id: str, summary: dict,
+                 attempts: set[str], owners: ReportOwners | None) -> None:
         """Move the staged parts of `attempts` into place, write the batch's commit marker
         (the batch now exists), then move the same attempts' reports into place.
 
@@ -850,6 +873,8 @@ class ResultStore:
         marker = {"batch_id": batch_id, "grader_id": grader_id,
                   "committed_at": datetime.now(UTC).isoformat(timespec="seconds"), **summary,
                   "attempts": sorted(attempts), "renamed_reports": renamed}
+        if self._still_locked is not None:
+            self._still_locked(f"before it committed batch {batch_id}")
         self._put(self.path("_commits", f"{batch_id}.json"),
                   json.dumps(marker, indent=1).encode(), durable=True)
         self._publish_reports(batch_id, grader_id, staged, renamed)
@@ -1197,25 +1222,28 @@ class ResultStore:
     # -- the lock: one `grade` at a time per results root ---------------------------------
     @contextmanager
     def lock(self, command: str = "rungrade grade",
-             stale_after: float = S3_LOCK_STALE_SECONDS) -> Iterator[Callable[[], None]]:
+             stale_after: float = S3_LOCK_STALE_SECONDS) -> Iterator[Callable[..., None]]:
         """Hold the results lock for the duration of a `with` block.
 
         Yields a function that raises `ResultsLocked` if the lock was lost meanwhile (call it
-        before each commit). Refuses at once, with `ResultsLocked`, when another process holds
-        the lock. Local results use an advisory `flock` on `_lock`, which the kernel releases
-        when its holder dies, even by `kill -9`. S3 results use a `_lock.json` object created
-        only if absent (conditional write); its holder rewrites it every `stale_after / 4`
-        seconds, and a lock not rewritten for `stale_after` seconds is stale and may be taken,
-        as is at once one whose holder was a process of this machine that has died.
+        before each commit; told what this process is doing, it also asks an S3 lock object
+        whose it is, and the message says what stopped). Refuses at once, with
+        `ResultsLocked`, when another process holds the lock. Local results use an advisory
+        `flock` on `_lock`, which the kernel releases when its holder dies, even by `kill -9`.
+        S3 results use a `_lock.json` object created only if absent (conditional write); its
+        holder rewrites it every `stale_after / 4` seconds, and a lock not rewritten for
+        `stale_after` seconds is stale and may be taken, as is at once one whose holder was a
+        process of this machine that has died.
         """
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "machine": _machine(),
                  "command": command, "since": datetime.now(UTC).isoformat(timespec="seconds")}
-        if self.local:
-            with self._local_lock(owner) as check:
+        with (self._local_lock(owner) if self.local else self._s3_lock(owner, stale_after)
+              ) as check:
+            self._still_locked = check
+            try:
                 yield check
-        else:
-            with self._s3_lock(owner, stale_after) as check:
-                yield check
+            finally:
+                self._still_locked = None
 
     def lock_held(self, stale_after: float = S3_LOCK_STALE_SECONDS) -> bool | None:
         """Whether some process holds the results lock, found without taking it (a look
@@ -1275,7 +1303,7 @@ class ResultStore:
         return text
 
     @contextmanager
-    def _local_lock(self, owner: dict) -> Iterator[Callable[[], None]]:
+    def _local_lock(self, owner: dict) -> Iterator[Callable[..., None]]:
         os.makedirs(self.root, exist_ok=True)
         fd = os.open(self.path(LOCAL_LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
         LOCK_FDS.add(fd)
@@ -1287,7 +1315,7 @@ class ResultStore:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(owner).encode(), 0)
             try:
-                yield lambda: None
+                yield lambda doing=None: None  # (the kernel keeps a flock while its holder lives)
             finally:
                 os.ftruncate(fd, 0)
         finally:
@@ -1309,7 +1337,7 @@ class ResultStore:
         return fresh and not _dead_here(holder), holder, head["ETag"]
 
     @contextmanager
-    def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[[], None]]:
+    def _s3_lock(self, owner: dict, stale_after: float) -> Iterator[Callable[..., None]]:
         bucket, _, key = self.path(S3_LOCK_NAME).partition("/")
         body = json.dumps(owner).encode()
         state = {"etag": None, "lost": False}
@@ -1341,11 +1369,26 @@ class ResultStore:
                         state["lost"] = True
                         return
 
-        def check() -> None:
+        def check(doing: str | None = None) -> None:
+            taker = None
+            if doing is not None or state["lost"]:  # ask the server (whose is it now?)
+                try:
+                    found = self.fs.cat_file(self.path(S3_LOCK_NAME))
+                except FileNotFoundError:
+                    found = None
+                if found == body and not state["lost"]:
+                    return
+                taker = _json_or_none(found) if found else None
+                state["lost"] = True
             if state["lost"]:
-                raise ResultsLocked(f"the lock on {self.uri} was taken over by another "
-                                    "process after this one missed its heartbeats; stopping "
-                                    "before the next commit")
+                who = (f"pid {taker.get('pid')} on {taker.get('host')}" if taker
+                       else "another process")
+                raise ResultsLocked(
+                    f"the lock on {self.uri} was taken over by {who} after this process "
+                    f"missed its heartbeats for {int(stale_after)} s (paused, or cut off from "
+                    f"S3); it stopped {doing or 'before its next commit'}. The batches it "
+                    "committed stand; grade again once that process is done, and the runs left "
+                    "are graded then")
 
         beat = threading.Thread(target=heartbeat, name="rungrade-lock", daemon=True)
         beat.start()

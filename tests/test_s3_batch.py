@@ -682,3 +682,40 @@ def test_removing_a_refused_runs_report_on_s3_reads_its_name_literally(
     kept = sorted(p.rsplit("/", 1)[1] for p in s3fs_client.find(f"{results}/reports"))
     assert kept == ["20261112-000001-a.json", "20261112-000001-a.json",
                     "20261112-000001-b.json", "20261112-000001-b.json"]
+
+
+def _take_over(store: ResultStore, s3_server: str, s3fs_client) -> None:
+    """What another grade does to a lock whose holder was paused past its expiry: it writes
+    the lock object as its own, then rolls the paused grade's batch forward or discards it."""
+    s3fs_client.pipe_file(store.path("_lock.json"), json.dumps(
+        {"pid": 1, "host": "elsewhere", "since": "later"}).encode())
+    ResultStore(store.uri, s3_server).discard_uncommitted()
+
+
+@pytest.mark.parametrize("paused", ["before the commit", "after the commit marker"])
+def test_a_grade_whose_s3_lock_was_taken_over_while_paused_stops_and_says_so(
+        paused: str, s3_bucket: str, s3_server: str, s3fs_client, monkeypatch):
+    # Paused (a suspended machine) for longer than the lock's expiry, a grade resumes before
+    # its heartbeat has noticed. Before the commit, its staged shard was discarded by the
+    # grade that took the lock: it wrote a marker naming parts that were gone (its runs
+    # counted, their rows lost). After its marker, its reports were rolled forward: it failed
+    # on a staged copy gone ("The specified key does not exist", exit 2).
+    store = ResultStore(f"s3://{s3_bucket}/paused", s3_server)
+    batch, grader_id, attempt = new_batch_id(), DEFAULT_GRADER_ID, "0-abcd"
+    with store.lock(), pytest.raises(ResultsLocked, match="taken over by pid 1 on elsewhere"):
+        store.stage_part(batch, attempt, grader_id, {}, {"0123abcd.run-1.json": "{}"})
+        if paused == "before the commit":
+            _take_over(store, s3_server, s3fs_client)
+        else:
+            put = store._put
+
+            def marker_then_pause(path: str, data: bytes, **kwargs) -> None:
+                put(path, data, **kwargs)
+                if "/_commits/" in path:
+                    _take_over(store, s3_server, s3fs_client)
+            monkeypatch.setattr(store, "_put", marker_then_pause)
+        store.publish(batch, grader_id, {"runs": 1, "refused": 0}, {attempt})
+    committed = s3fs_client.exists(f"{s3_bucket}/paused/_commits/{batch}.json")
+    assert committed == (paused != "before the commit")
+    assert s3fs_client.exists(f"{s3_bucket}/paused/reports/run-1.json") == committed
+    assert not s3fs_client.exists(f"{s3_bucket}/paused/_staging")
