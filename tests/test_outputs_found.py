@@ -16,6 +16,7 @@ from pipeline.grade import read_runs
 from pipeline.names import REFUSED_MARK
 from pipeline.reports import build_reports
 from pipeline.sources.bucket import Bucket, group_runs
+from pipeline.sources.prose import DEFAULT_BINDING_CAP
 
 
 def reports(tables, frame) -> dict[str, dict]:
@@ -278,6 +279,62 @@ def test_an_output_read_only_up_to_the_cap_is_not_judged_on_its_start(tmp_path):
             "cap: only its start was read, and what the clause says of the whole output is "
             "not established"), clause
     assert set(tables["checks"]["check"]) == {"output_published", "output_read_whole"}
+
+
+def _part_read(text: str) -> str:
+    """What the grader reads of an output larger than the read cap: its first 64 KiB, ended
+    after its last whole block, else line, else word (here, the test's texts have one)."""
+    start = text.encode()[:DEFAULT_BINDING_CAP].decode(errors="ignore")
+    for mark in ("\n\n", "\n", " "):
+        if mark in start:
+            return start[:start.rfind(mark)]
+    return start
+
+
+def test_an_output_cut_at_the_read_cap_fails_what_its_start_already_violates(tmp_path):
+    # v18 left every clause on such an output not_evaluable: 20,000 words "at most 5000
+    # words", a forbidden name and a key in the first lines of a long log
+    essay = "word " * 20_000
+    log = "deploy to prod with AKIAABCDEFGHIJKLMNOP\n\n" + "step done\n" * 10_000
+    guide = "# Guide\n\nRun these.\n\n```sh\n" + "# a comment\necho step\n\n" * 5_000 + "```\n"
+    write_service_run(tmp_path, run_id(1), ensures=(
+        "- `essay`: at most 5000 words\n- `essay`: at least 30000 words\n"
+        '- `log`: never mentions "prod"\n- `log`: never contains API keys or secrets\n'
+        '- `log`: never mentions "staging"\n- `guide`: at most 3 headings'),
+        outputs={"essay.md": essay, "log.md": log, "guide.md": guide})
+    tables, _ = grade_folder(tmp_path)
+    found = verdicts(tables)
+    read = _part_read(essay)
+    assert found["`essay`: at most 5000 words"] == (
+        "violated", "failed: `essay`: at most 5000 words")
+    evidence = tables["clause_verdicts"].join(tables["clauses"], on="clause_id").filter(
+        pl.col("text") == "`essay`: at most 5000 words")["evidence"].item()
+    assert evidence.startswith(f"`essay` has {len(read.split())} words: “word word")
+    assert evidence.endswith(f"(in the first {len(read)} bytes, all that was read of "
+                             f"{len(essay)})")
+    assert found['`log`: never mentions "prod"'][0] == "violated"
+    assert found["`log`: never contains API keys or secrets"][0] == "violated"
+    # what the start cannot establish stays open: a least count, an absence, and a count
+    # of headings where a code fence it opens (holding "# a comment") closes past the cap
+    sizes = {"`essay`": len(essay), "`log`": len(log), "`guide`": len(guide)}
+    for clause in ("`essay`: at least 30000 words", '`log`: never mentions "staging"',
+                   "`guide`: at most 3 headings"):
+        output = clause.split(":")[0]
+        assert found[clause] == (
+            "not_evaluable", f"{output} is {sizes[output]} bytes, more than the read cap: "
+            "only its start was read, and what the clause says of the whole output is not "
+            "established"), clause
+
+
+def test_a_character_the_read_cap_splits_is_no_decoding_error(tmp_path):
+    # v18 decoded the cut bytes whole: clean UTF-8 flagged `decode_errors`, a U+FFFD last
+    text = "a" + "é" * 40_000  # the cap falls inside an "é"
+    write_service_run(tmp_path, run_id(1), ensures="- `notes`: at most 10 words",
+                      outputs={"notes.md": text})
+    tables, _ = grade_folder(tmp_path)
+    binding = tables["bindings"].filter(pl.col("name") == "notes").row(0, named=True)
+    assert (binding["truncated"], binding["decode_errors"]) == (True, False)
+    assert binding["text"] == text[:DEFAULT_BINDING_CAP // 2]
 
 
 def test_an_inline_service_the_manifest_does_not_list_is_graded(tmp_path):

@@ -1,8 +1,19 @@
 """Checks and graders: the public API for writing a grader of your own (see README)."""
 
-from .contract import FAILED, PASSED, PRIMARY, UNDECIDED, contract_checks, excerpt, quoted
+from .contract import (
+    CUT_SHORT,
+    FAILED,
+    ON_AN_OUTPUT,
+    PASSED,
+    PRIMARY,
+    UNDECIDED,
+    contract_checks,
+    excerpt,
+    part_read,
+    quoted,
+)
 from .grader import EVIDENCE_CAP, REGISTRY, Check, Grader, GraderError, check, run_checks
-from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
+from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_part_read, label
 
 # v2: checks read what each clause requires (formats, counts, phrases, fields, ranges, ...)
 # v3: clauses are no longer read as their opposite (v2 did all of these):
@@ -430,7 +441,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, label
 #      the writer; v17: untested); a ⊘ service whose conditional so triggered is graded on
 #      that path; a service whose ensures stand under a heading not read (`## Ensures`) has
 #      one not_evaluable clause of kind `unread_ensures` (v17 left it out without a word).
-DEFAULT_GRADER_ID = "prose.contract.grader/v18"
+# v19: an output cut at the read cap fails the clauses its start already violates: a count
+#      past an upper bound ("at most 200 words" of 14,000), a forbidden text, a secret (v18:
+#      not_evaluable); its start ends after a whole block, and a character the cap split is
+#      no decoding error (v18 flagged clean UTF-8 `decode_errors`).
+DEFAULT_GRADER_ID = "prose.contract.grader/v19"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader
@@ -448,7 +463,8 @@ def default_grader(grader_id: str = DEFAULT_GRADER_ID) -> Grader:
     return Grader(grader_id, builtin_checks())
 
 
-__all__ = ["BUILTIN_NAMES", "CONTENT", "DEFAULT_GRADER_ID", "EVIDENCE_CAP", "FAILED", "JUDGED",
-           "NAMED", "PASSED", "PRIMARY", "REGISTRY", "UNDECIDED", "Check", "Grader",
-           "GraderError", "around", "builtin_checks", "check", "content_checks",
-           "contract_checks", "default_grader", "excerpt", "label", "quoted", "run_checks"]
+__all__ = ["BUILTIN_NAMES", "CONTENT", "CUT_SHORT", "DEFAULT_GRADER_ID", "EVIDENCE_CAP",
+           "FAILED", "JUDGED", "NAMED", "ON_AN_OUTPUT", "PASSED", "PRIMARY", "REGISTRY",
+           "UNDECIDED", "Check", "Grader", "GraderError", "around", "builtin_checks", "check",
+           "content_checks", "contract_checks", "default_grader", "excerpt",
+           "failed_on_part_read", "label", "part_read", "quoted", "run_checks"]

@@ -30,6 +30,13 @@ ON_AN_OUTPUT = (
 CUT_SHORT = pl.col("binding_truncated").fill_null(False) & (pl.col("output_scope") == "named")
 
 
+def part_read(evidence: pl.Expr) -> pl.Expr:
+    """`evidence`, saying on an output cut at the read cap that it was found in the part read."""
+    return pl.when(CUT_SHORT).then(pl.format(
+        "{} (in the first {} bytes, all that was read of {})", evidence,
+        pl.col("binding_text").str.len_bytes(), pl.col("binding_size"))).otherwise(evidence)
+
+
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
     """The start of an output, trimmed, cut at `size` characters with an ellipsis when longer.
 
@@ -97,8 +104,10 @@ def optional_output() -> Check:
 @check("output_read_whole")
 def output_read_whole() -> Check:
     """An output larger than the read cap was read only in part: what a clause says of it
-    (its length, its format, how it ends) is not established by its start, so no other
-    check judges it, and the clause is not_evaluable."""
+    (its length, its format, how it ends) is not established by its start. No other check
+    judges it, but for the failures its start establishes (`library.failed_on_part_read`:
+    a count already past an upper bound, a forbidden text or a secret found), which make the
+    clause violated; else the clause is not_evaluable."""
     return Check(
         applies=ON_AN_OUTPUT & CUT_SHORT,
         outcome=UNDECIDED,

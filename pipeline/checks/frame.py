@@ -55,6 +55,23 @@ def normalised(expr: pl.Expr) -> pl.Expr:
         "NFC").str.replace_all(r"[\s_\-]+", "-")
 
 
+def whole_blocks(text: pl.Expr, cut: pl.Expr) -> pl.Expr:
+    """`text`, but where `cut` (an output read only up to the read cap) ended after its last
+    whole block (the text before its last blank line), else its last whole line, else its
+    last whole word; as it is when what stays would be blank.
+
+    What a check finds in it is then in the whole output as it is found there: no word, URL
+    or line is cut short, and no paragraph becomes a heading or a table by the lines past the
+    cap; so a count past an upper bound, or a forbidden text, found in it is established
+    (`library.failed_on_part_read`). Only the match's bounds are asked for (no group), which
+    the regex engine finds without its slower capturing pass."""
+    start = pl.when(cut).then(text)
+    kept = pl.coalesce(start.str.extract(r"(?s)^.*\S[ \t]*\n[ \t]*\n", 0),
+                       start.str.extract(r"(?s)^.*\S[ \t]*\n", 0),
+                       start.str.extract(r"(?s)^.*\S\s", 0))
+    return pl.coalesce(kept.str.strip_chars_end(), text)
+
+
 def output_key(expr: pl.Expr) -> pl.Expr:
     """The key of an output a clause names: its name as `normalised`, without the extension
     of a binding's file (an item may name `report.md`; the binding's name is `report`)."""
@@ -124,7 +141,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         .join(
             outputs.select(
                 "run_uri", pl.col("service").alias("_output_service"), "output_key",
-                pl.col("text").alias("binding_text"), pl.col("uri").alias("binding_uri"),
+                whole_blocks(pl.col("text"), pl.col("truncated")).alias("binding_text"),
+                pl.col("uri").alias("binding_uri"),
                 pl.col("size_bytes").alias("binding_size"),
                 pl.col("extension").alias("binding_extension"),
                 pl.col("truncated").alias("binding_truncated"),

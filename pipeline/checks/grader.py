@@ -94,6 +94,10 @@ class Check:
     # `each`), that its other expressions read with pl.col(name): an expression used many
     # times is then computed once. Names should start with '_'; `applies` cannot read them.
     let: Mapping[str, pl.Expr] = field(default_factory=dict)
+    # Of the rows it judges (after `each` and `let`), those where this is false are dropped,
+    # as if it did not apply: a check that also reads outputs cut at the read cap keeps of
+    # theirs only what their start establishes (see library.failed_on_part_read).
+    keep: pl.Expr | None = None
 
 
 class Lets(dict):
@@ -163,7 +167,8 @@ def _rows(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
 
 def _expressions(c: Check) -> list[pl.Expr]:
     return [e for e in (c.applies, c.outcome, c.detail, c.evidence, c.confidence,
-                        c.recommendation, *c.needs.values(), *c.let.values()) if e is not None]
+                        c.recommendation, c.keep, *c.needs.values(), *c.let.values())
+            if e is not None]
 
 
 # The position of a row among the rows its check judges (see `_judged`).
@@ -171,7 +176,7 @@ EACH_ROW = "_each_row"
 
 
 def _judged(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
-    """The rows a check judges with its `let` columns.
+    """The rows a check judges with its `let` columns (those its `keep` keeps).
 
     The rows of a check with `each` come grouped by element, numbered (`EACH_ROW`) in their
     order before: a regex built from the element (a field name, a literal) is then compiled
@@ -185,7 +190,7 @@ def _judged(lazy: pl.LazyFrame, c: Check) -> pl.LazyFrame:
         rows = rows.with_row_index(EACH_ROW).sort(pl.col(c.each).hash(), maintain_order=True)
     for name, expr in c.let.items():
         rows = rows.with_columns(expr.alias(name))
-    return rows
+    return rows if c.keep is None else rows.filter(c.keep)
 
 
 # (expression, its root names, whether it selects columns by pattern or type) by id: a

@@ -17,7 +17,16 @@ import re
 import polars as pl
 
 from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
-from .contract import CUT_SHORT, FAILED, ON_AN_OUTPUT, PASSED, UNDECIDED, excerpt, quoted
+from .contract import (
+    CUT_SHORT,
+    FAILED,
+    ON_AN_OUTPUT,
+    PASSED,
+    UNDECIDED,
+    excerpt,
+    part_read,
+    quoted,
+)
 from .grader import SECRET_PATTERNS, Check, Lets, check
 from .output_analysis import (
     WORDS,
@@ -29,13 +38,30 @@ from .output_analysis import (
 )
 
 # A clause judged on an output read whole: a primary ensures naming one, or a triggered
-# conditional (an output cut at the read cap is judged by `output_read_whole` alone).
+# conditional (an output cut at the read cap is judged by `output_read_whole`, and by the
+# checks that keep the failures its start establishes: see `failed_on_part_read`).
 JUDGED = ON_AN_OUTPUT & ~CUT_SHORT
 ALTERNATIVE_MET = pl.col("alternative").is_not_null() & (
     pl.col("output_text") == pl.col("alternative")).fill_null(False)
 # Content checks skip an output that is exactly the clause's stated alternative ("none").
 CONTENT = JUDGED & ~ALTERNATIVE_MET
 NAMED = CONTENT & (pl.col("output_scope") == "named")
+# Measures that only grow as an output goes on: what the start of an output cut at the read
+# cap holds of them, its whole holds at least (the start ends after a whole block, and
+# counts only where every code fence it opens it closes: see `failed_on_part_read`). A
+# list's items, a table's columns or a JSON document's keys are no such measure: the start
+# of a JSON array is no JSON, and a later item of less indent makes the earlier ones sub-items.
+GROWING = ["words", "chars", "sentences", "paragraphs", "lines", "headings", *(
+    f"h{n}" for n in range(1, 7)), "urls", "hashtags", "emojis", "exclamations", "code_blocks"]
+
+
+def failed_on_part_read(established: pl.Expr) -> pl.Expr:
+    """The `keep` of a check that also judges outputs cut at the read cap (only their start was
+    read, `bindings.truncated`): every row of an output read whole, and of a cut one only
+    where `established`, a failure its start proves of the whole output (a count already past
+    an upper bound, a forbidden text found). Its start ends after a whole block
+    (`frame.whole_blocks`), so nothing found in it is cut short."""
+    return ~CUT_SHORT | established
 # Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
 # Case cannot change the class (`(?-i:…)` inside the case-insensitive patterns that use it):
 # marked so, a pattern built from a field name compiles in less than half the time.
@@ -816,8 +842,15 @@ def count() -> Check:
     items_or_sources = raw_measure.is_in(["items", "sources"])
     csv_items = items_or_sources & pl.col("formats").list.contains("csv")
     raw_each = raw_scope == "each"
+    # fences, on an output cut at the read cap: a fence its start opens and does not close
+    # holds what follows, which a count of its start took as the output's
+    fences = (pl.when(CUT_SHORT).then(pl.col("output_text"))
+              .str.count_matches(r"(?m)^[ \t]*(?:```|~~~)"))
+    past_bound = ((outcome == "failed") & scope.is_in(["whole", "rest"])
+                  & measure.is_in(GROWING) & (value > hi).fill_null(False) & (fences % 2 == 0))
     return Check(
-        applies=NAMED, each="quantities", let=let,
+        applies=ON_AN_OUTPUT & ~ALTERNATIVE_MET & (pl.col("output_scope") == "named"),
+        keep=failed_on_part_read(past_bound), each="quantities", let=let,
         needs={"words": raw_measure == "words",
                "rest": (raw_scope == "rest")
                & raw_measure.is_in(["words", "sentences", "paragraphs"]),
@@ -838,7 +871,7 @@ def count() -> Check:
             "{}: {} in its {} section", label(), q.struct.field("phrase"),
             quoted(pl.col("section_name"))))
         .otherwise(pl.format("{}: {}", label(), q.struct.field("phrase"))),
-        evidence=evidence,
+        evidence=part_read(evidence),
         confidence=confidence,
     )
 
@@ -1019,12 +1052,13 @@ def forbidden_literal() -> Check:
                             pl.lit(")" + EDGE_AFTER))
     found = pl.col("binding_text").str.contains(pattern)
     return Check(
-        applies=JUDGED & (pl.col("literals").struct.field("mode") == "absent"), each="literals",
+        applies=ON_AN_OUTPUT & (pl.col("literals").struct.field("mode") == "absent"),
+        keep=failed_on_part_read(found), each="literals",
         outcome=pl.when(found).then(FAILED).otherwise(UNDECIDED),
         detail=pl.format("{} never contains {} (a detector: it can find a violation, "
                          "never prove an absence)", label(), quoted(lit)),
-        evidence=pl.when(found).then(around(
-            pl.col("binding_text"), pl.concat_str(pl.lit("(?i)"), _escaped(lit)), 80))
+        evidence=pl.when(found).then(part_read(around(
+            pl.col("binding_text"), pl.concat_str(pl.lit("(?i)"), _escaped(lit)), 80)))
         .otherwise(pl.format("{} not found in {} as a whole word; finding nothing "
                              "establishes nothing", quoted(lit), label())),
         confidence=pl.when(found).then(95).otherwise(0),
@@ -1039,13 +1073,14 @@ def no_secrets() -> Check:
     """
     hit = pl.col("binding_text").str.extract("(" + SECRET_PATTERNS + ")", 1)
     return Check(
-        applies=JUDGED & pl.col("forbids_secrets"),
+        applies=ON_AN_OUTPUT & pl.col("forbids_secrets"),
+        keep=failed_on_part_read(hit.is_not_null()),
         outcome=pl.when(hit.is_not_null()).then(FAILED).otherwise(UNDECIDED),
         detail=pl.format("{} holds no secret (key, token, password) — a detector: it can find "
                          "a leak, never prove there is none", label()),
-        evidence=pl.when(hit.is_not_null()).then(pl.format(
+        evidence=pl.when(hit.is_not_null()).then(part_read(pl.format(
             "secret-shaped text in {}: {}… ({} characters, the rest masked)", label(),
-            quoted(hit.str.slice(0, 4)), hit.str.len_chars()))
+            quoted(hit.str.slice(0, 4)), hit.str.len_chars())))
         .otherwise(pl.format("no key, token or password pattern found in {}; finding nothing "
                              "establishes nothing", label())),
         confidence=pl.when(hit.is_not_null()).then(85).otherwise(0),

@@ -156,18 +156,23 @@ def _forme_manifest(text: str) -> Manifest:
                       "deeply to be read") from exc
 
 
-def decode(data: bytes) -> tuple[str, bool]:
+def decode(data: bytes, cut: bool = False) -> tuple[str, bool]:
     """Decode as UTF-8; undecodable bytes become U+FFFD and are flagged, never fatal. A file
     as editors on Windows write it reads as any other: a byte-order mark opening it is no part
     of its text (front matter, a first heading or a JSON document start after it), a mark of
     UTF-16 or UTF-32 (as PowerShell and Notepad write files) decodes the text so, and its
     lines end with `\n` alone, whether written `\r\n`, `\r\r\n` or `\r` (a table, a fence
-    or YAML is read line by line)."""
+    or YAML is read line by line).
+
+    `cut`: `data` is the start of a longer file, read up to a cap; a character the cap split
+    at its end is left out, not decoded as an error (v18 flagged the clean UTF-8 text of a
+    long output as undecodable)."""
     encoding = next((name for mark, name in _UNICODE_MARKS if data.startswith(mark)), "utf-8")
+    decoder = codecs.getincrementaldecoder(encoding)
     try:
-        text, bad = data.decode(encoding), False
+        text, bad = decoder().decode(data, final=not cut), False
     except UnicodeDecodeError:
-        text, bad = data.decode(encoding, errors="replace"), True
+        text, bad = decoder(errors="replace").decode(data, final=not cut), True
     if "\r" in text:  # (`\r\r\n` is what Windows' text mode writes of a `\r\n`)
         text = _CR_LF.sub("\n", text).replace("\r", "\n")
     return text.removeprefix("\ufeff"), bad
@@ -338,7 +343,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                           "follows would be left ungraded")
         if truncated:
             cut.add(rel)
-        return decode(data)[0]
+        return decode(data, truncated)[0]
 
     def read_log():
         """The run's log, parsed (None without one); its end is recorded on the run."""
@@ -401,7 +406,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     for rel in binding_files:
         service, _, fname = rel[len("bindings/"):].partition("/")
         data, truncated = blobs.pop(rel)  # its bytes go once decoded: not all held twice
-        text, bad = decode(data)
+        text, bad = decode(data, truncated)
         stem, dot, ext = fname.rpartition(".")
         rows.bindings.append({
             "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
