@@ -719,6 +719,13 @@ CASES = [
     Case("bare-columns-fail", "a CSV with columns id, name, email", "id,name\n1,ann\n",
          "required_field", "failed", "partially_satisfied", "no `email` field",
          select="`email`"),
+    # the bound "and" goes on to is no column (v18: a column `at`, and "exactly 4 rows")
+    Case("bare-columns-then-a-bound", "a CSV file with columns region, revenue, units and at "
+         "least 4 data rows", "region,revenue,units\n" + "north,1,2\n" * 5, "count", "passed",
+         "satisfied", "`out` has 5 CSV data rows"),
+    Case("bare-columns-then-a-bound-in-a-table", "a markdown table with columns Name, Role and "
+         "at most 5 rows", "| Name | Role |\n|---|---|\n| ann | lead |\n| bo | dev |\n", "count",
+         "passed", "satisfied", "`out` has 2 table rows"),
     Case("ticked-key-fails", "valid JSON with a `status` key", '{"state": "ok"}',
          "required_field", "failed", "partially_satisfied", "top-level keys: state"),
     Case("section-titles-fail", "a markdown report with sections Summary, Findings and Sources",

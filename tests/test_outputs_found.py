@@ -32,18 +32,23 @@ def verdicts(tables) -> dict[str, tuple[str, str | None]]:
             for text, verdict, reason in rows.select("text", "verdict", "reason").rows()}
 
 
-def test_an_optional_output_not_published_is_not_held_against_its_service(tmp_path):
+@pytest.mark.parametrize("mark", ["`{}` (optional): a JSON object",
+                                  # after the colon, as contracts write it too (v18: held
+                                  # against the service, "no binding")
+                                  "`{}`: (optional) a JSON object",
+                                  "`{}`: (Optional, when there are notes) a JSON object"])
+def test_an_optional_output_not_published_is_not_held_against_its_service(tmp_path, mark):
+    extra, notes = mark.format("extra"), mark.format("notes")
     write_service_run(tmp_path, run_id(1),
-                      ensures="- `main`: a JSON object\n- `extra` (optional): a JSON object\n"
-                              "- `notes` (optional): a JSON object",
+                      ensures=f"- `main`: a JSON object\n- {extra}\n- {notes}",
                       outputs={"main.json": '{"ok": true}', "notes.json": "[1, 2]"})
     tables, _ = grade_folder(tmp_path)
     found = verdicts(tables)
-    assert found["`extra` (optional): a JSON object"] == (
+    assert found[extra] == (
         "not_evaluable", "optional output `extra` was not published: there is nothing of it "
         "to grade")
     # published, an optional output is graded as any other
-    assert found["`notes` (optional): a JSON object"][0] == "partially_satisfied"
+    assert found[notes][0] == "partially_satisfied"
     assert found["`main`: a JSON object"][0] == "satisfied"
     # v13 violated `extra` (no binding): 2 of 3 clauses failed or partly failed
     assert tables["service_scores"]["service_score"].item() == 75.0

@@ -444,7 +444,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 # v19: an output cut at the read cap fails the clauses its start already violates: a count
 #      past an upper bound ("at most 200 words" of 14,000), a forbidden text, a secret (v18:
 #      not_evaluable); its start ends after a whole block, and a character the cap split is
-#      no decoding error (v18 flagged clean UTF-8 `decode_errors`).
+#      no decoding error (v18 flagged clean UTF-8 `decode_errors`); "`x`: (optional) …" marks
+#      an optional output (v18: required); "columns a, b and at least 4 rows" reads no column
+#      `at` and a least count (v18: a column `at`, exactly 4 rows).
 DEFAULT_GRADER_ID = "prose.contract.grader/v19"
 
 

@@ -740,6 +740,14 @@ TITLE = r"(?-i:\p{Lu}[\w\-]*(?:\s+\p{Lu}[\w\-]*)*)"
 # ... or in sentence case ("Next steps", "Open questions"), where a comma, "and" or a closing
 # mark ends it (shortest first: "Details and Next steps" is two names)
 TITLE_CASED = r"(?-i:\p{Lu}[\w\-]*(?:\s+[\w\-]+){0,3}?)"
+# An invisible separator put before a word to shield it from a pattern that would take it
+# (Rust regex has no lookahead to exclude the word); the counts take it out of the text.
+SHIELD = "\u2063"
+# "and" before a bound ("columns a, b and at least 4 rows"): the bound is shielded (SHIELD
+# after the "and") from the list of bare names, which would end on its first word
+AND_A_BOUND = (r"(?i)(\b(?:columns?|fields?|keys?)\s[^.;:\n]*?\s(?:and|&)\s+)((?:at\s+(?:least|"
+               r"most)|(?:no|not)\s+(?:more|fewer|less)|(?:more|fewer|less)\s+than|exactly|"
+               r"between|up\s+to|over|under|only)\b)")
 # A name and up to two more words ("evidence url").
 NAME_PHRASE = IDENT + r"(?:\s+(?-i:[\w\-]+)){0,2}"
 # A key's name in backticks: a word ("id", "_id", "$schema", "@type", "meta.version")
@@ -765,6 +773,10 @@ FIELD_FORMS = [
     # "the columns Name, Role and Email", "with columns date and amount"
     ("bare", r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT
      + r"(?:\s*,\s*" + IDENT + r")*\s*,?\s*(?:and|&)\s+" + IDENT + r"\b"),
+    # "with columns region, revenue, units and at least 4 rows": the names before the bound
+    # "and" goes on to (shielded, see `_fields`; v18 read a column `at`, and "4 rows")
+    ("bare", r"(?i)\b(?:columns?|fields?|keys?)\s+(?:named\s+|called\s+)?" + IDENT
+     + r"(?:\s*,\s*" + IDENT + r")*\s*,?\s*(?:and|&)\s+" + SHIELD),
     # "with columns id, name, email" (three names or more, the part's last words)
     ("bare", r"(?i)\b(?:columns?|fields?|keys?|headers?)\s+(?:named\s+|called\s+)?" + IDENT
      + r"(?:\s*,\s*" + IDENT + r"){2,}\s*(?:[.;)]\s*)?$"),
@@ -1164,9 +1176,7 @@ def _take(df: pl.DataFrame, name: str, pattern: str, keep: str = GAP,
 
 
 # A number followed by a word that is no unit ("0-100 for", "3 of them", "a 6-digit code") is
-# shielded from the count patterns by an invisible separator (Rust regex has no lookahead to
-# exclude the word).
-SHIELD = "\u2063"
+# shielded from the count patterns by SHIELD.
 # Words that join a number to its unit in a count ("5 or more", "2 to 4"): shielded only
 # before the bare "N unit" form.
 JOINERS = ("or", "and", "to", "more", "less", "fewer")
@@ -1623,6 +1633,8 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                          .alias("_each_nested"))
     about_json = ((pl.col("json_shape").is_not_null() | pl.col("formats").list.contains("json"))
                   .fill_null(False))
+    # (the counts, read later, take the shield out)
+    df = df.with_columns(pl.col("t").str.replace_all(AND_A_BOUND, "${1}" + SHIELD + "${2}"))
     parts = []
     for i, (kind, pattern) in enumerate(FIELD_FORMS):
         json_only = kind == "ticked_json"  # read, and taken out, only in a clause about JSON
@@ -1639,6 +1651,7 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
         elif kind == "bare":  # names after "columns" or "sections"
             names = (e.str.replace(r"(?i)^\s*(?:columns?|fields?|keys?|sections?|headings?|"
                                    r"headers?)\s+(?:named\s+|called\s+|titled\s+)?", "")
+                     .str.replace(r"(?i)\s*,?\s*(?:and|&)\s+" + SHIELD + "$", "")
                      .str.replace(r"\s*[.,;)]?\s*$", "")
                      .str.replace_all(r"\s+(?:and|&)\s+", ",").str.split(","))
         else:

@@ -40,6 +40,10 @@ _IF = re.compile(r"if\s", re.IGNORECASE)
 _BACKTICK_NAME = re.compile(r"^`([^`]++)`\s*+(\([^)]*+\))?\s*+[:—–-]\s*(.*)$", re.DOTALL)
 _BACKTICK_ONLY = re.compile(r"^`([^`]++)`\s*+(\([^)]*+\))?\s*+$")
 _PLAIN_NAME = re.compile(r"^([A-Za-z0-9_][\w.\-/]*+)\s*+(\([^)]*+\))?\s*+:\s*(.*)$", re.DOTALL)
+# An item marked optional after its name's colon ("- `notes`: (optional) a list"), as it may be
+# before it: the mark is the item's annotation, no part of what the output must hold
+_LEADING_OPTIONAL = re.compile(r"^\(([^)]*\boptional\b[^)]*+)\)\s*(.*)$",
+                               re.DOTALL | re.IGNORECASE)
 
 
 @dataclass
@@ -185,7 +189,10 @@ def parse_item_text(text: str) -> tuple[str | None, str, str | None, str | None]
         m = pattern.match(head)
         if m:
             annotation = m.group(2)[1:-1].strip() if m.group(2) else None
-            return m.group(1).strip(), m.group(3).strip(), None, annotation
+            description = m.group(3).strip()
+            if annotation is None and (lead := _LEADING_OPTIONAL.match(description)):
+                annotation, description = lead.group(1).strip(), lead.group(2).strip()
+            return m.group(1).strip(), description, None, annotation
     m = _BACKTICK_ONLY.match(head)
     if m:
         return m.group(1).strip(), "", None, (m.group(2) or "")[1:-1].strip() or None
