@@ -838,9 +838,14 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
             len(r[i]) <= WORD_WHOLE and not any(c.isspace() for c in r[i]) for r in rows)
         name = (rename or {}).get(col, col)
         widest = max((len(r[i]) for r in rows), default=1)
-        # (text keeps a column wide enough to read, folding at spaces)
-        least = widest if whole else min(widest, TEXT_LEAST)
-        needed += max(least, *map(len, name.split() or [""]))  # (a name folds at spaces)
+        # text keeps a column wide enough to read, folding at spaces, and to hold its words
+        # of up to WORD_WHOLE whole (an id beside a longer text folded as "…/v1" and "8")
+        words = max((len(w) for r in rows for w in r[i].split()), default=1)
+        least = widest if whole else max(min(widest, TEXT_LEAST), min(words, WORD_WHOLE))
+        # a column that never folds keeps its name whole, else it folds at spaces (counted
+        # by its longest word, a name such as "count(DISTINCT run_uri)" left its values blank)
+        least = max(least, len(name) if whole else max(map(len, name.split() or [""])))
+        needed += least
         # cells and names as Text: what the results hold is never read as markup ("[1]",
         # "[x]" and "[bold]" were dropped from evidence, and a stray "[/b]" failed the query)
         table.add_column(Text(name), overflow="fold", no_wrap=whole,

@@ -744,6 +744,29 @@ def test_a_table_at_80_columns_folds_text_at_spaces_and_no_word(graded, monkeypa
         assert text.split()[0] in result.stdout  # (text folds, at its spaces)
 
 
+def test_a_table_at_80_columns_shows_every_value_whole_under_long_names(graded, monkeypatch):
+    # a name with spaces was counted by its longest word: rich squeezed the columns, and
+    # the last one's values were blank (78.06 and 50.0 not shown), 99.96 shown "99."; an id
+    # beside one over 40 characters was folded ("prose.contract.grader/v1", then "8")
+    from pipeline import cli
+
+    _, results = graded
+    monkeypatch.setenv("COLUMNS", "80")
+    query = ("select grader_id, count(distinct run_uri), avg(overall_score) * 1.0001, "
+             "avg(overall_score) filter (where overall_verdict <> 'satisfied') * 1.0001 "
+             "from run_scores group by 1 union all select 'prose.contract.judged-by-a-judge-"
+             "of-ours.grader/v18', 0, 1.2345, 2.3456 order by 1")
+    result = run("sql", str(results), query)
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.stdout.splitlines()]
+    for grader_id, runs, mean, failing in csv.reader(
+            run("sql", str(results), query, "--csv", "-").stdout.splitlines()[1:]):
+        # (an id of more than 40 characters folds, at the 40th)
+        shown = grader_id if len(grader_id) <= cli.WORD_WHOLE else grader_id[:cli.WORD_WHOLE]
+        numbers = [runs] + [f"{float(n):.2f}" for n in (mean, failing) if n]
+        assert [shown, *numbers] in lines, grader_id
+
+
 @pytest.mark.parametrize(("option", "value"), [("--runs", "100000000000000"),
                                                 ("--start", "99999999999999")])
 def test_synth_refuses_more_runs_than_it_can_name(tmp_path, option, value):
