@@ -197,14 +197,18 @@ def no_pair(con: duckdb.DuckDBPyConnection, known: list[str]) -> str:
         limit 1
     """).fetchall()
     if changed:
-        base, head, runs = changed[0]
-        return (f"{held}: {base} and {head} graded {runs} run(s) in common, but their files "
-                "changed between the two grades; grade those runs again under both ids "
-                "(each grade skips the runs unchanged since) to compare them")
+        return f"{held}: {_all_changed(*changed[0])}"
     if len(known) > 1:
         held += ", no two of which graded the same run"
     return (f"{held}; grade the same runs again under another grader id (`rungrade grade "
             "RUNS --out RESULTS --grader my_grader.py`) to see what changes between versions")
+
+
+def _all_changed(base: str, head: str, runs: int) -> str:
+    """What to do about ids `base` and `head` whose `runs` in common all changed."""
+    return (f"{base} and {head} graded {runs} run(s) in common, but their files changed "
+            "between the two grades; grade those runs again under both ids (each grade skips "
+            "the runs unchanged since) to compare them")
 
 
 def _latest_sharing(con: duckdb.DuckDBPyConnection, grader_id: str,
@@ -291,6 +295,8 @@ def version_diff(con: duckdb.DuckDBPyConnection, base: str | None = None,
         raise ResultsQueryError(f"{base} and {head} graded (not refused) no run in common "
                                 "from the same files; grade the same runs under both to "
                                 "compare them")
+    if summary["shared_runs"].item() == 0:  # (ids given: they were not chosen for sharing runs)
+        raise ResultsQueryError(_all_changed(base, head, summary["changed_runs"].item()))
     return VersionDiff(
         base=base, head=head, summary=summary.row(0, named=True),
         flips=view("verdict_flips"), clauses=view("version_diffs"),

@@ -617,6 +617,13 @@ def test_ids_whose_shared_runs_all_changed_are_named_with_the_way_to_compare_the
     assert result.exit_code == USAGE and said in " ".join(result.output.split())
     assert cli("report", results, "-o", str(tmp_path / "r.html")).exit_code == 0
     assert said in " ".join((tmp_path / "r.html").read_text().split())
+    # the ids given, as for ids it does not hold: it printed an empty comparison, exit 0, and
+    # the page a table of zeros
+    ids = [DEFAULT_GRADER_ID, "second.grader/v1"]
+    page = str(tmp_path / "given.html")
+    for command in (["diff", results, *ids], ["report", results, *ids, "-o", page]):
+        result = cli(*command)
+        assert result.exit_code == USAGE and said in " ".join(result.output.split()), command
     # what it says to do brings them into the comparison
     assert cli("grade", str(runs), "--out", results, "--workers", "1").exit_code == 0
     result = cli("diff", results)
