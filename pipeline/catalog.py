@@ -248,11 +248,12 @@ def _quoted(text: str) -> str:
 def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
                  marts: bool = True, catalog_file: str | None = None,
                  commits: list[dict] | None = None,
-                 files: dict[str, list[str]] | None = None) -> list[str]:
+                 files: dict[str, list[str]] | None = None, named: bool = False) -> list[str]:
     """Create the committed-results views on `con`; return the names of the views made.
     `catalog_file`: the real path of the database file the views are written to, which they
     check they are read from (see `_read_where_written`). `commits`: the store's, if read
-    already; `files`: their parts (`store.tables_files`), if listed already."""
+    already; `files`: their parts (`store.tables_files`), if listed already. `named`: the
+    views of local results name their parts too, as those on S3 do (see below)."""
     commits = store.commits() if commits is None else commits
     if not commits:
         raise FileNotFoundError(store.holds_nothing(
@@ -262,11 +263,17 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     # every view built on it, each time: kept once read, a part is never rewritten.
     con.execute("set parquet_metadata_cache = true")
     parts: dict[str, list[str]] = {}
-    if not store.local:
+    if not store.local or named:
         # the committed parts named one by one, rather than a glob each query would list
-        # again; DuckDB reads them through a filesystem that knows their sizes and keeps them
+        # again, and which binds the parts of every batch there, committed or not: a
+        # compaction deleting those it merged failed each question asked meanwhile. Local
+        # views that outlive a question (the catalog file's, `connect`'s) keep globs: after
+        # a compaction they say to connect again (see `_still_there`), not that a part of
+        # theirs is gone
         parts = files if files is not None else store.tables_files(
             {c["batch_id"] for c in commits})
+    if not store.local:
+        # DuckDB reads them through a filesystem that knows their sizes and keeps them
         fs = store.query_filesystem()
         fs.keep([url for urls in parts.values() for url in urls])  # binding reads them all
         con.register_filesystem(fs)
@@ -340,13 +347,14 @@ def _where(*conditions: str) -> str:
 def _still_there(store: ResultStore) -> str:
     """A condition on `_commits` that stops a query whose connection outlived a compaction.
 
-    Locally, the views find the parts by globs, keeping the batches committed when they were
-    made (`_commits`); once a compaction removes the batches it merged, a connection opened
-    before (a notebook's, the duckdb CLI's on the catalog it replaced) would show none of
-    their rows, and say nothing. So every query first looks at the commit markers' names (a
-    listing of `_commits/`, no file read) and fails, saying to connect again, when a batch it
-    knows has lost its marker (removed right after its parts). On S3 the views name their
-    parts, and a part removed fails the query that reads it (the kept parts spare even that).
+    Locally, views that outlive a question (`connect`'s, the catalog file's) find the parts
+    by globs, keeping the batches committed when they were made (`_commits`); once a
+    compaction removes the batches it merged, a connection opened before (a notebook's, the
+    duckdb CLI's on the catalog it replaced) would show none of their rows, and say nothing.
+    So every query first looks at the commit markers' names (a listing of `_commits/`, no
+    file read) and fails, saying to connect again, when a batch it knows has lost its marker
+    (removed right after its parts). On S3 the views name their parts, and a part removed
+    fails the query that reads it (the kept parts spare even that).
     """
     if not store.local:
         return ""
@@ -390,7 +398,7 @@ def connect(results: str, endpoint_url: str | None = None) -> duckdb.DuckDBPyCon
     return _opened(ResultStore(results, endpoint_url))
 
 
-def _opened(store: ResultStore) -> duckdb.DuckDBPyConnection:
+def _opened(store: ResultStore, named: bool = False) -> duckdb.DuckDBPyConnection:
     """`_open`, tried again while it fails because the results changed under it (a
     compaction or a grade's cleanup removing parts as the views were made or checked), up to
     ASK_ATTEMPTS times; any other failure goes through at once."""
@@ -398,19 +406,20 @@ def _opened(store: ResultStore) -> duckdb.DuckDBPyConnection:
 
     for attempt in range(1, ASK_ATTEMPTS + 1):
         try:
-            return _open(store)
+            return _open(store, named)
         except (duckdb.Error, ResultsDamaged) as exc:
             if attempt == ASK_ATTEMPTS or not _changed_under(store, exc):
                 raise
     raise AssertionError("unreachable")  # (the last attempt returns or raises)
 
 
-def _open(store: ResultStore) -> duckdb.DuckDBPyConnection:
+def _open(store: ResultStore, named: bool = False) -> duckdb.DuckDBPyConnection:
     """A new connection with the views of `store` (`create_views`), checked whole: every
     committed batch holds a part of each table for each part of its `runs`, and as many
     `runs` rows as its marker says. A part deleted, cut short or never copied (a results
     folder copied in part) would leave the views short of its rows without a word; a batch
-    merged by a compaction since its marker was read is not damage (see `connect`, `ask`)."""
+    merged by a compaction since its marker was read is not damage (see `connect`, `ask`).
+    `named`: see `create_views`."""
     import duckdb
 
     con = duckdb.connect()
@@ -418,7 +427,7 @@ def _open(store: ResultStore) -> duckdb.DuckDBPyConnection:
         commits = store.commits()
         # listed once, for the views (on S3) and the check
         files = store.tables_files({c["batch_id"] for c in commits}) if commits else None
-        create_views(con, store, commits=commits, files=files)
+        create_views(con, store, commits=commits, files=files, named=named)
         _check_whole(con, store, commits, files)  # (none without commits: refused above)
     except BaseException:
         con.close()
@@ -490,7 +499,7 @@ def ask(results: str, question: Callable[[duckdb.DuckDBPyConnection], T],
     store = ResultStore(results, endpoint_url)
     for attempt in range(1, ASK_ATTEMPTS + 1):
         try:
-            con = _opened(store)
+            con = _opened(store, named=True)  # (it lives for one question)
         except duckdb.Error as exc:
             said = str(exc).split("\n\n")[0]  # (not the view's SQL DuckDB quotes after)
             if not isinstance(exc, duckdb.IOException):  # a part that is not Parquet
