@@ -442,10 +442,14 @@ def grade(
     if compact_after and not summary.stopped and summary.uncompacted >= compact_after:
         from .compact import compact as compact_results
 
-        with _writing_results(None, "compacting after the grade", "The grade's batches are "
-                              "committed, and the results are as they were before compacting "
-                              "(or compacted, for the grader ids done)"):
-            summary.compacted = compact_results(out_dir, endpoint_url).merged
+        try:
+            with _writing_results(None, "compacting after the grade", "The grade's batches "
+                                  "are committed, and the results are as they were before "
+                                  "compacting (or compacted, for the grader ids done)"):
+                summary.compacted = compact_results(out_dir, endpoint_url).merged
+        except typer.Exit:  # the grade's summary all the same: its batches are committed
+            _print_summary(summary, as_json)
+            raise
         summary.uncompacted = 0
         from .store import ResultStore
 
@@ -454,10 +458,7 @@ def grade(
                 summary.grade_id, uncompacted=0, compacted=summary.compacted)
     if not summary.found and not summary.unlisted:
         _refuse_misplaced_root(runs, out_dir, endpoint_url, summary.grade_id)
-    if as_json:  # (not rich's print_json: FORCE_COLOR would colour it in a pipe too)
-        _write_stdout(json.dumps(summary.as_dict(), indent=2).encode() + b"\n")
-    else:
-        print_summary(summary)
+    _print_summary(summary, as_json)
     if summary.stopped:
         raise fail(f"stopped by SIGTERM after {len(summary.batches)} committed batch(es); the "
                    "batch in progress was abandoned. Rerun the same command to finish.",
@@ -514,6 +515,13 @@ def _damaged(exc: Exception) -> bool:
     that say what to do."""
     store = sys.modules.get("pipeline.store")  # (raised only where it was loaded)
     return store is not None and isinstance(exc, store.ResultsDamaged)
+
+
+def _print_summary(summary, as_json: bool) -> None:
+    if as_json:  # (not rich's print_json: FORCE_COLOR would colour it in a pipe too)
+        _write_stdout(json.dumps(summary.as_dict(), indent=2).encode() + b"\n")
+    else:
+        print_summary(summary)
 
 
 @contextlib.contextmanager

@@ -571,6 +571,28 @@ def test_sigterm_during_a_compaction_stops_it_with_its_exit_code_and_a_message(
     assert_same(before, views(out))
 
 
+def test_a_grade_stopped_while_it_compacts_still_prints_its_summary(tmp_path, monkeypatch):
+    # the grade's batches were committed, but neither its summary nor its --json came out:
+    # a scheduler reading the JSON got nothing for a night that graded every run
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 6, seed=5, workers=1)
+    merge = compact_module._compact
+
+    def terminated_midway(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return merge(*args, **kwargs)
+
+    monkeypatch.setattr(compact_module, "_compact", terminated_midway)
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(out), "--workers", "1",
+                                      "--batch-size", "2", "--compact-after", "2", "--json"])
+    assert result.exit_code == exit_codes.STOPPED, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["found"], summary["graded"] + summary["refused"]) == (6, 6)
+    assert len(summary["batches"]) == 3 and "compacted" not in summary
+    assert "stopped by SIGTERM while compacting after the grade" in " ".join(
+        result.stderr.split())
+
+
 def test_a_ledger_mended_after_a_compaction_is_graded_again_and_shown_graded(tmp_path):
     # A ledger refused (under the contract grader's id), graded once whole (under its ledger
     # grader's), refused again: compacting the contract grader's two batches names them after
