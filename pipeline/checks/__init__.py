@@ -446,7 +446,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      not_evaluable); its start ends after a whole block, and a character the cap split is
 #      no decoding error (v18 flagged clean UTF-8 `decode_errors`); "`x`: (optional) …" marks
 #      an optional output (v18: required); "columns a, b and at least 4 rows" reads no column
-#      `at` and a least count (v18: a column `at`, exactly 4 rows).
+#      `at` and a least count (v18: a column `at`, exactly 4 rows); a required section whose
+#      heading has nothing under it fails (v18: met).
 DEFAULT_GRADER_ID = "prose.contract.grader/v19"
 
 

@@ -878,6 +878,19 @@ def count() -> Check:
 
 # ---- exact phrases ------------------------------------------------------------------------
 
+def _bare_heading(text: pl.Expr, title: pl.Expr) -> pl.Expr:
+    """Whether `text` holds a heading of `title` (a regex), numbered or not, with nothing
+    under it: only blank lines, then a heading of its level or above, or the end of the text.
+    Such a section is there in name only ("## Findings" straight before "## Sources")."""
+    levels = [pl.concat_str(pl.lit(f"#{{{n}}}[ \\t]+(?:\\d+[.)][ \\t]*)?(?:\\*\\*|__)?"), title,
+                            pl.lit(f"(?:\\*\\*|__)?[ \\t]*:?[ \\t]*#*[ \\t]*"
+                                   f"(?:$|\\n\\s*(?:#{{1,{n}}}[ \\t]|$))"))
+              for n in range(1, 7)]
+    return text.str.contains(pl.concat_str(
+        pl.lit("(?i)(?:^|\\n)[ \\t]{0,3}(?:"), pl.concat_str(levels, separator="|"), pl.lit(")"))
+    ).fill_null(False)
+
+
 def _section_title(heading: pl.Expr) -> pl.Expr:
     """A section's title as written in a heading or named in a clause, without the heading's
     marks, a number, emphasis or a closing colon: `## 3. **Sources:**` is `Sources`."""
@@ -926,6 +939,8 @@ def literal() -> Check:
         line, pl.lit(r"(?:\*\*|__)?"), _escaped(title),
         pl.when(titled).then(pl.lit(r"(?:\*\*|__)?:?(?:\*\*|__)?[ \t]*#*)[ \t]*$"))
         .otherwise(pl.lit(r"(?::(?:\*\*|__)?|(?:\*\*|__)?:?))[ \t]*$"))), 1)))
+    # (a heading of that title with nothing under it is no section: see `_bare_heading`)
+    bare = let("_bare", _bare_heading(pl.when(titled).then(out), _escaped(title)))
     exact_case = let("_exact_case", text.str.contains(lit, literal=True))
     # lowercased as "" on the other rows: polars lowercases the text a null row hides too
     lowered = text.fill_null("").str.to_lowercase()
@@ -941,7 +956,7 @@ def literal() -> Check:
         .when((mode == "ends") & heading).then(last_heading == lit.str.strip_chars())
         .when(mode == "last_section").then(
             last_title == lit.str.replace(r"^#+\s*", "").str.strip_chars().str.to_lowercase())
-        .when(in_section).then(titled | labelled.is_not_null())
+        .when(in_section).then((titled | labelled.is_not_null()) & ~bare)
         .when(mode == "ends").then(out.str.ends_with(lit) | bare_end.str.ends_with(lit))
         .when(mode == "first_line").then(pl.col("first_line") == lit.str.strip_chars())
         .when(mode == "last_line").then(last_line == lit.str.strip_chars())
@@ -997,7 +1012,10 @@ def literal() -> Check:
             "last heading: {}", pl.when(last_heading.is_null()).then(pl.lit("none"))
             .otherwise(quoted(last_heading))))
         .when(in_section).then(
-            pl.when(labelled.is_not_null()).then(pl.format(
+            pl.when(bare).then(pl.format("{} has nothing under it before the next heading or "
+                                         "the end", pl.when(labelled.is_not_null())
+                                         .then(quoted(labelled)).otherwise(quoted(title))))
+            .when(labelled.is_not_null()).then(pl.format(
                 "{} {}", pl.when(titled).then(pl.lit("heading")).otherwise(pl.lit("label")),
                 quoted(labelled)))
             .when(titled).then(pl.format("a heading {}", quoted(title)))
@@ -1164,9 +1182,8 @@ def required_field() -> Check:
         pl.format("(?m)^{}\t", _escaped(name))))
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
-    mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE),
-                            _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]"),
-                            pl.lit(EDGE_AFTER))
+    written = _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")  # (as names compare)
+    mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
     # each text search reads only the outputs of the rows whose branch it serves
     text = pl.col("output_text")
     json_text = pl.when(is_json & in_values & ~per_element & ~((kind == "object") & ~nested)
@@ -1174,6 +1191,9 @@ def required_field() -> Check:
     label_text = pl.when(~is_json & ~has_table & in_values).then(text)
     plain_text = pl.when(~is_json & ~has_table & ~in_values).then(text)
     mentioned = plain_text.str.contains(mention).fill_null(False)
+    # a heading so named with nothing under it ("## Findings" straight before "## Sources"
+    # met "sections Summary, Findings and Sources")
+    empty = let("_empty", _bare_heading(label_text, written))
     outcome = let("_outcome", (
         pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
         .when((kind == "object") & ~nested).then(
@@ -1182,6 +1202,7 @@ def required_field() -> Check:
         .when(pl.col("has_table")).then(
             pl.when(pl.col("table_header").list.contains(name) | in_values).then(PASSED)
             .otherwise(FAILED))
+        .when(empty).then(FAILED)
         .when(in_values).then(PASSED)
         .when(mentioned).then(UNDECIDED)
         .otherwise(FAILED)
@@ -1196,6 +1217,9 @@ def required_field() -> Check:
         .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
         .when(pl.col("has_table")).then(pl.format("table columns: {}",
                                                   pl.col("table_header").list.join(", ")))
+        .when(empty).then(pl.format(
+            "the heading `{}` of {} has nothing under it before the next heading or the end",
+            shown, label()))
         .when(in_values).then(around(label_text, pl.format(
             "(?i){}", _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")), 60))
         .when(mentioned).then(pl.format(
