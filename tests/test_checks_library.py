@@ -732,6 +732,20 @@ CASES = [
          "# Report\n\n## Summary\nx\n\n## Findings\ny\n", "required_field", "failed",
          "partially_satisfied", "no `Sources` field, label or heading in `out`",
          select="`Sources`"),
+    # a number written with its thousands grouped is that number (v18 read its first group:
+    # 1,250 within 0-100, 1,284.50 under 100, evidence quoting "1")
+    Case("grouped-number-out-of-range", "a markdown table with columns Team and Score, where "
+         "score is between 0 and 100", "| Team | Score |\n|---|---|\n| a | 1,250 |\n| b | 40 |\n",
+         "numeric_range", "failed", "partially_satisfied", "`score` values: 1,250, 40"),
+    Case("grouped-number-in-range", "a JSON object with a `total` (at least 100)",
+         '{"total": "1,284.50"}', "numeric_range", "passed", "satisfied",
+         "`total` values: 1,284.50", file="out.json"),
+    Case("grouped-number-alone", "a score from 0-100", "Score: 1,250", "numeric_range",
+         "failed", "violated", "“Score: 1,250”"),
+    # the first number of prose, out of range, may be another number (v18: violated)
+    Case("prose-first-number-out-of-range-is-open", "a score from 0-100",
+         "A 2025 field study found the effect small.", "numeric_range", "undecided",
+         "not_evaluable", "“A 2025 field study"),
     # a heading with nothing under it is a section in name only (v18: met)
     Case("section-title-with-nothing-under-it",
          "a markdown report with sections Summary, Findings and Sources",

@@ -447,7 +447,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      no decoding error (v18 flagged clean UTF-8 `decode_errors`); "`x`: (optional) …" marks
 #      an optional output (v18: required); "columns a, b and at least 4 rows" reads no column
 #      `at` and a least count (v18: a column `at`, exactly 4 rows); a required section whose
-#      heading has nothing under it fails (v18: met).
+#      heading has nothing under it fails (v18: met); "1,250" is 1250 (v18: 1); prose's first
+#      number out of a range is asked (v18: violated, "a 2025 field study" for a score).
 DEFAULT_GRADER_ID = "prose.contract.grader/v19"
 
 

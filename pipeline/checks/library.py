@@ -68,6 +68,14 @@ def failed_on_part_read(established: pl.Expr) -> pl.Expr:
 EDGE_BEFORE = r"(?:^|(?-i:[^\p{L}\p{N}_]))"
 EDGE_AFTER = r"(?:(?-i:[^\p{L}\p{N}_])|$)"
 NUMBER = r"-?\d+(?:\.\d+)?"
+# A number as text writes it: its thousands grouped by commas ("1,250", "120,400.50"), or not
+WRITTEN_NUMBER = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|" + NUMBER
+
+
+def _number_value(text: pl.Expr) -> pl.Expr:
+    """The value of a WRITTEN_NUMBER (null for other text)."""
+    return text.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+
 DISTINCT = r"(?i)\b(?:distinct|unique|different)\b"
 # Heading marks, quotes, emphasis and spaces before a text's first word
 LEADING_MARKDOWN = r"^[#>*_\s\"“]+"
@@ -1291,7 +1299,7 @@ def numeric_range() -> Check:
         pl.col("element_texts").list.eval(pl.element().filter(
             pl.element().str.contains("^" + NUMBER + "$"))))
         .otherwise(_values_of(key).list.eval(
-            pl.element().str.extract("(" + NUMBER + ")", 1)).list.drop_nulls()))
+            pl.element().str.extract("(" + WRITTEN_NUMBER + ")", 1)).list.drop_nulls()))
     # a one-sided whole bound without a unit on a field that holds no number but JSON arrays
     # ("`tags` (at least 2)", "whose `items` is at most 5") counts their elements (v12:
     # undecided); a range ("`scores` (0-100)") bounds numbers, so it is still undecided there
@@ -1303,21 +1311,21 @@ def numeric_range() -> Check:
     field_texts = let("_field_texts", pl.when(counted).then(
         arrays.cast(pl.List(pl.String))).otherwise(said))
     field_numbers = let("_field_numbers",
-                        field_texts.list.eval(pl.element().cast(pl.Float64, strict=False)))
+                        field_texts.list.eval(_number_value(pl.element())))
     out = pl.col("output_text")
     whole = pl.when(field.is_null()).then(out)  # the output's own number: unscoped ranges only
-    over = whole.str.extract("(" + NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
+    over = whole.str.extract("(" + WRITTEN_NUMBER + r")\s*(?:/|out\s+of)\s*\d", 1)
     labelled = whole.str.extract(r"(?i)(?:score|confidence|rating|risk|grade|value)\W{0,20}?("
-                                 + NUMBER + ")", 1)
-    first = whole.str.extract("(" + NUMBER + ")", 1)
+                                 + WRITTEN_NUMBER + ")", 1)
+    first = whole.str.extract("(" + WRITTEN_NUMBER + ")", 1)
     found = let("_found", pl.coalesce(over, labelled, first))
-    alone = whole.str.contains(r"^\s*" + NUMBER + r"\s*%?\s*$")  # the output is the number
+    alone = whole.str.contains(r"^\s*(?:" + WRITTEN_NUMBER + r")\s*%?\s*$")  # the number alone
     # the output opens with the number, set apart: "85\n\nThe evidence…", "85 — strong"
-    lead = whole.str.contains(r"^\s*[*_`\"']*" + NUMBER + r"\s*%?[*_`\"']*(?:[ \t]*\n|\s+[—–-]\s"
-                              r"|\s*[,;:]\s)")
+    lead = whole.str.contains(r"^\s*[*_`\"']*(?:" + WRITTEN_NUMBER + r")\s*%?[*_`\"']*"
+                              r"(?:[ \t]*\n|\s+[—–-]\s|\s*[,;:]\s)")
     how = let("_how", pl.when(over.is_not_null() | alone).then(90)
               .when(labelled.is_not_null() | lead).then(85).otherwise(60))
-    number = found.cast(pl.Float64, strict=False)
+    number = _number_value(found)
     low = lo.fill_null(float("-inf"))
     high = hi.fill_null(float("inf"))
     above, below = r.struct.field("lo_exclusive"), r.struct.field("hi_exclusive")
@@ -1332,7 +1340,10 @@ def numeric_range() -> Check:
             pl.when(field_numbers.list.len() == 0).then(UNDECIDED)
             .when(fields_ok).then(PASSED).otherwise(FAILED))
         .when(number.is_null()).then(FAILED)
-        .when(within(number, number)).then(PASSED).otherwise(FAILED)
+        .when(within(number, number)).then(PASSED)
+        # only the output's first number, in prose: out of range, it may be another number
+        # than the one the clause bounds ("a survey of 1,200 operators" in a score's text)
+        .when(how == 60).then(UNDECIDED).otherwise(FAILED)
     ))
     evidence = (
         pl.when(elements).then(
