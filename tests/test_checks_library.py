@@ -746,6 +746,17 @@ CASES = [
     Case("prose-first-number-out-of-range-is-open", "a score from 0-100",
          "A 2025 field study found the effect small.", "numeric_range", "undecided",
          "not_evaluable", "“A 2025 field study"),
+    # in JSON a number or a boolean written as a string is a string (v18: the text within
+    # the quotes was typed)
+    Case("json-string-is-no-integer", "a JSON object with `line` (a positive integer)",
+         '{"line": "88"}', "field_type", "failed", "partially_satisfied",
+         '`line` is a JSON string, not an integer: "88"', file="out.json"),
+    Case("json-number-is-an-integer", "a JSON object with `line` (a positive integer)",
+         '{"line": 88}', "field_type", "passed", "satisfied", "each an integer",
+         file="out.json"),
+    Case("json-string-is-no-boolean", "a JSON object with `done` (a boolean)",
+         '{"done": "true"}', "field_type", "failed", "partially_satisfied",
+         '`done` is a JSON string, not a boolean (true or false): "true"', file="out.json"),
     # a heading with nothing under it is a section in name only (v18: met)
     Case("section-title-with-nothing-under-it",
          "a markdown report with sections Summary, Findings and Sources",
