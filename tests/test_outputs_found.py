@@ -315,8 +315,8 @@ def test_an_output_cut_at_the_read_cap_fails_what_its_start_already_violates(tmp
     evidence = tables["clause_verdicts"].join(tables["clauses"], on="clause_id").filter(
         pl.col("text") == "`essay`: at most 5000 words")["evidence"].item()
     assert evidence.startswith(f"`essay` has {len(read.split())} words: “word word")
-    assert evidence.endswith(f"(in the first {len(read)} bytes, all that was read of "
-                             f"{len(essay)})")
+    assert evidence.endswith(f"(in its first {len(read)} bytes of {len(essay)}: what was "
+                             "read, to its last whole block)")
     assert found['`log`: never mentions "prod"'][0] == "violated"
     assert found["`log`: never contains API keys or secrets"][0] == "violated"
     # what the start cannot establish stays open: a least count, an absence, and a count
@@ -329,6 +329,43 @@ def test_an_output_cut_at_the_read_cap_fails_what_its_start_already_violates(tmp
             "not_evaluable", f"{output} is {sizes[output]} bytes, more than the read cap: "
             "only its start was read, and what the clause says of the whole output is not "
             "established"), clause
+
+
+def _minified_with(word: str, items: int = 30_000) -> str:
+    """A JSON array of short strings with no white space, `word` the item the read cap cuts
+    right after its first four letters."""
+    head = '["' + 'ab","' * ((DEFAULT_BINDING_CAP - 2 - 4) // 5)
+    head += "x" * (DEFAULT_BINDING_CAP - 4 - len(head))  # (the cap falls after 4 letters)
+    return head + word + '","' + '","'.join(["ab"] * items) + '"]'
+
+
+@pytest.mark.parametrize(("clause", "output", "extra"), [
+    # a conditional naming no output, judged on all its service published, one output cut
+    # (v18 and before: violated on the cut text, "no 'no results'")
+    ('if no sources are found: a note stating "no results"',
+     "Nothing was found.\n\n" + "A line of the log.\n" * 6_000 + "Summary: no results.\n",
+     {"error": ("no-results", "the search returned nothing"),
+      "errors": "- `no-results`: no source was found"}),
+    # what follows the first line, when the start read is that line alone: the whole output
+    # has a table, and no sentence, after it
+    ("`out`: a verdict line, followed by at most 2 sentences",
+     "Verdict: approve. The build is green. Tests pass. Coverage rose.\n\n| a | b |\n|---|---|\n"
+     + "| x. y. | z. |\n" * 8_000, {}),
+    # minified JSON, no white space: its last token may be cut ("test" of "testing")
+    ('`out`: never mentions "test"', _minified_with("testing"), {}),
+    # a `~~~` block holding a "```python" line (no fence closes on it) and headings
+    ("`out`: at most 3 headings",
+     "# Guide\n\n~~~markdown\n```python\n\n" + "## Step\n\nDo it.\n\n" * 6_000 + "~~~\n", {}),
+])
+def test_a_start_read_establishes_nothing_it_cannot_prove_of_the_whole(tmp_path, clause,
+                                                                      output, extra):
+    write_service_run(tmp_path, run_id(1), ensures=f"- {clause}", outputs={"out.md": output},
+                      **extra)
+    tables, _ = grade_folder(tmp_path)
+    assert tables["bindings"]["truncated"].to_list() == [True]
+    verdict, reason = verdicts(tables)[clause]
+    assert verdict == "not_evaluable", (verdict, reason)
+    assert "more than the read cap" in reason or "larger than the read cap" in reason, reason
 
 
 def test_a_character_the_read_cap_splits_is_no_decoding_error(tmp_path):

@@ -26,14 +26,15 @@ ON_AN_OUTPUT = (
      | ((pl.col("kind") == "conditional") & pl.col("triggered").fill_null(False)))
     & pl.col("has_output")
 )
-# Its output was read only up to the read cap (`bindings.truncated`).
-CUT_SHORT = pl.col("binding_truncated").fill_null(False) & (pl.col("output_scope") == "named")
+# Its output was read only up to the read cap (`bindings.truncated`), or for a conditional
+# judged on all its service published, one of those outputs.
+CUT_SHORT = pl.col("binding_truncated").fill_null(False)
 
 
 def part_read(evidence: pl.Expr) -> pl.Expr:
     """`evidence`, saying on an output cut at the read cap that it was found in the part read."""
     return pl.when(CUT_SHORT).then(pl.format(
-        "{} (in the first {} bytes, all that was read of {})", evidence,
+        "{} (in its first {} bytes of {}: what was read, to its last whole block)", evidence,
         pl.col("binding_text").str.len_bytes(), pl.col("binding_size"))).otherwise(evidence)
 
 
@@ -111,9 +112,14 @@ def output_read_whole() -> Check:
     return Check(
         applies=ON_AN_OUTPUT & CUT_SHORT,
         outcome=UNDECIDED,
-        detail=pl.format("`{}` is {} bytes, more than the read cap: only its start was read, "
-                         "and what the clause says of the whole output is not established",
-                         pl.col("target_output"), pl.col("binding_size")),
+        detail=pl.when(pl.col("output_scope") == "named").then(pl.format(
+            "`{}` is {} bytes, more than the read cap: only its start was read, and what the "
+            "clause says of the whole output is not established", pl.col("target_output"),
+            pl.col("binding_size")))
+        .otherwise(pl.format(
+            "an output `{}` published is larger than the read cap: only its start was read, "
+            "and what the clause says of all it published is not established",
+            pl.coalesce("output_service", "service"))),
         evidence=quoted(excerpt(pl.col("binding_text"))),
         confidence=pl.lit(0),
     )

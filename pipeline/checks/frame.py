@@ -129,12 +129,13 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     service_text = pl.concat([
         nonempty.join(wide, on=["run_uri", "service"], how="semi")
         .group_by("run_uri", "service").agg(
-            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text")),
+            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text"),
+            pl.col("truncated").any().alias("_service_cut")),
         nonempty.join(programs.join(wide.rename({"service": "program"}),
                                     on=["run_uri", "program"], how="semi"), on="run_uri")
         .group_by("run_uri", pl.col("program").alias("service"))
         .agg(pl.col("text").sort_by("service", "name").str.join("\n\n")
-             .alias("_service_text")),
+             .alias("_service_text"), pl.col("truncated").any().alias("_service_cut")),
     ])
     frame = (
         top.join(svc, on=["run_uri", "service"], how="left")
@@ -160,9 +161,12 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             .alias("output_scope"),
         )
         .with_columns(
-            # a conditional naming no output is judged on all its service published
+            # a conditional naming no output is judged on all its service published (read in
+            # part where one of them was cut at the read cap)
             pl.when(pl.col("output_scope") == "service").then(pl.col("_service_text"))
             .otherwise(pl.col("binding_text")).alias("binding_text"),
+            pl.when(pl.col("output_scope") == "service").then(pl.col("_service_cut"))
+            .otherwise(pl.col("binding_truncated")).alias("binding_truncated"),
             pl.col("service_outputs").fill_null(pl.lit([], dtype=pl.List(pl.String))),
             pl.col("details").fill_null(pl.lit([], dtype=pl.List(pl.String))),
             pl.col("errored").fill_null(False),
@@ -172,7 +176,8 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
             .fill_null(False).alias("has_output"),
         )
     )
-    frame = collect(_conditionals(frame, svc).drop("_output_service", "_service_text"))
+    frame = collect(_conditionals(frame, svc).drop("_output_service", "_service_text",
+                                                   "_service_cut"))
     frame = clause_requirements(frame)
     return output_facts(frame) if measured else frame
 

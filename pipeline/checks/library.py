@@ -48,7 +48,7 @@ CONTENT = JUDGED & ~ALTERNATIVE_MET
 NAMED = CONTENT & (pl.col("output_scope") == "named")
 # Measures that only grow as an output goes on: what the start of an output cut at the read
 # cap holds of them, its whole holds at least (the start ends after a whole block, and
-# counts only where every code fence it opens it closes: see `failed_on_part_read`). A
+# counts only where every code fence it opens it closes, of the whole output: see `count`). A
 # list's items, a table's columns or a JSON document's keys are no such measure: the start
 # of a JSON array is no JSON, and a later item of less indent makes the earlier ones sub-items.
 GROWING = ["words", "chars", "sentences", "paragraphs", "lines", "headings", *(
@@ -60,8 +60,12 @@ def failed_on_part_read(established: pl.Expr) -> pl.Expr:
     read, `bindings.truncated`): every row of an output read whole, and of a cut one only
     where `established`, a failure its start proves of the whole output (a count already past
     an upper bound, a forbidden text found). Its start ends after a whole block
-    (`frame.whole_blocks`), so nothing found in it is cut short."""
-    return ~CUT_SHORT | established
+    (`frame.whole_blocks`), so nothing found in it is cut short; one that holds no white
+    space (minified JSON: its last token may be cut) establishes nothing, nor do the outputs
+    of a service joined (a conditional naming no output)."""
+    start = pl.when(CUT_SHORT).then(pl.col("binding_text"))
+    return ~CUT_SHORT | (established & (pl.col("output_scope") == "named")
+                         & start.str.contains(r"\s").fill_null(False))
 # Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
 # Case cannot change the class (`(?-i:…)` inside the case-insensitive patterns that use it):
 # marked so, a pattern built from a field name compiles in less than half the time.
@@ -850,12 +854,15 @@ def count() -> Check:
     items_or_sources = raw_measure.is_in(["items", "sources"])
     csv_items = items_or_sources & pl.col("formats").list.contains("csv")
     raw_each = raw_scope == "each"
-    # fences, on an output cut at the read cap: a fence its start opens and does not close
-    # holds what follows, which a count of its start took as the output's
-    fences = (pl.when(CUT_SHORT).then(pl.col("output_text"))
-              .str.count_matches(r"(?m)^[ \t]*(?:```|~~~)"))
-    past_bound = ((outcome == "failed") & scope.is_in(["whole", "rest"])
-                  & measure.is_in(GROWING) & (value > hi).fill_null(False) & (fences % 2 == 0))
+    # on an output cut at the read cap, a fence its start opens and does not close holds what
+    # follows, which a count of its start took as the output's (a fence line left once the
+    # closed blocks are out)
+    unclosed = (unfenced(pl.when(CUT_SHORT).then(pl.col("output_text")))
+                .str.contains(r"(?m)^[ \t]*(?:```|~~~)").fill_null(False))
+    # (of the whole output only: what follows a first line is no such measure when the start
+    # is that line alone)
+    past_bound = ((outcome == "failed") & (scope == "whole") & measure.is_in(GROWING)
+                  & (value > hi).fill_null(False) & ~unclosed)
     return Check(
         applies=ON_AN_OUTPUT & ~ALTERNATIVE_MET & (pl.col("output_scope") == "named"),
         keep=failed_on_part_read(past_bound), each="quantities", let=let,
