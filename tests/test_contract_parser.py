@@ -111,3 +111,24 @@ def test_yaml_is_loaded_safely():
     c = parse_contract("---\nname: !!python/object/apply:os.system ['echo pwned']\n---\n")
     assert c.front_matter == {}
     assert c.front_matter_error
+
+
+def test_items_an_html_comment_holds_over_several_lines_are_not_read():
+    # how a team switches a clause off; v18 graded them (a false violation every night)
+    items = ensures("### Ensures\n- `report`: a brief\n<!-- dropped in v3:\n"
+                    "- `summary`: exactly 5 sentences\n-->\n- `notes`: a list <!-- keep\n"
+                    "  - `x`: nested, off too\n  --> with its tail\n"
+                    "- `code`: quotes `<!--` as code\n- `last`: one line\n<!-- left open\n"
+                    "- `never`: read\n")
+    assert [(i.name, i.description) for i in items] == [
+        ("report", "a brief"), ("notes", "a list with its tail"),
+        ("code", "quotes `<!--` as code"), ("last", "one line")]
+
+
+def test_a_section_heading_may_say_more_in_a_parenthesis():
+    # v18 read no section under "### Ensures (outputs)": the service's clauses left out
+    items = ensures("### Ensures (outputs)\n- `summary`: exactly 2 sentences\n\n"
+                    "### Errors (declared)\n- `failed`: it failed\n")
+    assert [i.name for i in items] == ["summary"]
+    assert [i.name for i in parse_contract("### Errors (declared)\n- `failed`: x\n",
+                                           "svc").main.items("errors")] == ["failed"]

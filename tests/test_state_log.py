@@ -1,4 +1,5 @@
 from pipeline.sources.state_log import parse_error_file, parse_state_log
+from pipeline.sources.vm_log import parse_vm_log
 
 LOG = """# run:20260317-143052-a7b3c9 deep-research
 program: research/deep-research
@@ -84,3 +85,20 @@ def test_an_error_line_keeps_its_message_not_its_time():
                           "---error 2026-03-17 09:30:02+01:00 quota\n---error timeout\n"
                           "---end 2026-03-17T14:15:00Z\n")
     assert log.errors == ["disk full", "quota", "timeout"]
+
+
+def test_a_note_after_an_error_is_no_part_of_its_name():
+    # v18 took the whole line for the name: no declared error matched it, and the service's
+    # primary ensures were held against it rather than its degraded path
+    text = ("# run:20261112-000001-x demo\n1→ a ✗ no-results — search returned 0 hits\n"
+            "2→ b ✗ rate-limited: 429 from the API\n3→ c ✗ no-results (after 3 searches)\n"
+            "4→ d ✗ timeout\n---end 2026-11-12T03:20:11Z\n")
+    steps = {name: (s.error_name, s.note) for name, s in parse_state_log(text)
+             .service_status().items()}
+    assert steps == {"a": ("no-results", "search returned 0 hits"),
+                     "b": ("rate-limited", "429 from the API"),
+                     "c": ("no-results", "(after 3 searches)"), "d": ("timeout", None)}
+    vm = parse_vm_log("---\nstatus: failed\n---\n### researcher — failed (no-results: search "
+                      "returned 0 hits)\n")
+    step = vm.service_status()["researcher"]
+    assert (step.status, step.error_name) == ("errored", "no-results")

@@ -448,7 +448,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      an optional output (v18: required); "columns a, b and at least 4 rows" reads no column
 #      `at` and a least count (v18: a column `at`, exactly 4 rows); a required section whose
 #      heading has nothing under it fails (v18: met); "1,250" is 1250 (v18: 1); prose's first
-#      number out of a range is asked (v18: violated, "a 2025 field study" for a score).
+#      number out of a range is asked (v18: violated, "a 2025 field study" for a score); in
+#      JSON "88" is no integer; items inside a multi-line HTML comment, and a note after an
+#      error's name (`✗ no-results — 0 hits`), are not read as such (v18: graded, undeclared).
 DEFAULT_GRADER_ID = "prose.contract.grader/v19"
 
 

@@ -225,14 +225,41 @@ def _without_comments(text: str) -> str:
 _CODE = re.compile(r"`[^`\n]*`|\n(```|~~~).*?(?:\n\1|\Z)", re.DOTALL)
 
 
+def _comment_left_open(line: str) -> int | None:
+    """Where an HTML comment that `line` does not close opens (outside inline code), or
+    None: the lines up to its `-->` are the comment's (a contract's way to switch an item
+    off: "<!-- dropped in v3:" then the item, then "-->")."""
+    at = 0
+    while (opened := line.find("<!--", at)) != -1:
+        if line.count("`", 0, opened) % 2:  # (in inline code: go on after it)
+            at = opened + 4
+            continue
+        closed = line.find("-->", opened + 4)
+        if closed == -1:
+            return opened
+        at = closed + 3
+    return None
+
+
 def _parse_items(lines: list[str]) -> list[Item]:
     """Items with indentation-based nesting; continuation lines join the item above."""
     items: list[Item] = []
     texts: list[list[str]] = []  # each item's text in parts, joined once at the end (linear)
     stack: list[tuple[int, Item]] = []  # (indent, item) of open ancestors
-    in_fence = False
+    in_fence = in_comment = False
     after_blank = True  # (the line before was blank, or there was none)
     for line in lines:
+        if in_comment:  # (an HTML comment over several lines: what it holds is no item)
+            closed = line.find("-->")
+            if closed == -1:
+                continue
+            in_comment, line = False, line[closed + 3:]
+            if not line.strip():
+                continue
+        elif not in_fence and (opened := _comment_left_open(line)) is not None:
+            in_comment, line = True, line[:opened]
+            if not line.strip():
+                continue
         blank, after_blank = after_blank, not line.strip()
         if _FENCE.match(line):
             in_fence = not in_fence
@@ -274,8 +301,11 @@ def _parse_items(lines: list[str]) -> list[Item]:
 
 
 def _section_key(heading: str) -> str | None:
+    """The section a `###` heading opens: its name, but for case, marks, a colon and a
+    parenthesis after it ("Ensures (outputs)": v18 read no section, and left the service's
+    clauses out without a word)."""
     key = re.sub(r"[`*_:]", "", heading).strip().lower()
-    key = re.sub(r"\s+", " ", key)
+    key = re.sub(r"\s+", " ", re.sub(r"\s*\([^()]*\)$", "", key))
     return key if key in SECTIONS else None
 
 

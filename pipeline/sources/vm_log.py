@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from .contract import front_matter_text, normalise_name, scalar_text, split_front_matter
-from .state_log import StateLog, Step, parse_state_log
+from .state_log import StateLog, Step, error_and_note, parse_state_log
 
 _DONE = {"completed", "complete", "succeeded", "success", "done", "ok"}
 _FAILED = {"failed", "error", "errored"}
@@ -117,7 +117,8 @@ def parse_vm_log(text: str) -> StateLog:
             continue
         note = (m[2] or "").strip() or None
         log.steps.append(Step(str(len(log.steps) + 1), m[0].strip(), None, state,
-                              note if state == "errored" else None, note))
+                              error_and_note(note)[0] if state == "errored" and note
+                              else None, note))
         narrative = True
     if not log.completed and (front or narrative):
         # why a narrative log does not show the run ended: what its front matter says
