@@ -364,3 +364,18 @@ def test_a_conditional_about_another_service_is_triggered_by_its_error(tmp_path)
     _, frame = grade_folder(tmp_path)
     writer = frame.filter((pl.col("service") == "writer") & (pl.col("kind") == "conditional"))
     assert writer["triggered"].to_list() == [False]
+
+
+@pytest.mark.parametrize("errors", ["- no-results", "- no-results — nothing relevant was found",
+                                    "- `no-results`"])
+def test_an_error_declared_by_its_bare_name_opens_the_degraded_path(tmp_path, errors):
+    # v18 declared no error written without a colon: the service's findings were held against
+    # it (violated), and its conditional violated as "not one of its declared errors"
+    write_service_run(tmp_path, run_id(1), ensures=ENSURES, errors=errors,
+                      outputs={"findings.md": "Searched 4 indexes: no results."},
+                      error=("no-results", "No source matched."))
+    tables, frame = grade_folder(tmp_path)
+    assert tables["services"]["declared_errors"].to_list() == [["no-results"]]
+    kinds = dict(frame.select("clause_id", "kind").rows())
+    assert {kinds[c]: v for c, v in tables["clause_verdicts"].select(
+        "clause_id", "verdict").rows()} == {"ensures": "not_evaluable", "conditional": "satisfied"}

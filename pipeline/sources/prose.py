@@ -23,7 +23,7 @@ from .contract import Component, Contract, normalise_name, output_name_key, pars
 from .forme import parse_forme_manifest
 from .manifest import Manifest, ServiceWiring, parse_manifest, returned_from
 from .outage import is_outage, unavailable
-from .state_log import StateLog, parse_error_file, parse_state_log
+from .state_log import StateLog, error_and_note, parse_error_file, parse_state_log
 from .vm_log import parse_vm_log
 
 CONTRACT_CAP = 1 << 20  # contract files are small; a longer one is refused, never loaded whole
@@ -618,7 +618,25 @@ def _read_bindings(bucket: Bucket, ref: RunRef, rels: list[str], cap: int):
 
 
 def comp_error_names(comp: Component) -> list[str]:
-    return [i.name for i in comp.items("errors") if i.name and i.parent_position is None]
+    """The errors a component declares: its `### Errors` items' names, an item written as the
+    bare name too (`- no-results`, `- rate-limited — when the API says 429`: v18 declared
+    none of them, and the service's primary ensures were held against it when it so erred)."""
+    names = []
+    for item in comp.items("errors"):
+        if item.parent_position is not None:
+            continue
+        if item.name is None:
+            bare = error_and_note(item.description)[0] or ""
+            item_name = bare if _BARE_ERROR.match(bare) else None
+        else:
+            item_name = item.name
+        if item_name:
+            names.append(item_name)
+    return names
+
+
+# An error's name written bare, without the backticks or colon of an item's name
+_BARE_ERROR = re.compile(r"^[A-Za-z0-9_][\w.\-]*$")
 
 
 def _service_contract(layout: Layout, files, text_of, name, source, program: Contract):
