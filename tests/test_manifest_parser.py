@@ -113,3 +113,23 @@ def test_an_error_item_parted_by_a_dash_declares_its_name():
     m = parse_manifest("# Manifest: p\n\n## Graph\n\n### fc\nerrors:\n"
                        "- `no-results` — nothing was found\n- rate-limited: too many calls\n")
     assert m.services[0].errors == ["no-results", "rate-limited"]
+
+
+def test_an_execution_orders_annotations_name_no_service():
+    # v18 made services of `researcher:`, `[parallel]` and `then`, each with a missing
+    # contract, and of a forme graph's caller node
+    import json
+
+    from pipeline.sources.forme import parse_forme_manifest
+
+    m = parse_manifest(
+        "# Manifest: p\n\n## Graph\n\n### researcher\nsource: services/researcher.md\n\n"
+        "### fact-checker\n\n### writer\n\n## Execution Order\n"
+        "1. researcher: gathers sources (depends on: caller)\n"
+        "2. [parallel] fact-checker, writer\n3. then writer: the final pass\n")
+    assert [s.name for s in m.services] == ["researcher", "fact-checker", "writer"]
+    assert m.order == ["researcher", "fact-checker", "writer", "writer"]
+    forme = parse_forme_manifest(json.dumps({"program": "p", "graph": {"nodes": [
+        {"id": "caller", "type": "input"}, {"id": "researcher"}, {"id": "writer"}]},
+        "execution_order": ["researcher", "writer"]}))
+    assert [s.name for s in forme.services] == ["researcher", "writer"]

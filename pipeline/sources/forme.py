@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from .manifest import Manifest, Output, ServiceWiring, in_order, step_names
+from .manifest import CALLER_NAMES, Manifest, Output, ServiceWiring, in_order, step_names
 
 _SERVICES = ("services", "graph", "nodes")
 _ORDER = ("executionOrder", "execution_order", "order")
@@ -77,7 +77,10 @@ def parse_forme_manifest(text: str) -> Manifest:
     # a graph object holding its nodes (and edges): the nodes are the services, never the keys
     while isinstance(listed, dict) and any(k in listed for k in ("nodes", "services")):
         listed = _first(listed, ("services", "nodes"))
-    services = [_service(n, s) for n, s in _named_items(listed)]
+    # (a node of the caller's, `{"id": "caller", "type": "input"}`, is no service)
+    services = [_service(n, s) for n, s in _named_items(listed)
+                if not (n in CALLER_NAMES or (isinstance(s, dict)
+                        and s.get("type") in ("input", "output", "caller")))]
     order = [name for step, _ in _named_items(_first(doc, _ORDER)) for name in step_names(step)]
     caller = doc.get("callerInterface") or doc.get("caller") or {}
     caller = caller if isinstance(caller, dict) else {}

@@ -263,10 +263,27 @@ def parse_manifest(text: str) -> Manifest:
 def step_names(step: str) -> list[str]:
     """The services one step of an execution order names: the first word of each of its
     parts (`2. ∥ critic, fact-checker (parallel)` names critic and fact-checker; what follows
-    a name says what the step does), its number and its notes in parentheses left out."""
-    step = re.sub(r"\([^)]*\)?", " ", re.sub(r"^\s*\d+[.)]?\s+", "", step))  # (notes)
-    names = (_strip_name((part.split() or [""])[0]) for part in _ORDER_PARTS.split(step))
-    return [name for name in names if re.search(r"\w", name)]
+    a name says what the step does), its number, its notes in parentheses or brackets
+    (`[parallel]`), a colon after a name (`1. researcher: gathers sources`) and a word that
+    joins steps (`then writer`) left out (v18 made services of `researcher:`, `[parallel]`
+    and `then`)."""
+    step = re.sub(r"^\s*\d+[.)]?\s+", "", step)
+    step = re.sub(r"\([^)]*\)?|\[[^\]]*\]?", " ", step)  # (notes)
+    names = []
+    for part in _ORDER_PARTS.split(step):
+        words = [word for word in part.split() if word.lower() not in _JOINING]
+        name = _strip_name((words or [""])[0]).rstrip(":;,.").strip("`*")
+        if re.search(r"\w", name):
+            names.append(name)
+    return names
+
+
+# Words that join the steps of an execution order, no service's name
+_JOINING = {"then", "and", "next", "finally", "after", "afterwards", "lastly", "first"}
+
+
+# The program's caller, as an execution order or a graph names it: no service
+CALLER_NAMES = frozenset({"caller"})
 
 
 def in_order(services: list[ServiceWiring], order: list[str]
@@ -278,7 +295,7 @@ def in_order(services: list[ServiceWiring], order: list[str]
     names = {normalise_name(s.name): s.name for s in services}
     order = [names.get(normalise_name(name), name) for name in order]
     for name in order:
-        if normalise_name(name) not in names and name != "caller":
+        if normalise_name(name) not in names and name not in CALLER_NAMES:
             services.append(ServiceWiring(name=name, heading=name))
             names[normalise_name(name)] = name
     ran = {name: rank for rank, name in reversed(list(enumerate(order)))}
