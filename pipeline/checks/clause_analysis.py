@@ -1633,8 +1633,11 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
                          .alias("_each_nested"))
     about_json = ((pl.col("json_shape").is_not_null() | pl.col("formats").list.contains("json"))
                   .fill_null(False))
-    # (the counts, read later, take the shield out)
-    df = df.with_columns(pl.col("t").str.replace_all(AND_A_BOUND, "${1}" + SHIELD + "${2}"))
+    # (the counts, read later, take the shield out; looked for only in the parts that name
+    # columns, fields or keys, the others' text passed over by a search of plain words)
+    named = pl.when(pl.col("t").str.contains(r"(?i)column|field|key")).then(pl.col("t"))
+    df = df.with_columns(pl.coalesce(
+        named.str.replace_all(AND_A_BOUND, "${1}" + SHIELD + "${2}"), pl.col("t")).alias("t"))
     parts = []
     for i, (kind, pattern) in enumerate(FIELD_FORMS):
         json_only = kind == "ticked_json"  # read, and taken out, only in a clause about JSON

@@ -33,9 +33,10 @@ CUT_SHORT = pl.col("binding_truncated").fill_null(False)
 
 def part_read(evidence: pl.Expr) -> pl.Expr:
     """`evidence`, saying on an output cut at the read cap that it was found in the part read."""
-    return pl.when(CUT_SHORT).then(pl.format(
-        "{} (in its first {} bytes of {}: what was read, to its last whole block)", evidence,
-        pl.col("binding_text").str.len_bytes(), pl.col("binding_size"))).otherwise(evidence)
+    # (`evidence` written once: in both branches of a `when`, it was computed twice)
+    return pl.concat_str(evidence, pl.when(CUT_SHORT).then(pl.format(
+        " (in its first {} bytes of {}: what was read, to its last whole block)",
+        pl.col("binding_text").str.len_bytes(), pl.col("binding_size"))).otherwise(pl.lit("")))
 
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:

@@ -16,6 +16,8 @@ what output_analysis.py measures in each output (n_words, list_items, json_kind,
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from ..sources.contract import OUTPUT_EXTENSION
@@ -55,21 +57,37 @@ def normalised(expr: pl.Expr) -> pl.Expr:
         "NFC").str.replace_all(r"[\s_\-]+", "-")
 
 
-def whole_blocks(text: pl.Expr, cut: pl.Expr) -> pl.Expr:
-    """`text`, but where `cut` (an output read only up to the read cap) ended after its last
-    whole block (the text before its last blank line), else its last whole line, else its
-    last whole word; as it is when what stays would be blank.
+def whole_blocks(text: str) -> str:
+    """The start of an output read only up to the read cap, ended after its last whole block
+    (the text before its last blank line), else its last whole line, else its last whole
+    word; as it is when what stays would be blank.
 
     What a check finds in it is then in the whole output as it is found there: no word, URL
     or line is cut short, and no paragraph becomes a heading or a table by the lines past the
     cap; so a count past an upper bound, or a forbidden text, found in it is established
-    (`library.failed_on_part_read`). Only the match's bounds are asked for (no group), which
-    the regex engine finds without its slower capturing pass."""
-    start = pl.when(cut).then(text)
-    kept = pl.coalesce(start.str.extract(r"(?s)^.*\S[ \t]*\n[ \t]*\n", 0),
-                       start.str.extract(r"(?s)^.*\S[ \t]*\n", 0),
-                       start.str.extract(r"(?s)^.*\S\s", 0))
-    return pl.coalesce(kept.str.strip_chars_end(), text)
+    (`library.failed_on_part_read`)."""
+    blank = -1
+    for blank_line in _BLANK_LINE.finditer(text):  # (a blank line may hold spaces)
+        blank = blank_line.start()
+    for end in (blank, text.rfind("\n"), max(text.rfind(" "), text.rfind("\t"))):
+        if end > 0 and not text[:end].isspace():
+            return text[:end].rstrip()
+    return text
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
+
+
+def _judged_texts(bindings: pl.DataFrame) -> pl.Series:
+    """The text of each binding as the checks judge it: whole, or of one cut at the read cap
+    its `whole_blocks` (in Python, for those alone: a few a batch, a search from the end of
+    each, where a regex over the column passed over every one three times). The column as
+    it is when none was cut."""
+    text, cut = bindings["text"], bindings["truncated"].fill_null(False)
+    if not cut.any():
+        return text
+    at = cut.arg_true()
+    return text.scatter(at, [whole_blocks(t) for t in text.gather(at).to_list()])
 
 
 def output_key(expr: pl.Expr) -> pl.Expr:
@@ -92,6 +110,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     """
     outputs = (
         bindings.lazy().with_columns(
+            _judged_texts(bindings).alias("text"),  # (one column of text, as it is judged)
             normalised(pl.col("name")).alias("output_key"),
             pl.col("text").str.contains(r"\S").alias("_nonempty"),
         )
@@ -142,8 +161,7 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
         .join(
             outputs.select(
                 "run_uri", pl.col("service").alias("_output_service"), "output_key",
-                whole_blocks(pl.col("text"), pl.col("truncated")).alias("binding_text"),
-                pl.col("uri").alias("binding_uri"),
+                pl.col("text").alias("binding_text"), pl.col("uri").alias("binding_uri"),
                 pl.col("size_bytes").alias("binding_size"),
                 pl.col("extension").alias("binding_extension"),
                 pl.col("truncated").alias("binding_truncated"),
