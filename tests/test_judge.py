@@ -343,14 +343,27 @@ def test_judge_crash_keeps_answers_given_before_it_and_retries_the_rest(two_runs
     assert again.judging | {"from_cache": 1, "answered": 3, "failed": 0} == again.judging
 
 
-def test_quote_not_in_the_output_caps_confidence(two_runs, tmp_path):
+def test_a_pass_quoting_what_is_not_in_the_output_leaves_its_question_open(two_runs,
+                                                                           tmp_path):
+    # v18 kept such a pass at 49 confidence: a clause its checks had satisfied (75, an open
+    # question) went not_evaluable, and a run violated, for a judge that said "passed"
     results = tmp_path / "results"
     grade(two_runs, results, command_judge(results, tmp_path / "log", "misquote"))
     rows = judged_rows(results)
-    passed, failed = (rows.filter(pl.col("outcome") == o) for o in ("passed", "failed"))
-    assert not passed.is_empty() and not failed.is_empty()
-    assert set(passed["confidence"]) == {49}
-    assert all("its quote is not in the output" in d for d in passed["detail"])
+    misquoted, failed = (rows.filter(pl.col("detail").str.contains(
+        "it answered passed but its quote is not in the output: the question stays open")),
+        rows.filter(pl.col("outcome") == "failed"))
+    assert not misquoted.is_empty() and not failed.is_empty()
+    assert set(misquoted["outcome"]) == {"undecided"} and set(misquoted["confidence"]) == {0}
+    unjudged = tmp_path / "unjudged"
+    grade(two_runs, unjudged, None)
+    judged, alone = (dict(table(r, "clause_verdicts", g).select("clause_id", "verdict").rows())
+                     for r, g in ((results, JUDGED), (unjudged, DEFAULT_GRADER_ID)))
+    # a clause whose judged rows are all such passes: as if the judge had not answered
+    only_passed = set(misquoted["clause_id"]) - set(failed["clause_id"])
+    assert only_passed
+    for clause_id in only_passed:
+        assert judged[clause_id] == alone[clause_id]
     # a failed answer may state an absence instead of quoting: its confidence stands, and
     # its evidence is shown as stated (before, it was capped too: never violated)
     assert 49 not in set(failed["confidence"])
@@ -663,8 +676,9 @@ def test_diff_compares_grading_without_and_with_two_judges(two_runs, tmp_path):
         == [("satisfied", "partially_satisfied")]
     result = CliRunner().invoke(app, ["diff", str(results), "--base", JUDGED, "--head",
                                       judged_grader_id(DEFAULT_GRADER_ID, "strict-b")])
-    # (the strict judge's misquoted passes are capped: not_evaluable; its failures stand)
-    assert result.exit_code == 0 and "clauses flipped             5 of 10 paired" \
+    # (the strict judge's misquoted passes leave their questions open, which the first
+    # judge's passes settle, both satisfied; its failures are the first judge's)
+    assert result.exit_code == 0 and "clauses flipped             0 of 10 paired" \
         in result.output
 
 

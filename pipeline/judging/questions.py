@@ -17,7 +17,6 @@ from ..tables import conform
 
 OUTPUT_CHARS = 8000  # of an output shown to the judge; the rest is cut and said to be
 JUDGMENT_PREFIX = r"^requires judgment:\s*"
-QUOTE_CAP = 49  # confidence of an answer whose quote cannot be found in the output
 
 
 def _sha256(expr: pl.Expr) -> pl.Expr:
@@ -101,18 +100,23 @@ def settled_checks(checks: pl.DataFrame, requests: pl.DataFrame, results: pl.Dat
         pl.col("quote_found") == False)  # noqa: E712
     unquoted = decided & (pl.col("outcome") == "passed") & (
         pl.col("quote_found").is_null() | (pl.col("quote_found") == False))  # noqa: E712
+    # a pass it does not show in the output is not taken: the question stays open, as it was
+    # before the judge answered (a pass capped at 49 confidence made a clause its checks had
+    # satisfied not_evaluable, and a run violated, for a judge that said "passed")
     quote_note = (
         pl.when(~unquoted).then(pl.lit(""))
         .when(pl.col("quote_found").is_null()).then(
-            pl.lit(f" (it quoted nothing from the output: confidence capped at {QUOTE_CAP})"))
-        .otherwise(pl.lit(f" (its quote is not in the output: confidence capped at "
-                          f"{QUOTE_CAP})"))
+            pl.lit(" (it answered passed but quoted nothing from the output: the question "
+                   "stays open)"))
+        .otherwise(pl.lit(" (it answered passed but its quote is not in the output: the "
+                          "question stays open)"))
     )
     judge = pl.lit(judge_id)
     updates = requests.select("_row", "id").join(results, on="id", how="left").select(
         "_row",
-        pl.when(answered).then(pl.col("outcome")).alias("_outcome"),
-        pl.when(unquoted).then(pl.col("confidence").clip(0, QUOTE_CAP))
+        pl.when(unquoted).then(pl.lit("undecided"))
+        .when(answered).then(pl.col("outcome")).alias("_outcome"),
+        pl.when(unquoted).then(pl.lit(0))
         .when(answered).then(pl.col("confidence")).alias("_confidence"),
         pl.when(answered & (pl.col("evidence").fill_null("").str.len_chars() > 0))
         .then(pl.when(absence).then(pl.col("evidence"))  # (stated, not quoted)
