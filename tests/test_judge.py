@@ -323,6 +323,28 @@ def test_questions_a_failing_judge_left_are_asked_by_the_next_grade(two_runs, tm
     assert (again.skipped, again.graded, sent(tmp_path / "again.log")[1]) == (2, 0, [])
 
 
+def test_a_judge_printing_without_end_is_stopped_at_the_reply_cap(two_runs, tmp_path):
+    # its output was held whole until the timeout: 64 s past a 1 s timeout and 7.7 GB
+    results = tmp_path / "results"
+    judge = Judge(CommandJudge(judge_cmd(tmp_path / "log", "runaway")),
+                  JudgmentCache(str(results)), retries=0, timeout=60)
+    summary = grade(two_runs, results, judge)
+    assert summary.judging["answered"] == 0 and summary.judging["failed"] > 0
+    rows = judged_rows(results)
+    assert set(rows["outcome"]) == {"undecided"}
+    assert all("judge wrote more than 4 MiB on its standard output; not read" in d
+               for d in rows["detail"])
+
+
+def test_answers_holding_line_separators_written_raw_are_read(two_runs, tmp_path):
+    # U+2028 and U+0085 inside a JSON string cut each answer in two: "malformed JSON"
+    results = tmp_path / "results"
+    summary = grade(two_runs, results, command_judge(results, tmp_path / "log", "separators"))
+    assert summary.judging["failed"] == 0 and summary.judging["answered"] > 0
+    assert all("\u2028 and \u0085" in d for d in judged_rows(results).filter(
+        pl.col("judge_id").is_not_null())["detail"])
+
+
 def test_judge_crash_keeps_answers_given_before_it_and_retries_the_rest(two_runs, tmp_path):
     results, log = tmp_path / "results", tmp_path / "judge.log"
     judge = Judge(CommandJudge(judge_cmd(log, "crash"), batch_size=4),

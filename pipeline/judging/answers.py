@@ -77,7 +77,9 @@ def answers_from_lines(text: str, ids: set[str]) -> tuple[dict[str, Answer | Fai
     """
     found: dict[str, Answer | Failure] = {}
     notes: list[str] = []
-    for line in text.splitlines():
+    # (lines end at "\n" alone: JSON written with ensure_ascii off holds U+2028 and U+0085
+    # raw, at which `splitlines` cut a valid answer in two)
+    for line in text.split("\n"):
         if not line.strip():
             continue
         try:

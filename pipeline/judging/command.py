@@ -20,8 +20,10 @@ from pathlib import Path
 
 from .answers import Answer, Failure, answers_from_lines
 from .identity import JudgeConfigError, judge_name, name_from_command
+from .openai_compat import REPLY_CAP
 
 STDERR_NOTE = 200
+ERR_KEPT = 64 << 10  # of a judge's stderr, the tail kept: its last line says why it failed
 
 
 class CommandJudge:
@@ -59,15 +61,15 @@ class CommandJudge:
                                               retryable=False))
         with self._lock:
             self._running.add(proc)
-        timed_out = False
         try:
-            out, err = proc.communicate(payload.encode("utf-8"), timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            out, err = _kill(proc)
+            out, err, timed_out, over = _exchange(proc, payload.encode("utf-8"), timeout)
         finally:
             with self._lock:
                 self._running.discard(proc)
+        if over:
+            return dict.fromkeys(ids, Failure(
+                f"judge wrote more than {REPLY_CAP >> 20} MiB on its standard output; not "
+                "read (it was stopped)"))
         found, notes = answers_from_lines(out.decode("utf-8", "replace"), set(ids))
         if len(found) == len(ids):
             return found
@@ -85,20 +87,58 @@ class CommandJudge:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill(proc: subprocess.Popen) -> tuple[bytes, bytes]:
-    """Kill the judge's process group; return what it wrote before that."""
+def _exchange(proc: subprocess.Popen, payload: bytes, timeout: float
+              ) -> tuple[bytes, bytes, bool, bool]:
+    """Send `payload` to the judge and read what it writes, for at most `timeout` seconds:
+    (stdout, the last ERR_KEPT bytes of stderr, timed out, stdout over REPLY_CAP). A judge
+    that overruns either is killed with its process group. (`communicate` held all it wrote:
+    a judge printing in a loop took 64 s past a 1 s timeout, and 7.7 GB.)"""
+    out, err = bytearray(), bytearray()
+    over = threading.Event()
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # (a judge that exits unread: a broken pipe)
+            proc.stdin.write(payload)
+            proc.stdin.close()
+
+    def read(stream, into: bytearray, cap: int | None) -> None:
+        with contextlib.suppress(OSError, ValueError):  # (closed once killed)
+            while chunk := stream.read1(1 << 16):
+                into += chunk
+                if cap is None and len(into) > ERR_KEPT:  # stderr: its tail is kept
+                    del into[:-ERR_KEPT]
+                elif cap is not None and len(into) > cap:
+                    over.set()
+                    _kill_group(proc)
+                    return
+
+    threads = [threading.Thread(target=send, daemon=True),
+               threading.Thread(target=read, args=(proc.stdout, out, REPLY_CAP), daemon=True),
+               threading.Thread(target=read, args=(proc.stderr, err, None), daemon=True)]
+    for thread in threads:
+        thread.start()
+    timed_out = False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        proc.wait()
+    for thread in threads[1:]:
+        thread.join(5)
+        if thread.is_alive():  # a descendant that left the group still holds a pipe
+            for stream in (proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    stream.close()
+    return bytes(out), bytes(err), timed_out, over.is_set()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
-    try:
-        return proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:  # a descendant that left the group still holds a pipe
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
-        proc.wait()
-        return b"", b""
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
 
 
 def _why_missing(code: int | None, timed_out: bool, timeout: float, err: bytes,

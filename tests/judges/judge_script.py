@@ -14,7 +14,7 @@ import time
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="rule",
                     choices=["rule", "crash", "sleep", "garbage", "malformed", "misquote",
-                             "unsure"])
+                             "unsure", "runaway", "separators"])
 parser.add_argument("--log")
 args = parser.parse_args()
 
@@ -38,6 +38,10 @@ def rule(request: dict) -> dict:
 
 if args.mode == "sleep":
     time.sleep(60)
+if args.mode == "runaway":  # a judge stuck printing (its answers would never come)
+    line = "not an answer " * 100 + "\n"
+    while True:
+        sys.stdout.write(line)
 for i, request in enumerate(requests):
     if args.mode == "crash" and i == 1:
         sys.stdout.flush()
@@ -51,6 +55,10 @@ for i, request in enumerate(requests):
         answer["confidence"] = 150
     if args.mode == "misquote":
         answer["evidence"] = "a sentence that the output never contained"
+    if args.mode == "separators":  # valid JSON Lines, written raw, as ensure_ascii=False does
+        answer["rationale"] += " \u2028 and \u0085 and \u2029"
+        print(json.dumps(answer, ensure_ascii=False), flush=True)
+        continue
     if args.mode == "unsure":  # undecided: every other one "quoting" what is not there
         answer["outcome"] = "undecided"
         if i % 2 == 0:
