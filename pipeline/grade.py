@@ -48,6 +48,7 @@ from .checks.grader import (
     Check,
     Grader,
     GraderError,
+    finished,
     judged_rows,
     measure,
     refuse_unknown_columns,
@@ -1191,7 +1192,9 @@ def _refuse_broken_checks(grader: Grader) -> None:
         """The frame measured for `c` (when `frame` is None), then `c` computed on it."""
         try:
             frame = measure([c], unmeasured) if frame is None else frame
-            collect(judged_rows(frame, c, order))
+            # (as stored: a confidence that is text, or evidence that is a number, fails
+            # only there)
+            collect(finished(judged_rows(frame, c, order)))
             if c.needs:  # (read where measures are planned, on the rows after `each`)
                 rows = frame.lazy() if c.each is None else frame.lazy().explode(c.each)
                 collect(rows.select(e.alias(n) for n, e in c.needs.items()))

@@ -374,3 +374,37 @@ def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_
     assert refusals["reason"].to_list() == ["internal-error"]
     assert "PanicException" in refusals["detail"][0]
     assert stored(tmp_path / "out", "runs").filter(pl.col("status") == "graded").height == 1
+
+
+@pytest.mark.parametrize("part", ["evidence=pl.lit('e'), confidence=pl.lit('high')",
+                                  "evidence=pl.col('n_words'), confidence=pl.lit(80)"])
+def test_a_confidence_or_evidence_of_the_wrong_type_stops_the_grade_before_anything(
+        tmp_path, part):
+    # its clipping and masking were not planned at the start: every run was refused
+    # internal-error with a polars error naming no check, and the grade exited 0
+    path = write_one_check_grader(
+        tmp_path / "typed.py", "acme.typed.grader/v1", "short",
+        f"applies=NAMED, outcome=PASSED, detail=pl.lit('d'), {part}")
+    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
+                      outputs={"out.md": "Done."})
+    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
+    assert result.exit_code == USAGE, result.output
+    assert "check 'short' cannot be computed on the clause frame's columns" in " ".join(
+        result.output.split())
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_check_giving_no_confidence_gives_zero(tmp_path):
+    # a satisfied verdict with no confidence slipped past the floor of 50
+    @check("sometimes")
+    def sometimes():
+        return Check(applies=pl.col("kind") == "ensures", outcome=PASSED,
+                     detail=pl.lit("d"), evidence=pl.lit("e"),
+                     confidence=pl.when(pl.col("text").str.contains("long")).then(90))
+
+    write_service_run(tmp_path, run_id(1), ensures="- `out`: one sentence\n- `more`: long",
+                      outputs={"out.md": "Done.", "more.md": "Yes."})
+    tables, _ = grade_folder(tmp_path, Grader("sometimes.grader/v1", [sometimes()]))
+    assert sorted(tables["checks"]["confidence"].to_list()) == [0, 90]
+    assert sorted(tables["clause_verdicts"].select("confidence", "verdict").rows()) == [
+        (0, "not_evaluable"), (90, "satisfied")]

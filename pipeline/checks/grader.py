@@ -315,6 +315,17 @@ def judged_rows(measured: pl.DataFrame, c: Check, order: int = 0) -> pl.LazyFram
     return rows if c.keep is None else rows.filter(pl.col(KEEP)).drop(KEEP)
 
 
+def finished(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Checks' rows (`judged_rows`) as stored: evidence masked (SECRET_PATTERNS) and cut at
+    EVIDENCE_CAP, confidence clipped to 0–100 and rounded, a null confidence 0 (a check whose
+    confidence is a `when` without `otherwise` left a satisfied verdict with none, which the
+    floor of 50 never met)."""
+    return rows.with_columns(
+        pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
+        .str.slice(0, EVIDENCE_CAP),
+        pl.col("confidence").clip(0, 100).round(0).cast(pl.Int64).fill_null(0))
+
+
 def refuse_unknown_columns(checks: Sequence[Check], columns: Sequence[str]) -> None:
     """GraderError naming the check and the column, and the frame's closest names, when a
     check reads a column the measured clause frame (`columns`) does not have: a misspelt
@@ -347,10 +358,7 @@ def run_checks(grader: Grader, frame: pl.DataFrame) -> pl.DataFrame:
     parts = [judged_rows(measured, c, order)
              for order, c in enumerate(grader.checks) if order in live]
     # masked, cut and clipped once over every check's rows: one expression, not one a check
-    out = collect(pl.concat(parts, how="vertical_relaxed").with_columns(
-        pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
-        .str.slice(0, EVIDENCE_CAP),
-        pl.col("confidence").clip(0, 100).round(0).cast(pl.Int64)))
+    out = collect(finished(pl.concat(parts, how="vertical_relaxed")))
     out = out.sort(["run_uri", "service", "clause_id", "check_order", EACH_ROW],
                    maintain_order=True)
     out = out.drop("check_order", EACH_ROW).with_columns(
