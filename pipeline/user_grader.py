@@ -61,7 +61,17 @@ def load_grader(path: Path | str) -> Grader:
             f"{path}: grader id {grader.grader_id!r} is the built-in grader's: give your "
             f"grader an id of its own, such as 'acme.contract.grader/v1' (every row it writes "
             f"is stamped with it)")
+    if JUDGED_PART in grader.grader_id:
+        raise GraderError(f"{path}: grader id {grader.grader_id!r} {JUDGED_WHY}")
     return grader
+
+
+# What a judge adds to a grader id: no grader of one's own says it (its rows, graded without
+# the judge, passed for the judged ones, and the judged grade then skipped every run)
+JUDGED_PART = ".judged-by-"
+JUDGED_WHY = ("holds a judge's part (.judged-by-NAME), which a judge adds to the id itself "
+              "(--judge-cmd, --judge-url): give an id without it, such as "
+              "'acme.contract.grader/v1'")
 
 
 def stamped_as(grader: Grader, grader_id: str) -> Grader:
@@ -70,6 +80,8 @@ def stamped_as(grader: Grader, grader_id: str) -> Grader:
     (a judge stamps its own part): its rows would pass for that version's (a grader of one's
     own, or today's checks as an older version's) and the runs that version graded be
     skipped."""
+    if JUDGED_PART in grader_id and not _builtins(grader_id):
+        raise GraderError(f"--grader-id {grader_id!r} {JUDGED_WHY}")
     if _builtins(grader_id) and not (
             grader_id == DEFAULT_GRADER_ID and grader.grader_id == DEFAULT_GRADER_ID):
         why = ("is a judged id of the built-in grader's: a judge adds its part of the id itself "

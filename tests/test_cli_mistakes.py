@@ -361,6 +361,23 @@ def test_a_grader_id_of_the_built_in_graders_is_refused(graded, tmp_path, own_gr
     assert not (tmp_path / "results").exists()
 
 
+def test_a_grader_id_of_ones_own_holding_a_judges_part_is_refused(graded, tmp_path):
+    # graded without a judge under 'team.custom.judged-by-myjudge.grader/v1', the runs were
+    # then skipped by the grade with that judge (the same id), its questions never asked
+    own = tmp_path / "own.py"
+    own.write_text("from pipeline.checks import Grader, builtin_checks\ngrader = Grader("
+                   "'team.custom.judged-by-myjudge.grader/v1', builtin_checks()[:3])\n")
+    example = str(REPO / "examples" / "grader_example.py")
+    for args, who in ((["--grader", str(own)], f"{own}: grader id "
+                                                "'team.custom.judged-by-myjudge.grader/v1'"),
+                      (["--grader", example, "--grader-id", "team.other.judged-by-x.grader/v1"],
+                       "--grader-id 'team.other.judged-by-x.grader/v1'")):
+        result = run("grade", str(graded[0]), "--out", str(tmp_path / "results"), *args)
+        assert result.exit_code == exit_codes.USAGE, result.output
+        assert said(result).startswith(f"error: {who} holds a judge's part (.judged-by-NAME)")
+    assert not (tmp_path / "results").exists()
+
+
 def test_the_built_in_graders_own_id_may_be_given(graded, tmp_path):
     result = run("grade", str(graded[0]), "--out", str(tmp_path / "results"), "--grader-id",
                  DEFAULT_GRADER_ID, "--workers", "1")
