@@ -66,6 +66,8 @@ def failed_on_part_read(established: pl.Expr) -> pl.Expr:
     start = pl.when(CUT_SHORT).then(pl.col("binding_text"))
     return ~CUT_SHORT | (established & (pl.col("output_scope") == "named")
                          & start.str.contains(r"\s").fill_null(False))
+
+
 # Unicode-aware word boundaries (Rust regex has no lookbehind: the neighbour is consumed).
 # Case cannot change the class (`(?-i:…)` inside the case-insensitive patterns that use it):
 # marked so, a pattern built from a field name compiles in less than half the time.
@@ -79,6 +81,7 @@ WRITTEN_NUMBER = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|" + NUMBER
 def _number_value(text: pl.Expr) -> pl.Expr:
     """The value of a WRITTEN_NUMBER (null for other text)."""
     return text.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+
 
 DISTINCT = r"(?i)\b(?:distinct|unique|different)\b"
 # Heading marks, quotes, emphasis and spaces before a text's first word
@@ -854,15 +857,15 @@ def count() -> Check:
     items_or_sources = raw_measure.is_in(["items", "sources"])
     csv_items = items_or_sources & pl.col("formats").list.contains("csv")
     raw_each = raw_scope == "each"
-    # on an output cut at the read cap, a fence its start opens and does not close holds what
-    # follows, which a count of its start took as the output's (a fence line left once the
-    # closed blocks are out)
-    # (of the whole output only: what follows a first line is no such measure when the start
-    # is that line alone)
+    # On an output cut at the read cap, a count past its upper bound stands for the whole
+    # output (see `failed_on_part_read`) where it counts the whole output (what follows a
+    # first line is no such measure when the start is that line alone) ...
     over = ((outcome == "failed") & (scope == "whole") & measure.is_in(GROWING)
             & (value > hi).fill_null(False))
-    # (looked for only where the rest would establish a failure and the start holds a fence:
-    # taking out its closed blocks costs a pass of 64 KiB a row, whether it holds one or not)
+    # ... and no code fence the start opens stays open: what follows one is the fence's, which
+    # the count of the start took as the output's (a fence line left once the closed blocks
+    # are out). Looked for only where the rest holds and the start has a fence: taking out
+    # its closed blocks costs a pass of 64 KiB a row, whether it holds one or not.
     out = pl.col("output_text")
     fenced = out.str.contains("```", literal=True) | out.str.contains("~~~", literal=True)
     unclosed = (unfenced(pl.when(CUT_SHORT & over & fenced).then(out))
@@ -1240,8 +1243,7 @@ def required_field() -> Check:
         .when(empty).then(pl.format(
             "the heading `{}` of {} has nothing under it before the next heading or the end",
             shown, label()))
-        .when(in_values).then(around(label_text, pl.format(
-            "(?i){}", _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")), 60))
+        .when(in_values).then(around(label_text, pl.format("(?i){}", written), 60))
         .when(mentioned).then(pl.format(
             "`{}` is mentioned but not as a labelled field or heading: {}", shown,
             around(plain_text, mention, 60)))
