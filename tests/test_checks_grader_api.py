@@ -174,15 +174,20 @@ def test_a_check_reading_a_column_the_frame_lacks_stops_grade_before_anything(tm
 @pytest.mark.parametrize(("part", "said"), [
     # a number compared with a word: every run with a clause was refused internal-error, and
     # the grade exited 0
-    ("outcome=pl.when(pl.col('n_words') < 'many').then(PASSED)",
-     "cannot compare string with numeric type"),
+    ("outcome=pl.when(pl.col('n_words') < 'many').then(PASSED), evidence=pl.lit('e'), "
+     "confidence=pl.lit(80)", "cannot compare string with numeric type"),
     ("needs={'words': pl.col('kind') > 3}, outcome=pl.when(pl.col('n_words') < 9)"
-     ".then(PASSED)", "cannot compare string with numeric type"),
+     ".then(PASSED), evidence=pl.lit('e'), confidence=pl.lit(80)",
+     "cannot compare string with numeric type"),
+    # a confidence that is text, evidence that is a number: their clipping and masking were
+    # not planned at the start (a polars error naming no check, every run refused, exit 0)
+    ("outcome=PASSED, evidence=pl.lit('e'), confidence=pl.lit('high')", ""),
+    ("outcome=PASSED, evidence=pl.col('n_words'), confidence=pl.lit(80)", ""),
 ])
 def test_a_check_that_cannot_be_computed_stops_grade_before_anything(tmp_path, part, said):
     path = write_one_check_grader(
         tmp_path / "typed.py", "acme.typed.grader/v1", "short",
-        f"applies=NAMED, {part}, detail=pl.lit('d'), evidence=pl.lit('e'), confidence=pl.lit(80)")
+        f"applies=NAMED, detail=pl.lit('d'), {part}")
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
@@ -374,24 +379,6 @@ def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_
     assert refusals["reason"].to_list() == ["internal-error"]
     assert "PanicException" in refusals["detail"][0]
     assert stored(tmp_path / "out", "runs").filter(pl.col("status") == "graded").height == 1
-
-
-@pytest.mark.parametrize("part", ["evidence=pl.lit('e'), confidence=pl.lit('high')",
-                                  "evidence=pl.col('n_words'), confidence=pl.lit(80)"])
-def test_a_confidence_or_evidence_of_the_wrong_type_stops_the_grade_before_anything(
-        tmp_path, part):
-    # its clipping and masking were not planned at the start: every run was refused
-    # internal-error with a polars error naming no check, and the grade exited 0
-    path = write_one_check_grader(
-        tmp_path / "typed.py", "acme.typed.grader/v1", "short",
-        f"applies=NAMED, outcome=PASSED, detail=pl.lit('d'), {part}")
-    write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
-                      outputs={"out.md": "Done."})
-    result = grade_cli(tmp_path / "runs", tmp_path / "results", "--grader", str(path))
-    assert result.exit_code == USAGE, result.output
-    assert "check 'short' cannot be computed on the clause frame's columns" in " ".join(
-        result.output.split())
-    assert not (tmp_path / "results").exists()
 
 
 def test_a_check_giving_no_confidence_gives_zero(tmp_path):

@@ -104,6 +104,15 @@ def copy(results: Path, to: Path) -> Path:
     return to
 
 
+def in_batches_of_3(tmp_path: Path, runs: int) -> tuple[Path, Path]:
+    """(runs, results): `runs` synthetic runs under tmp_path/runs, graded three a batch into
+    tmp_path/results."""
+    folder, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(folder), runs, seed=5, workers=1)
+    grade(folder, out, "--batch-size", "3")
+    return folder, out
+
+
 def test_compact_keeps_every_view_and_leaves_one_part_per_table(graded, tmp_path):
     runs, base = graded
     out = copy(base, tmp_path / "results")
@@ -205,9 +214,7 @@ def batches_now(out: Path) -> list[tuple[list[str], list[str]]]:
 def test_a_connection_opened_before_a_compaction_asks_to_connect_again(tmp_path):
     # Its views keep the batches committed as it opened; the compaction removes them. Its
     # queries must not show an empty or partial table: they fail, saying what to do.
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 9, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    runs, out = in_batches_of_3(tmp_path, 9)
     old = connect(str(out))
     count = "select count(*) from run_scores"
     graded_runs = old.sql(count).fetchall()
@@ -246,9 +253,7 @@ def test_a_question_a_compaction_outlived_is_asked_again_on_a_new_connection(tmp
     # `rungrade sql`, `trend`, `diff` and `report` ask through `catalog.ask`: nobody locks
     # the results to read them, and a compaction may end between the views being made and
     # the query. The answer is then that of the compacted results, not "connect again".
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 9, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    _, out = in_batches_of_3(tmp_path, 9)
     scores = "select run_uri, overall_score from run_scores order by run_uri"
     before = connect(str(out)).sql(scores).fetchall()
     cons = []
@@ -270,9 +275,7 @@ def test_a_part_gone_mid_question_is_asked_again_unless_its_batch_is_committed(t
     # where a race would: its batch is not committed, so a new connection is asked again.
     # The same error on a part of a committed batch is the results' fault, not a race: it
     # goes through at once, and the CLI says a store failed (exit 4), not a traceback.
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 6, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    _, out = in_batches_of_3(tmp_path, 6)
     committed = sorted(out.glob("runs/grader=*/batch=*/*.parquet"))[0]
     left = Path(str(committed.parent).replace("batch=", "batch=20000101T000000000000Z-")
                 ) / committed.name
@@ -314,9 +317,7 @@ def test_a_question_reads_no_part_of_a_batch_no_longer_committed(tmp_path):
     # the views bound every part a glob found, so each connection `ask` made meanwhile failed
     # on one of them, three times in a row, and `rungrade sql` exited 4 ("a store failed").
     # Here a part of a batch no marker names is no Parquet any more, as a part half gone.
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 6, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    _, out = in_batches_of_3(tmp_path, 6)
     count = "select count(*) from runs"
     fresh = connect(str(out)).sql(count).fetchall()
     for table in TABLES:
@@ -338,9 +339,7 @@ def test_batches_a_compaction_merges_as_a_reader_checks_them_are_not_damage(tmp_
     # again and shows the compacted batch.
     from pipeline import catalog
 
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 9, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    _, out = in_batches_of_3(tmp_path, 9)
     scores = "select run_uri, overall_score from run_scores order by run_uri"
     before = connect(str(out)).sql(scores).fetchall()
     views, made, compacted = catalog.create_views, [], []
@@ -362,9 +361,7 @@ def test_commit_markers_removed_while_a_reader_reads_them_are_listed_again(tmp_p
     # A reader lists `_commits/`, then reads the markers; a compaction may remove the
     # markers of the batches it merged in between. The reader lists them again, and sees
     # the compacted batch, rather than failing on a marker gone (or reading without it).
-    runs, out = tmp_path / "runs", tmp_path / "results"
-    synthesize(str(runs), 9, seed=5, workers=1)
-    grade(runs, out, "--batch-size", "3")
+    _, out = in_batches_of_3(tmp_path, 9)
     store = ResultStore(str(out))
     listed = [c["batch_id"] for c in store.commits()]
     assert len(listed) == 3
