@@ -33,6 +33,7 @@ from .output_analysis import (
     csv_commas,
     csv_unquoted,
     distinct_urls,
+    has_fence_mark,
     top_level_items,
     unfenced,
 )
@@ -175,6 +176,12 @@ def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = 
     start = (before - width).clip(lower_bound=0)
     window = text.str.slice(start, before - start + match.str.len_chars() + width)
     return quoted(window.str.strip_chars())
+
+
+def _as_written(name: pl.Expr, joiner: str = r"[\s_\-]") -> pl.Expr:
+    """A regex of a normalised name (a field's, a key's) as an output may write it: escaped,
+    each `-` any of `joiner` (names compare with `_`, `-` and spaces alike)."""
+    return _escaped(name).str.replace_all(r"\\-|-", joiner)
 
 
 def _escaped(expr: pl.Expr) -> pl.Expr:
@@ -866,9 +873,8 @@ def count() -> Check:
     # the count of the start took as the output's (a fence line left once the closed blocks
     # are out). Looked for only where the rest holds and the start has a fence: taking out
     # its closed blocks costs a pass of 64 KiB a row, whether it holds one or not.
-    out = pl.col("output_text")
-    fenced = out.str.contains("```", literal=True) | out.str.contains("~~~", literal=True)
-    unclosed = (unfenced(pl.when(CUT_SHORT & over & fenced).then(out))
+    start = pl.when(CUT_SHORT & over).then(pl.col("output_text"))
+    unclosed = (unfenced(pl.when(has_fence_mark(start)).then(start))
                 .str.contains(r"(?m)^[ \t]*(?:```|~~~)").fill_null(False))
     past_bound = over & ~unclosed
     return Check(
@@ -1205,7 +1211,7 @@ def required_field() -> Check:
         pl.format("(?m)^{}\t", _escaped(name))))
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
-    written = _escaped(name).str.replace_all(r"\\-|-", r"[\s_\-]")  # (as names compare)
+    written = _as_written(name)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
     # each text search reads only the outputs of the rows whose branch it serves
     text = pl.col("output_text")
@@ -1216,7 +1222,8 @@ def required_field() -> Check:
     mentioned = plain_text.str.contains(mention).fill_null(False)
     # a heading so named with nothing under it ("## Findings" straight before "## Sources"
     # met "sections Summary, Findings and Sources")
-    empty = let("_empty", _bare_heading(label_text, written))
+    empty = let("_empty", _bare_heading(  # (only outputs with a heading are searched)
+        pl.when(pl.col("n_headings") > 0).then(label_text), written))
     outcome = let("_outcome", (
         pl.when(per_element).then(pl.when(missing == 0).then(PASSED).otherwise(FAILED))
         .when((kind == "object") & ~nested).then(
@@ -1424,8 +1431,8 @@ def field_type() -> Check:
     in_json = pl.col("json_kind").is_in(["object", "array"]).fill_null(False)
     string = let("_string", pl.when(kind.is_in(["integer", "number", "boolean"]) & in_json)
                  .then(pl.col("output_text")).str.extract(pl.concat_str(
-                     pl.lit(r'(?i)"'), _escaped(f.struct.field("key")).str.replace_all(
-                         r"\\-|-", "[_ -]"), pl.lit(r'"\s*:\s*("[^"\n]{0,60}"?)')), 1))
+                     pl.lit(r'(?i)"'), _as_written(f.struct.field("key"), "[_ -]"),
+                     pl.lit(r'"\s*:\s*("[^"\n]{0,60}"?)')), 1))
     outcome = let("_outcome", pl.when(values.list.len() == 0).then(UNDECIDED)
                   .when(fits.list.all() & string.is_null()).then(PASSED).otherwise(FAILED))
     named = kind.replace_strict(VALUE_NAMES, default=kind)

@@ -141,7 +141,7 @@ BLOCK = "\x1e"
 CSV_CELL = r'(?:^|,)[ \t]*(?:"(?:[^"]|"")*"|[^,]*)'
 
 
-def _fenced(text: pl.Expr) -> pl.Expr:
+def has_fence_mark(text: pl.Expr) -> pl.Expr:
     """The texts that can hold a fenced code block: FENCED starts with no literal the regex
     engine can look for, so a text without a fence would be scanned through for nothing."""
     return text.str.contains("```", literal=True) | text.str.contains("~~~", literal=True)
@@ -158,7 +158,7 @@ def _blocks(text: pl.Expr) -> pl.Expr:
     """Blank-line separated blocks; every list item, heading and table line starts its own."""
     text = text.str.replace_all(r"\r\n?", "\n")
     return (
-        pl.when(_fenced(text)).then(text.str.replace_all(FENCED, "\n\n```\n\n"))
+        pl.when(has_fence_mark(text)).then(text.str.replace_all(FENCED, "\n\n```\n\n"))
         .otherwise(text)
         # a line's start found by the newline before it: a multi-line `^` is looked for at
         # every position of the text, four times slower here
@@ -295,7 +295,7 @@ RULE_ITEM = r"^[ ]{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,})$"
 def unfenced(text: pl.Expr) -> pl.Expr:
     """`text` without its fenced code blocks: the list items, headings and citations of an
     example in a fence are the example's, not the output's."""
-    return pl.when(_fenced(text)).then(text.str.replace_all(FENCED, "")).otherwise(text)
+    return pl.when(has_fence_mark(text)).then(text.str.replace_all(FENCED, "")).otherwise(text)
 
 
 def top_level_items(text: pl.Expr) -> pl.Expr:
@@ -506,7 +506,7 @@ def _code_blocks(df: pl.DataFrame) -> pl.DataFrame:
     """has_code_block and n_code_blocks: the fenced blocks of each output (only a text with a
     fence is searched)."""
     t = pl.col("output_text")
-    n = pl.when(_fenced(t)).then(t.str.count_matches(FENCED)).otherwise(0).cast(pl.Int64)
+    n = pl.when(has_fence_mark(t)).then(t.str.count_matches(FENCED)).otherwise(0).cast(pl.Int64)
     return df.with_columns(n.alias("n_code_blocks")).with_columns(
         (pl.col("n_code_blocks") > 0).alias("has_code_block"))
 
