@@ -447,7 +447,15 @@ def grade(
                                   "are committed, and the results are as they were before "
                                   "compacting (or compacted, for the grader ids done)"):
                 summary.compacted = compact_results(out_dir, endpoint_url).merged
-        except typer.Exit:  # the grade's summary all the same: its batches are committed
+        except typer.Exit as exc:  # the grade's summary all the same: its batches are committed
+            with contextlib.suppress(OSError):  # (its record says why nothing was compacted)
+                from .store import ResultStore
+
+                cause = f": {exc.__cause__}" if exc.__cause__ else ""
+                ResultStore(out_dir, endpoint_url).amend_grade(
+                    summary.grade_id, error=f"the compaction after the grade (--compact-after) "
+                    f"did not finish, exit {exc.exit_code}{cause}; the grade's batches are "
+                    "committed")
             _print_summary(summary, as_json)
             raise
         summary.uncompacted = 0

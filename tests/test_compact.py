@@ -588,6 +588,11 @@ def test_a_grade_stopped_while_it_compacts_still_prints_its_summary(tmp_path, mo
     assert len(summary["batches"]) == 3 and "compacted" not in summary
     assert "stopped by SIGTERM while compacting after the grade" in " ".join(
         result.stderr.split())
+    # its record: the grade finished, the compaction after it did not (v19 said nothing)
+    record = ResultStore(str(out)).grade_record(summary["grade_id"])
+    assert record["status"] == "finished"
+    assert record["error"].startswith("the compaction after the grade (--compact-after) did "
+                                      "not finish, exit 143")
 
 
 def test_a_ledger_mended_after_a_compaction_is_graded_again_and_shown_graded(tmp_path):
