@@ -195,6 +195,38 @@ def test_a_conditional_naming_no_output_is_judged_on_all_the_service_published(t
     assert literal["evidence"].to_list()[1] == "no “stale” in the outputs of `svc`"
 
 
+def test_a_conditional_sub_item_is_a_conditional_on_the_output_it_stands_under(tmp_path):
+    """`  - if …:` under an item is no detail of it: asked of every run, its degraded output
+    was a false requirement where the condition did not occur."""
+    ensures = ('- `findings`: a list of findings\n'
+               '    - if no sources are found: a line stating "no results"\n'
+               '- `notes`: what was searched')
+    errors = "- `no-results`: nothing relevant was found"
+    write_service_run(tmp_path, run_id(1), ensures=ensures, errors=errors,
+                      outputs={"findings.md": "Searched 4 indexes: no results.",
+                               "notes.md": "searched 4 indexes"},
+                      error=("no-results", "No source matched."))
+    write_service_run(tmp_path, run_id(2), ensures=ensures, errors=errors,
+                      outputs={"findings.md": "- a\n- b", "notes.md": "no results anywhere"},
+                      error=("no-results", "No source matched."))
+    write_service_run(tmp_path, run_id(3), ensures=ensures, errors=errors,
+                      outputs={"findings.md": "- a\n- b", "notes.md": "searched 4 indexes"})
+    tables, frame = grade_folder(tmp_path)
+    assert "detail" not in tables["clauses"]["kind"].to_list()
+    cond = frame.filter(pl.col("kind") == "conditional").sort("run_id")
+    assert cond["target_output"].to_list() == ["findings"] * 3
+    verdicts = (tables["clause_verdicts"].join(cond.select("run_id", "clause_id"),
+                                               on=["run_id", "clause_id"]).sort("run_id"))
+    # judged on `findings` when no-results occurred (the other output saying it is no help);
+    # untested where it did not
+    assert verdicts["verdict"].to_list() == ["satisfied", "violated", "not_evaluable"]
+    primary = (tables["checks"].join(frame.filter(pl.col("output_name") == "findings")
+                                     .select("run_id", "clause_id"), on=["run_id", "clause_id"])
+               .filter(pl.col("run_id") == run_id(3)))
+    assert "failed" not in primary["outcome"].to_list()
+    assert not primary["detail"].str.contains("no results").any()
+
+
 def test_an_unnamed_log_error_triggers_only_conditionals_it_names(tmp_path):
     """`---error … timeout` then `---resume`: the program errored, but not with "no sources"."""
     program = ("- `report`: the brief\n"

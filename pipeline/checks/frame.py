@@ -206,9 +206,12 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
 
     A conditional's target is the first backticked name in its degraded text that is an output
     of its component: an ensures item's name, or a binding its service (for a program: any
-    service of the run) published.
+    service of the run) published; naming none, a conditional sub-item's is the output of the
+    item it stands under.
     """
     top = top.with_row_index("_row")
+    parent = top.select("run_uri", "service", pl.col("position").alias("parent_position"),
+                        pl.col("output_name").alias("_parent_output"))
     declared = top.filter(pl.col("output_name").is_not_null()).select(
         "run_uri", "service", output_key(pl.col("output_name")).alias("key"))
     published = pl.concat([
@@ -238,7 +241,8 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
     )
     return (
         top.join(refs, on="_row", how="left")
-        .with_columns(pl.coalesce("output_name", "_ref").alias("target_output"))
+        .join(parent, on=["run_uri", "service", "parent_position"], how="left")
+        .with_columns(pl.coalesce("output_name", "_ref", "_parent_output").alias("target_output"))
         .with_columns(output_key(pl.col("target_output")).alias("output_key"))
         .join(publisher, on=["run_uri", "output_key"], how="left")
         .join(programs.rename({"program": "service"}).with_columns(pl.lit(True).alias("_prog")),
@@ -248,7 +252,7 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
             pl.when(pl.col("_prog").fill_null(False) & pl.col("output_service").is_null())
             .then(pl.coalesce("_publisher", "service"))
             .otherwise(pl.coalesce("output_service", "service")).alias("_output_service"))
-        .sort("_row").drop("_row", "_ref", "_publisher", "_prog")
+        .sort("_row").drop("_row", "_ref", "_parent_output", "_publisher", "_prog")
     )
 
 

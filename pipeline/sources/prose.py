@@ -736,8 +736,10 @@ def _clause_rows(ref: RunRef, service: str, comp: Component, kind: str,
                  output_service: str | None) -> list[dict]:
     rows = []
     for item in comp.items("ensures"):
+        # a sub-item `if CONDITION: …` is a conditional of its own, not a detail of the item
+        # above (v19 held it as one: its degraded output was asked of every run)
         top = item.parent_position is None
-        row_kind = ("conditional" if item.condition else kind) if top else "detail"
+        row_kind = "conditional" if item.condition else kind if top else "detail"
         rows.append({
             "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
             "clause_id": clause_id(service, row_kind, item.position, item.text),
