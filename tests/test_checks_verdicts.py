@@ -43,6 +43,17 @@ ROWS = [
      "undecided"),
     ("only-preconditions", [P], "satisfied", 95, "passed"),
     ("weak-failure", [P, req("failed", 40, "numeric_range")], "not_evaluable", 40, "failed"),
+    # a weak failure (a judge's unsure "failed") neither establishes nor unsettles one that is
+    # established (v19: the weakest of all, 49, made the count's violation not_evaluable)
+    ("weak-beside-established-failure", [P, req("failed", 95), req("failed", 49, "judged")],
+     "violated", 95, "failed"),
+    ("weak-failure-beside-a-pass", [P, req("passed", 95), req("failed", 49, "judged")],
+     "not_evaluable", 49, "failed"),
+    ("weak-failures-only", [P, req("failed", 30), req("failed", 45, "judged")],
+     "not_evaluable", 45, "failed"),
+    ("weakest-established-failure", [P, req("passed", 95), req("failed", 95),
+                                     req("failed", 60, "judged"), req("failed", 10, "literal")],
+     "partially_satisfied", 60, "failed"),
 ]
 
 

@@ -8,14 +8,19 @@ first row that matches decides:
 | checks of the clause                              | verdict             | confidence          |
 |---------------------------------------------------|---------------------|---------------------|
 | none applied                                      | not_evaluable       | 0                   |
-| a precondition failed (e.g. the output is missing) | violated           | weakest failed one  |
-| requirements failed, none passed                  | violated            | weakest failed one  |
-| requirements failed and passed                    | partially_satisfied | weakest failed one  |
+| a precondition failed (e.g. the output is missing) | violated           | weakest failure *   |
+| requirements failed, none passed                  | violated            | weakest failure *   |
+| requirements failed and passed                    | partially_satisfied | weakest failure *   |
 | requirements passed, none failed                  | satisfied           | weakest passed one, |
 |                                                   |                     | - 20 per undecided  |
 |                                                   |                     | requirement         |
 | requirements all undecided                        | not_evaluable       | 0                   |
 | no requirement, preconditions passed              | satisfied           | weakest passed one  |
+
+(*) of the failures established (confidence 50 or more); the strongest one when none is. A
+failure under 50 establishes nothing, nor does it unsettle one that is established: v19 took
+the weakest of all, so a judge's unsure "failed" (49) beside a count past its bound (95) made
+the clause not_evaluable, and its run's score went up.
 
 Then any verdict with confidence under 50 becomes not_evaluable, with the reason. A failure is
 established whatever stayed open, so it is not discounted; a satisfaction loses 20 points for
@@ -55,9 +60,9 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
         (~pre & passed).sum().alias("n_passed"),
         (~pre & failed).sum().alias("n_failed"),
         (~pre & undecided).sum().alias("n_open"),
-        pl.col("confidence").filter(pre & failed).min().alias("pre_failed_conf"),
+        _failure_confidence(pre & failed).alias("pre_failed_conf"),
         pl.col("confidence").filter(pre & passed).min().alias("pre_passed_conf"),
-        pl.col("confidence").filter(~pre & failed).min().alias("failed_conf"),
+        _failure_confidence(~pre & failed).alias("failed_conf"),
         pl.col("confidence").filter(~pre & passed).min().alias("passed_conf"),
         failed.any().alias("_any_failed"),
         undecided.any().alias("_any_open"),
@@ -111,6 +116,13 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
                       pl.lit(grader_id).alias("grader_id"))
     )
     return conform("clause_verdicts", out)
+
+
+def _failure_confidence(failed: pl.Expr) -> pl.Expr:
+    """The confidence of a clause's `failed` checks: the weakest of those established (50 or
+    more), else the strongest (under 50: the verdict becomes not_evaluable)."""
+    confidence = pl.col("confidence").filter(failed)
+    return pl.coalesce(confidence.filter(confidence >= CONFIDENCE_FLOOR).min(), confidence.max())
 
 
 def _joined(column: str) -> pl.Expr:
