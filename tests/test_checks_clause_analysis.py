@@ -357,6 +357,13 @@ CASES = [
     ("a share of revenue formatted as XX.X%", (),
      {"value_type": "masked", "value_mask": "XX.X%"}),
     ("the version as X", (), {"value_type": None, "value_mask": None}),
+    # a version's numbers (v19 read nothing in these, and satisfied them with any text)
+    ("the version number, as X.Y.Z", (),
+     {"value_type": "masked", "value_mask": "X.Y.Z", "unchecked_text": None}),
+    ("the release tag, formatted as vX.Y", (), {"value_type": "masked", "value_mask": "vX.Y"}),
+    ("the version, written as MAJOR.MINOR.PATCH", (),
+     {"value_type": "masked", "value_mask": "MAJOR.MINOR.PATCH"}),
+    ("a JSON object with the version as X.Y.Z", (), {"value_type": None, "value_mask": None}),
     ("ranked as #1 of the week", (), {"value_type": None, "value_mask": None}),
     ("a JSON object with the price as $X.XX", (), {"value_type": None, "value_mask": None}),
     # so many digits; a phone number (a plus, parentheses) and a value inside are asked

@@ -609,9 +609,13 @@ MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|
         r"|mm|ss)){1,5})\b)")
 # "a price in the format $X.XX", "a share formatted as XX.X%": a number written so, X, x or #
 # for each digit (v12 asked it). Group 1 is the mask, which needs a mark besides its digits ("$",
-# ".", ",", "%"); group 2 what ends it.
+# ".", ",", "%"); group 2 what ends it. A version's numbers are a mask too ("as X.Y.Z", "vX.Y",
+# "MAJOR.MINOR.PATCH": VERSION_MASK); v19 read nothing in "the version number, as X.Y.Z", and
+# satisfied it with any text.
+VERSION_MASK = r"v?[XYZN](?:\.[XYZN]){1,3}|MAJOR\.MINOR(?:\.PATCH)?"
 NUMBER_MASK = (r"(?i)\b(?:in\s+the\s+(?:format|form)(?:\s+of)?|in\s+(?:a\s+)?format|formatted\s+as"
-               r"|written\s+as|as|like)\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?(?:\s?%)?))"
+               r"|written\s+as|as|like)\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?(?:\s?%)?"
+               r"|" + VERSION_MASK + r"))"
                r"(?:\s+format)?(\s*$|\s*[,;.:)](?:\s|$)|\s+(?:and|or|but)\b)")
 # "a CSV with a header row", "a CSV file with column headers", "CSV data, including a header
 # line": its first line names the columns (v12 asked it); "without a header row" stays asked

@@ -16,7 +16,13 @@ import re
 
 import polars as pl
 
-from .clause_analysis import FENCE_LANGUAGES, JUDGMENT_ADVICE, VAGUE_WORDS, normalise_value
+from .clause_analysis import (
+    FENCE_LANGUAGES,
+    JUDGMENT_ADVICE,
+    VAGUE_WORDS,
+    VERSION_MASK,
+    normalise_value,
+)
 from .contract import (
     CUT_SHORT,
     FAILED,
@@ -499,8 +505,20 @@ def _mask_pattern(mask: pl.Expr) -> pl.Expr:
         p = p.str.replace_all(part, digits, literal=True)
     p = (pl.when(dated).then(p.str.replace_all("MM", "(?:0[1-9]|1[0-2])", literal=True))
          .otherwise(p.str.replace_all("MM", r"[0-5]\d", literal=True)))
-    return (pl.when(mask.str.contains("[Xx#]")).then(_number_mask_pattern(mask))
+    return (pl.when(mask.str.contains("^(?:" + VERSION_MASK + ")$"))
+            .then(_version_mask_pattern(mask))
+            .when(mask.str.contains("[Xx#]")).then(_number_mask_pattern(mask))
             .otherwise(pl.concat_str(pl.lit("^"), p, pl.lit("$"))))
+
+
+def _version_mask_pattern(mask: pl.Expr) -> pl.Expr:
+    """The regex of a version's mask ("X.Y.Z", "vX.Y", "MAJOR.MINOR.PATCH"): so many numbers
+    parted by dots, "v" before them where the mask has it (and allowed where it has not), a
+    pre-release or build after them ("1.4.0-rc.1", "2.0.1+build.7")."""
+    v = pl.when(mask.str.starts_with("v")).then(pl.lit("v")).otherwise(pl.lit("v?"))
+    dots = mask.str.count_matches(".", literal=True).cast(pl.String)
+    return pl.concat_str(pl.lit("^"), v, pl.lit(r"\d+(?:\.\d+){"), dots,
+                         pl.lit(r"}(?:[\-+][0-9A-Za-z.\-+]+)?$"))
 
 
 def _number_mask_pattern(mask: pl.Expr) -> pl.Expr:
