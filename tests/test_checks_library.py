@@ -555,7 +555,7 @@ CASES = [
          '{"id": 7, "score": 0.5}', "numeric_range", "passed", "satisfied", "`score` values: 0.5"),
     Case("bare-column-names-required", "a markdown table with the columns Name, Role and Email",
          "| Name | Role |\n|---|---|\n| a | b |", "required_field", "failed",
-         "partially_satisfied", "table columns: name, role", select="`Email`"),
+         "partially_satisfied", "table columns: Name, Role", select="`Email`"),
     Case("then-counted-part", "the recommendation in one sentence, then up to 3 bullet points "
          "of evidence", "Do it.\n- a\n- b", "count", "passed", "satisfied", "2 bulleted items"),
     Case("each-after-unit", "a bulleted list of findings, under 5 words each",
@@ -593,6 +593,16 @@ CASES = [
     Case("no-extra-fields-fails", "a JSON object with exactly the keys `a` and `b`",
          '{"a": 1, "b": 2, "c": 3}', "no_extra_fields", "failed", "partially_satisfied",
          "top-level keys beside the named ones: c (all: a, b, c)"),
+    # keys and columns quoted as the output writes them (v19: normalised, `extra-key`)
+    Case("no-extra-fields-as-written", "a JSON object with exactly the keys `invoice_no` and "
+         "`total`", '{"Invoice_No": 1, "total": 2, "Extra_Key": 3, "notes ": 4}',
+         "no_extra_fields", "failed", "partially_satisfied", "top-level keys beside the named "
+         "ones: Extra_Key, notes  (all: Invoice_No, total, Extra_Key, notes )",
+         select="`invoice_no`, `total`"),
+    Case("no-extra-columns-as-written", "a markdown table with only the columns `claim_id` "
+         "and `severity`", "| Claim_ID | Severity | Extra Col |\n|---|---|---|\n| 1 | low | x |",
+         "no_extra_fields", "failed", "partially_satisfied", "table columns beside the named "
+         "ones: Extra Col (all: Claim_ID, Severity, Extra Col)"),
     Case("no-extra-fields-passes", "a JSON object with exactly the keys `a` and `b`",
          '{"a": 1, "b": 2}', "no_extra_fields", "passed", "satisfied", "top-level keys: a, b"),
     Case("no-extra-fields-in-array-elements", "a JSON array of objects with only the fields "
@@ -887,7 +897,7 @@ CASES = [
          "name: x\n", "required_field", "failed", "partially_satisfied", "no `version` field"),
     # a JSON key compares as a field's name does: `_id` and "_id" alike
     Case("underscored-key-passes", "a JSON object with an `_id` field", '{"_id": 7, "n": 1}',
-         "required_field", "passed", "satisfied", "top-level keys: id, n"),
+         "required_field", "passed", "satisfied", "top-level keys: _id, n"),
     Case("underscored-element-key-fails", "a JSON array of objects, each with an `_id`",
          '[{"_id": 1}, {"_id": 2, "x": 3}, {"x": 4}]', "required_field", "failed",
          "partially_satisfied", "key `_id` in 2 of 3 array elements"),

@@ -1259,12 +1259,12 @@ def required_field() -> Check:
         pl.when(per_element).then(pl.format(
             "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
         .when((kind == "object") & ~nested).then(pl.format(
-            "top-level keys: {}", pl.col("json_keys").list.join(", ")))
+            "top-level keys: {}", pl.col("json_keys_written").list.join(", ")))
         .when(is_json & in_values).then(around(json_text, pl.format(
             r"\x22{}\x22\s*:", name.str.replace_all("-", "[_ -]")), 40))
         .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
         .when(pl.col("has_table")).then(pl.format("table columns: {}",
-                                                  pl.col("table_header").list.join(", ")))
+                                                  pl.col("table_columns").list.join(", ")))
         .when(empty).then(pl.format(
             "the heading `{}` of {} has nothing under it before the next heading or the end",
             shown, label()))
@@ -1292,16 +1292,22 @@ def no_extra_fields() -> Check:
     """The output has no field beside the ones the clause names, when it says so ("exactly the
     keys `a` and `b`", "only these fields:"): the top-level keys of a JSON object, the keys of
     every element of a JSON array, or the columns of a table."""
-    named = pl.col("fields").list.eval(
-        pl.element().filter(~pl.element().struct.field("nested")).struct.field("key"))
+    top = pl.col("fields").list.eval(pl.element().filter(~pl.element().struct.field("nested")))
+    named = top.list.eval(pl.element().struct.field("key"))
     kind = pl.col("json_kind")
     element_keys = (pl.col("json_element_keys").fill_null("").str.extract_all(r"[^|\n]+")
                     .list.unique(maintain_order=True))
     let = Lets()
+    table = pl.col("has_table").fill_null(False)
     found = let("_found", pl.when(kind == "object").then(pl.col("json_keys"))
                 .when(kind == "array").then(element_keys)
-                .when(pl.col("has_table").fill_null(False)).then(pl.col("table_header")))
+                .when(table).then(pl.col("table_header")))
     extra = let("_extra", found.list.set_difference(named))
+    # the evidence quotes them as the output writes them (an array's elements' keys are held
+    # normalised only)
+    written = let("_written", pl.when(kind == "object").then(pl.col("json_keys_written"))
+                  .when(kind == "array").then(element_keys)
+                  .when(table).then(pl.col("table_columns")))
     what = (pl.when(kind == "object").then(pl.lit("top-level keys"))
             .when(kind == "array").then(pl.lit("keys of its elements"))
             .otherwise(pl.lit("table columns")))
@@ -1311,15 +1317,28 @@ def no_extra_fields() -> Check:
         applies=NAMED & pl.col("only_fields") & (named.list.len() > 0), let=let,
         needs={"json": pl.lit(True), "table": pl.lit(True)},
         outcome=outcome,
-        detail=pl.format("{} has no field but {}", label(),
-                         named.list.eval(pl.format("`{}`", pl.element())).list.join(", ")),
+        detail=pl.format("{} has no field but {}", label(), top.list.eval(
+            pl.format("`{}`", pl.element().struct.field("name"))).list.join(", ")),
         evidence=pl.when(outcome == UNDECIDED)
         .then(pl.format("no JSON object, array or table in {} whose fields to list", label()))
-        .when(outcome == PASSED).then(pl.format("{}: {}", what, found.list.join(", ")))
+        .when(outcome == PASSED).then(pl.format("{}: {}", what, written.list.join(", ")))
         .otherwise(pl.format("{} beside the named ones: {} (all: {})", what,
-                             extra.list.join(", "), found.list.join(", "))),
+                             _written_among(written, extra).list.join(", "),
+                             written.list.join(", "))),
         confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
     )
+
+
+def _written_among(written: pl.Expr, keys: pl.Expr) -> pl.Expr:
+    """The names of `written` (as an output writes them) whose normalised form is one of
+    `keys`: each name is set between two marks in one text, searched for the forms of the
+    keys (a list's elements cannot be compared with another column's)."""
+    mark = "\x1f"
+    text = pl.concat_str(pl.lit(mark), written.list.join(mark * 2), pl.lit(mark))
+    forms = keys.list.eval(_as_written(pl.element(), r"[\s_\-]+")).list.join("|")
+    pattern = pl.format("(?i){}[`*_\"'“”\\s]*(?:{})[`*_\"'“”\\s]*{}", pl.lit(mark), forms,
+                        pl.lit(mark))
+    return text.str.extract_all(pattern).list.eval(pl.element().str.strip_chars(mark))
 
 
 @check("numeric_range")

@@ -23,7 +23,8 @@ or where no check needs them: see the families below):
   item_urls, paragraph_urls, line_urls  (one number per list item, paragraph or line)
   item_sentences, paragraph_sentences, line_sentences  (likewise, sentences as n_sentences
                     counts them)
-  has_table, table_header (normalised cell names), n_table_rows
+  has_table, table_header (normalised cell names), table_columns (the same cells as the
+                    output writes them, for evidence), n_table_rows
   has_code_block, n_code_blocks (fenced blocks), urls (distinct), n_urls, has_markdown,
   yaml_like, csv_like
   is_diff           a unified diff: at least one hunk header ("@@ -12,7 +12,8 @@") at a
@@ -32,7 +33,8 @@ or where no check needs them: see the families below):
   json_kind         object | array | string | number | boolean | null, or null when the output
                     (or the single fenced block it consists of) is not valid JSON
   json_fenced, json_len (array length), json_keys (top-level keys, normalised as a clause's
-                    field names are: normalise_key)
+                    field names are: normalise_key), json_keys_written (the same keys as the
+                    output writes them, for evidence)
   json_element_keys one line per array element: '|key|key|' (normalised keys)
   json_element_kinds the kinds of an array's elements, distinct and sorted: string | integer |
                     number (not whole) | boolean | null | object | array
@@ -55,7 +57,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   csv            csv_like (after lines)
   lists          list_items, n_bullets, n_numbered, n_line_items, item_words/_chars/_urls
   headings       headings, n_headings
-  table          has_table, table_header, n_table_rows
+  table          has_table, table_header, table_columns, n_table_rows
   code           has_code_block, n_code_blocks
   diff           is_diff
   urls           urls, n_urls, n_citations
@@ -369,6 +371,7 @@ def _table(df: pl.DataFrame) -> pl.DataFrame:
     piped = df.filter(pl.col("output_text").str.contains("|", literal=True)).select(
         TEXT_ID, found.alias("has_table"),
         header.list.eval(normalise_key(pl.element())).alias("table_header"),
+        header.list.eval(pl.element().str.strip_chars()).alias("table_columns"),
         rows.list.len().alias("n_table_rows"))
     return df.join(piped, on=TEXT_ID, how="left").with_columns(
         pl.col("has_table").fill_null(False))
@@ -521,15 +524,15 @@ FAMILIES = (
     Family("lists", ("list_items", "n_bullets", "n_numbered", "n_line_items", "item_words",
                      "item_chars", "item_urls"), _lists),
     Family("headings", ("headings", "n_headings"), _headings),
-    Family("table", ("has_table", "table_header", "n_table_rows"), _table),
+    Family("table", ("has_table", "table_header", "table_columns", "n_table_rows"), _table),
     Family("code", ("has_code_block", "n_code_blocks"), _code_blocks),
     Family("diff", ("is_diff",), _flag("is_diff", lambda t: t.str.contains(HUNK))),
     Family("urls", ("urls", "n_urls", "n_citations"), _urls),
     Family("markdown", ("has_markdown",), _flag("has_markdown",
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
-    Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_element_keys",
-                    "json_element_kinds"), _json),
+    Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_keys_written",
+                    "json_element_keys", "json_element_kinds"), _json),
     Family("json_arrays", ("json_array_lens",), _json_arrays, after=("json",)),
     Family("json_items", ("element_texts", "element_urls"), _json_items, after=("json",)),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
@@ -759,6 +762,7 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
     )
     facts = facts.drop("element_keys").join(lines, on=TEXT_ID, how="left").select(
         TEXT_ID, "json_kind", "json_len", pl.col("json_keys").list.eval(normalised),
+        pl.col("json_keys").alias("json_keys_written"),
         # (an empty array has no line)
         pl.when(pl.col("json_kind") == "array").then(pl.col("json_element_keys").fill_null("")),
         "json_element_kinds").with_columns(
