@@ -1,3 +1,5 @@
+import pytest
+
 from pipeline.sources.manifest import parse_manifest
 
 MANIFEST = """# Manifest: deep-research
@@ -133,3 +135,17 @@ def test_an_execution_orders_annotations_name_no_service():
         {"id": "caller", "type": "input"}, {"id": "researcher"}, {"id": "writer"}]},
         "execution_order": ["researcher", "writer"]}))
     assert [s.name for s in forme.services] == ["researcher", "writer"]
+
+
+@pytest.mark.parametrize("title, program", [
+    ("Manifest: deep-research", "deep-research"),
+    ("Manifest — deep-research", "deep-research"),
+    ("Manifest for deep-research", "deep-research"),
+    ("deep-research", "deep-research"),
+    ("Manifest-builder", "Manifest-builder"),
+    # the word alone names no program: the log's name is taken (v19 named it "Manifest")
+    ("Manifest", None),
+    ("Manifest:", None),
+])
+def test_the_title_names_the_program_after_the_word_manifest(title, program):
+    assert parse_manifest(f"# {title}\n\n## Execution Order\n1. a\n").program == program

@@ -201,14 +201,24 @@ def _listed_service(item: str) -> ServiceWiring:
                          source=path.group(0) if path else None)
 
 
+def _titled_program(title: str) -> str | None:
+    """The program a manifest's title names: what follows `Manifest:` (`Manifest — x`,
+    `Manifest for x` too), or a title without that word whole; None for `Manifest` alone
+    (v19 took "Manifest" for the program's name, over the log's)."""
+    title = title.strip()
+    if ":" in title:
+        return title.split(":", 1)[1].strip() or None
+    rest = re.sub(r"(?i)^manifest(?:\s*[—–]\s*|\s+-\s+|\s+(?:for|of)\s+|$)", "", title).strip()
+    return rest or None
+
+
 def parse_manifest(text: str) -> Manifest:
     """Parse manifest.md. Never raises on content; unknown sections are skipped."""
     program = None
     sections: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
         if line.startswith("# ") and program is None:
-            title = line[2:].strip()
-            program = title.split(":", 1)[1].strip() if ":" in title else title
+            program = _titled_program(line[2:])
             continue
         if line.startswith("## "):
             sections.append((line[3:].strip().lower(), []))
