@@ -2,6 +2,7 @@
 
 import os
 import shutil
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -133,6 +134,21 @@ def test_symlink_out_of_root_is_refused_and_not_followed(make_run, run_root, tmp
     assert row["reason"] == "unsafe-path"
     _, tables = grade_folder(run_root)
     assert "TOP SECRET" not in str(tables["bindings"].to_dicts())
+
+
+def test_a_run_of_era_b_refused_for_a_link_out_of_the_root_is_counted_under_its_era(
+        run_root, tmp_path):
+    # refused before its era was read, it was stored as prose-a
+    newsroom = Path(__file__).resolve().parent.parent / "data/runs/newsroom/.prose/runs"
+    run = run_root / "20261115-070500-kq7"
+    shutil.copytree(newsroom / run.name, run)
+    (tmp_path / "secret.md").write_text("outside\n")
+    binding = next((run / "bindings").glob("*/*.md"))
+    binding.unlink()
+    binding.symlink_to(tmp_path / "secret.md")
+    _, tables = grade_folder(run_root)
+    assert tables["refusals"]["reason"].to_list() == ["unsafe-path"]
+    assert tables["runs"]["layout"].to_list() == ["prose-b"]
 
 
 @pytest.mark.parametrize("outside", [True, False])

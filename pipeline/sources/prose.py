@@ -307,6 +307,9 @@ def _graded_binding(rel: str) -> bool:
 
 def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     files = ref.files
+    # (first: a run refused for a link is counted under its era too, v19 said prose-a)
+    layout = detect_layout(files)
+    run["layout"] = layout.name
     if files.get(".", None) is not None and files["."].link_target is not None:
         raise Refusal("unsafe-path", "the run folder itself is a symlink" + (
             "" if bucket.inside(files["."].link_target) else ", to a folder outside the runs "
@@ -314,8 +317,6 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     for rel, info in files.items():
         if info.link_target is not None and not bucket.inside(info.link_target):
             raise Refusal("unsafe-path", f"{rel} links outside the runs root")
-    layout = detect_layout(files)
-    run["layout"] = layout.name
     # a link inside the root where the grader reads (an output, an output's folder, a
     # contract or their folder) is never followed either: the run would be graded as if it
     # lacked what the link stands for (an output "not published", a contract "not in it")
