@@ -122,3 +122,17 @@ def test_a_log_longer_than_what_is_read_of_it_says_so(tmp_path):
     assert refusal["detail"].startswith(f"state.md is longer than the {LOG_CAP >> 20} MB this "
                                         "grader reads of it"), refusal["detail"]
     assert tables["runs"].filter(pl.col("status") == "graded").is_empty()
+
+
+def test_a_log_whose_read_start_ends_on_its_end_line_is_still_cut(tmp_path):
+    # blank lines past the cap after '---end', then the run went on and failed: v19 took the
+    # '---end' the start closes on for the last line, and graded the run complete
+    path = write_run(tmp_path, RUN) / "state.md"
+    text = path.read_bytes()
+    with path.open("wb") as f:
+        f.write(text)
+        f.write(b"\n" * LOG_CAP)
+        f.write(b"---resume\n6\xe2\x86\x92 writer \xe2\x9c\x97 crashed\n---error 2026-11-12T04:00:00Z\n")
+    tables, _ = grade_folder(tmp_path)
+    assert tables["refusals"]["reason"].to_list() == ["incomplete-run"]
+    assert tables["runs"].select("completed", "ended_at").rows() == [(False, None)]

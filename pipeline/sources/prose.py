@@ -354,6 +354,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
         text = text_of(layout.log, LOG_CAP)
         log = parse_vm_log(text) if layout is ERA_B else parse_state_log(text)
         run["completed"], run["ended_at"] = bool(log.completed), log.ended_at
+        if layout.log in cut:  # (its start may end on '---end': the end was not read)
+            run["completed"], run["ended_at"] = False, None
         return log
 
     def refuse_early(reason: str, detail: str):
@@ -390,7 +392,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
     if log is None:
         raise Refusal("incomplete-run", f"no {layout.log}: completion cannot be established"
                       + a_folder(ref, layout.log) + _mixed_eras(layout, files))
-    if not log.completed:
+    if not run["completed"]:
         raise Refusal("incomplete-run", _not_ended(layout.log, log, layout.log in cut))
 
     binding_files = sorted(
