@@ -428,15 +428,15 @@ def _open(store: ResultStore, named: bool = False) -> duckdb.DuckDBPyConnection:
         # listed once, for the views (on S3) and the check
         files = store.tables_files({c["batch_id"] for c in commits}) if commits else None
         create_views(con, store, commits=commits, files=files, named=named)
-        _check_whole(con, store, commits, files)  # (none without commits: refused above)
+        check_whole(con, store, commits, files)  # (none without commits: refused above)
     except BaseException:
         con.close()
         raise
     return con
 
 
-def _check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: list[dict],
-                 files: dict[str, list[str]]) -> None:
+def check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: list[dict],
+                files: dict[str, list[str]]) -> None:
     """Raise ResultsDamaged when a committed batch lacks parts (see `_open`); `files`, the
     committed parts of each table (`store.tables_files`)."""
     committed = {c["batch_id"]: c for c in commits}

@@ -18,13 +18,14 @@ first appearance.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .catalog import tidy_compacted
-from .store import LEDGER_GRADERS, ResultStore, grader_slug, new_attempt
+from .catalog import PART_DAMAGED, check_whole, tidy_compacted
+from .store import LEDGER_GRADERS, ResultsDamaged, ResultStore, grader_slug, new_attempt
 from .tables import TABLES
 
 ROWS_PER_GROUP = 100_000  # rows per Parquet row group of a compacted part
@@ -89,9 +90,16 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
                 if len(merged) > 1:
                     todo[grader_id] = merged
             steps = _Steps(progress, len(todo) * len(TABLES))
+            merging = {batch for merged in todo.values() for batch in merged}
+            files = store.tables_files(merging) if merging else {}
+            if merging:
+                # a batch lacking a part would be merged short, and its loss hidden for good
+                # (v19 compacted it, and the views answered short without a word from then on)
+                check_whole(con, store, [markers[batch] for batch in sorted(merging)], files)
+                _check_readable(con, store, files)  # (before any grader id is merged)
             for grader_id, merged in todo.items():
-                _compact(con, store, grader_id, merged, earlier, done, still_locked, steps,
-                         markers)
+                _compact(con, store, grader_id, merged, files, earlier, done, still_locked,
+                         steps, markers)
         finally:
             con.close()
         if done.batches:
@@ -113,22 +121,33 @@ class _Steps:
 
 
 def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
-             earlier: dict[str, list[str]], done: Compaction, still_locked: Callable[[], None],
-             steps: _Steps, markers: dict[str, dict]) -> None:
-    """Stage, publish and commit the rows of `batches` (one grader id's) as one batch. Its
-    marker's `replaces` names `batches` and the batches those among them that are compacted
-    replace (`earlier`): every batch whose rows it holds, so that a grade log's batches are
-    found in it (the `grades` view's `batches_now`) however often they were compacted."""
+             listed: dict[str, list[str]], earlier: dict[str, list[str]], done: Compaction,
+             still_locked: Callable[[], None], steps: _Steps, markers: dict[str, dict]) -> None:
+    """Stage, publish and commit the rows of `batches` (one grader id's; their parts among
+    `listed`) as one batch. Its marker's `replaces` names `batches` and the batches those
+    among them that are compacted replace (`earlier`): every batch whose rows it holds, so
+    that a grade log's batches are found in it (the `grades` view's `batches_now`) however
+    often they were compacted."""
+    import duckdb
+
     slug = f"/grader={grader_slug(grader_id)}/"
-    files = {table: [url for url in urls if slug in url]
-             for table, urls in store.tables_files(set(batches)).items()}
+    files = {table: [url for url in urls if slug in url] for table, urls in listed.items()}
     batch_id = f"{min(batches).partition(COMPACTED)[0]}{COMPACTED}{secrets.token_hex(4)}"
     attempt = new_attempt(0)
     counts = {}
-    for table, parts in files.items():
-        if parts:
-            counts[table] = _stage(con, store, batch_id, attempt, table, parts, files["runs"])
-        steps.step(f"compacting {grader_id}: {table}")
+    try:
+        for table, parts in files.items():
+            try:
+                if parts:
+                    counts[table] = _stage(con, store, batch_id, attempt, table, parts,
+                                           files["runs"])
+            except duckdb.InvalidInputException as exc:  # (a page its footer did not show)
+                raise _unreadable(store, table, exc) from exc
+            steps.step(f"compacting {grader_id}: {table}")
+    except BaseException:  # (nothing of it is left: a rerun would clear it, not a reader)
+        with contextlib.suppress(OSError):
+            store.fs.rm(store.path("_staging", batch_id), recursive=True)
+        raise
     still_locked()
     # the ledger graders its refused ledgers were read with, where the batches agree (see
     # `ledger_graders_changed`)
@@ -167,6 +186,35 @@ def _since_compacted(batches: list[str]) -> list[str]:
     return batches[last + 1:]
 
 
+def _parquet_source(files: list[str]) -> str:
+    """DuckDB's reading of the committed parts `files` (their grader and batch from their
+    paths)."""
+    listed = ", ".join("'{}'".format(f.replace("'", "''")) for f in files)
+    return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
+
+
+def _check_readable(con, store: ResultStore, files: dict[str, list[str]]) -> None:
+    """Raise ResultsDamaged when a part of `files` (by table) is no Parquet DuckDB can read:
+    its footer is read (v19 found it midway, exit 1 with a traceback, the grader ids before
+    it compacted)."""
+    import duckdb
+
+    for table, parts in files.items():
+        if not parts:
+            continue
+        try:
+            con.sql(f"select count(*) from {_parquet_source(parts)}").fetchall()
+        except duckdb.InvalidInputException as exc:
+            raise _unreadable(store, table, exc) from exc
+
+
+def _unreadable(store: ResultStore, table: str, exc: Exception) -> ResultsDamaged:
+    """What to say of a committed part of `table` DuckDB could not read (`exc`)."""
+    said = str(exc).split("\n\n")[0]
+    return ResultsDamaged(f"the results in {store.uri} hold a committed part of {table} that "
+                          f"cannot be read: {said}. {PART_DAMAGED}", set())
+
+
 def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,
            parts: list[str], runs: list[str]) -> int:
     """Write the rows of `parts` that the views show (each run's latest batch among them) as
@@ -174,14 +222,10 @@ def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,
     writes row group by row group."""
     import pyarrow.parquet as pq
 
-    def source(files: list[str]) -> str:
-        listed = ", ".join("'{}'".format(f.replace("'", "''")) for f in files)
-        return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
-
     reader = con.sql(f"""
         select t.* exclude (grader, batch)
-        from {source(parts)} as t
-        semi join (select run_uri, max(batch) as batch from {source(runs)}
+        from {_parquet_source(parts)} as t
+        semi join (select run_uri, max(batch) as batch from {_parquet_source(runs)}
                    group by run_uri) as c
             on t.run_uri = c.run_uri and t.batch = c.batch
     """).to_arrow_reader(ROWS_PER_GROUP)

@@ -487,6 +487,32 @@ def test_compact_waits_for_no_grade(graded, tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.parametrize("damage", ["deleted", "not Parquet"])
+def test_compact_refuses_results_a_part_of_which_is_damaged(graded, tmp_path, damage):
+    # a part deleted was merged away (exit 0), and the views answered short from then on
+    # without a word; one that is not Parquet ended the compaction with a traceback (exit 1)
+    # and left its staging behind
+    out = copy(graded[1], tmp_path / "results")
+    part = sorted(out.glob("checks/grader=*/batch=*/part-*.parquet"))[0]
+    if damage == "deleted":
+        part.unlink()
+    else:
+        part.write_text("junk")
+    before = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()
+                    and "_grades" not in p.parts)
+    result = CliRunner().invoke(app, ["compact", str(out)])
+    assert result.exit_code == exit_codes.STORAGE, result.output
+    said = " ".join(result.output.split())
+    assert ("lack parts of committed batches" if damage == "deleted"
+            else "hold a committed part of checks that cannot be read") in said
+    assert "Restore what is damaged from a whole copy" in said
+    after = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()
+                   and "_grades" not in p.parts)
+    assert after == before  # nothing merged, nothing staged
+    asked = CliRunner().invoke(app, ["sql", str(out), "select count(*) from checks"])
+    assert asked.exit_code == exit_codes.STORAGE, asked.output
+
+
 def test_a_grade_says_when_results_want_compacting(tmp_path, monkeypatch):
     monkeypatch.setattr(compact_module, "COMPACT_AFTER", 4)
     runs, out = tmp_path / "runs", tmp_path / "results"
