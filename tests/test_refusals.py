@@ -151,6 +151,20 @@ def test_a_run_of_era_b_refused_for_a_link_out_of_the_root_is_counted_under_its_
     assert tables["runs"]["layout"].to_list() == ["prose-b"]
 
 
+def test_a_folder_named_like_a_run_that_holds_runs_says_they_are_not_found(run_root):
+    # a night's folder named by its time: refused missing-program, its runs never found,
+    # and nothing said of them (exit 0)
+    night = run_root / "20261204-031500-nightly"
+    for n in range(3):
+        write_run(night / "acme" / ".prose" / "runs", f"20261204-03{n:02d}00-r{n}")
+    _, tables = grade_folder(run_root)
+    assert tables["runs"]["run_id"].to_list() == ["20261204-031500-nightly"]
+    detail = tables["refusals"]["detail"].item()
+    assert detail.startswith("no program.md in the run folder; it holds 3 folder(s) named like "
+                             "runs (20261204-030000-r0, 20261204-030100-r1, "
+                             "20261204-030200-r2), not looked for inside"), detail
+
+
 @pytest.mark.parametrize("outside", [True, False])
 def test_a_run_folder_that_is_a_symlink_is_refused_saying_so(run_root, tmp_path, outside):
     # one to a folder outside the root was refused "'. links outside the runs root'"

@@ -104,6 +104,14 @@ def a_folder(ref: RunRef, *names: str) -> str:
     return "".join(f" ({name} is a folder, not a file)" for name in names if name in folders)
 
 
+def runs_held(ref: RunRef) -> list[str]:
+    """The folders named like runs that the run folder `ref` holds, at any depth: a walk
+    looks for no run below a folder named like one (the outermost wins), so a refusal of
+    `ref` says what it hides."""
+    return sorted({part for rel in ref.files for part in rel.split("/")[:-1]
+                   if RUN_DIR.match(part)})
+
+
 def not_a_file(rel: str, info: FileInfo) -> str:
     """Why the special file `rel` of a run is not read, as a refusal's detail says it."""
     return f"{rel} is {info.special}, not a file: it is never opened"

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 
 from ..checks.ledger import LEDGER_CLAUSE_KIND, LEDGER_SERVICE_KIND, LedgerGrader
 from ..names import first_few
-from .bucket import LEDGER_MARKERS, RUN_DIR, Bucket, RunRef, a_folder, not_a_file
+from .bucket import LEDGER_MARKERS, Bucket, RunRef, a_folder, not_a_file, runs_held
 from .outage import is_outage, unavailable
 from .prose import Refusal, RunRows, clause_id
 
@@ -110,8 +110,7 @@ def _runs_held(ref: RunRef) -> str:
     """What a refused ledger's detail adds when the folder holds folders named like runs: a
     stray marker (a `completion.json` copied above a program's runs) makes a ledger of the
     folder, and the runs below it are no runs of their own (the outermost wins): say so."""
-    runs = sorted({part for rel in ref.files for part in rel.split("/")[:-1]
-                   if RUN_DIR.match(part)})
+    runs = runs_held(ref)
     if not runs:
         return ""
     markers = " and ".join(sorted(LEDGER_MARKERS & set(ref.files)))

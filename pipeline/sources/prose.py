@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 
+from ..names import first_few
 from ..tables import MISSING_CONTRACT, UNREAD_ENSURES
-from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file
+from .bucket import RESULTS_MARK, Bucket, RunRef, a_folder, not_a_file, runs_held
 from .contract import Component, Contract, normalise_name, output_name_key, parse_contract
 from .forme import parse_forme_manifest
 from .manifest import Manifest, ServiceWiring, parse_manifest, returned_from
@@ -245,6 +246,18 @@ def _results_here(ref: RunRef) -> str:
             "RUNS, or in a folder of RUNS named otherwise")
 
 
+def _runs_inside(ref: RunRef) -> str:
+    """What a refusal for a missing program adds for a folder named like a run that holds
+    runs (a night's folder named by its time): none of them is found, since no run is looked
+    for below a folder named like one (v19 said nothing of them)."""
+    runs = runs_held(ref)
+    if not runs:
+        return ""
+    return (f"; it holds {len(runs)} folder(s) named like runs ({first_few(runs)}), not looked "
+            "for inside a folder named like a run: if it is a folder of runs, name it "
+            "otherwise (not DATE-TIME-SUFFIX) and they are found")
+
+
 def _not_ended(name: str, log: StateLog, cut: bool) -> str:
     """Why a run's log does not show it complete, as its refusal's detail."""
     if cut:
@@ -375,7 +388,8 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, binding_cap: int) -> RunRows:
                       f"{layout.program} to read")
     if layout.program not in files:
         raise refuse_early("missing-program", f"no {layout.program} in the run folder"
-                           + a_folder(ref, layout.program) + _results_here(ref))
+                           + a_folder(ref, layout.program) + _results_here(ref)
+                           + _runs_inside(ref))
     manifest_rel = next((m for m in layout.manifests if m in files), None)
 
     program_text = text_of(layout.program)
