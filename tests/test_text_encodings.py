@@ -132,7 +132,7 @@ def test_a_log_whose_read_start_ends_on_its_end_line_is_still_cut(tmp_path):
     with path.open("wb") as f:
         f.write(text)
         f.write(b"\n" * LOG_CAP)
-        f.write(b"---resume\n6\xe2\x86\x92 writer \xe2\x9c\x97 crashed\n---error 2026-11-12T04:00:00Z\n")
+        f.write("---resume\n6→ writer ✗ crashed\n---error 2026-11-12T04:00:00Z\n".encode())
     tables, _ = grade_folder(tmp_path)
     assert tables["refusals"]["reason"].to_list() == ["incomplete-run"]
     assert tables["runs"].select("completed", "ended_at").rows() == [(False, None)]
