@@ -198,7 +198,7 @@ def test_a_number_beyond_a_double_is_invalid_json(tmp_path):
     assert f"line {at + 1}" in detail and "1e400 is beyond the range of a double" in detail
 
 
-@pytest.mark.parametrize("case", ["unsealed", "digest", "manifest broken"])
+@pytest.mark.parametrize("case", ["unsealed", "digest", "manifest broken", "schema failed"])
 def test_a_ledger_refused_before_its_manifest_is_checked_is_named_by_it(tmp_path, case):
     # Its folder's name and no program were recorded for a ledger refused before its
     # manifest's turn (never sealed, a digest that does not match), where the README names a
@@ -210,6 +210,9 @@ def test_a_ledger_refused_before_its_manifest_is_checked_is_named_by_it(tmp_path
         omit = ["completion.json"]
     elif case == "digest":
         files["records.ndjson"] += b" "
+    elif case == "schema failed":  # (v19: the folder's name, a schema problem elsewhere)
+        manifest = json.loads(files["manifest.json"])
+        files["manifest.json"] = json.dumps({**manifest, "catalogTags": ["z", "a"]}).encode()
     else:  # nothing to name it by: its folder's name
         files["manifest.json"] = b'{"runId": "run-elsewhere", '
     builder.write(tmp_path / "evals" / "ledger-0007", files, omit=omit)
@@ -217,7 +220,8 @@ def test_a_ledger_refused_before_its_manifest_is_checked_is_named_by_it(tmp_path
     rows = read_ledger(bucket, group_runs(bucket, bucket.walk())[0], GRADERS)
     reason, _ = refused(rows)
     assert reason == {"unsealed": "ledger-incomplete", "digest": "ledger-digest-mismatch",
-                      "manifest broken": "ledger-digest-mismatch"}[case]
+                      "manifest broken": "ledger-digest-mismatch",
+                      "schema failed": "ledger-digest-mismatch"}[case]
     named = (("ledger-0007", None) if case == "manifest broken"
              else (RUN, "evals.sender-name/v1"))
     assert (rows.runs[0]["run_id"], rows.runs[0]["program"]) == named

@@ -189,7 +189,7 @@ def _named_by_manifest(bucket: Bucket, ref: RunRef, run: dict) -> bytes | None:
     """The bytes of the ledger's manifest, read before anything is checked, so that a ledger
     refused before its manifest's turn (unsealed, a digest that does not match) is named by its
     `runId` and `definitionId`, as its grades are, not by its folder and no program; None when
-    the manifest cannot be read or is not one (its refusal comes in its turn)."""
+    the manifest cannot be read (its refusal comes in its turn)."""
     if "manifest.json" not in ref.files:
         return None
     try:
@@ -197,8 +197,14 @@ def _named_by_manifest(bucket: Bucket, ref: RunRef, run: dict) -> bytes | None:
         manifest = _json(blob, "manifest.json")
     except Refusal:
         return None
-    if _manifest_problem(manifest) is None:
-        run["run_id"], run["program"] = manifest["runId"], manifest["definitionId"]
+    # each name it holds in its form names the ledger, whatever else in it is amiss (v19
+    # named a manifest failing its schema anywhere by the folder: its refusal and its later
+    # grading went by two run ids)
+    if isinstance(manifest, dict) and _text(manifest.get("runId")):
+        run["run_id"] = manifest["runId"]
+    if isinstance(manifest, dict) and isinstance(manifest.get("definitionId"), str) and \
+            DEFINITION_ID.match(manifest["definitionId"]):
+        run["program"] = manifest["definitionId"]
     return blob
 
 
