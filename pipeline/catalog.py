@@ -281,9 +281,11 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
     here = _read_where_written(catalog_file)
     # Per grader id and run, its latest batch; but a ledger is refused under the contract
     # grader's id and graded under its ledger grader's, so a ledger refused, then graded once
-    # mended, would show its refusal for good: a refusal is outdone by a grading of the
-    # ledger in a later grade (`graded_in`, the grade's batch, kept by compaction and ordered
-    # whatever the machines' clocks; rows from before it have none and are left as they are)
+    # mended, would show its refusal for good, and one graded, then refused, its verdicts
+    # beside its refusal: a ledger's refusal is outdone by a grading of it in a later grade,
+    # and a grading by a refusal (`graded_in`, the grade's batch, kept by compaction and
+    # ordered whatever the machines' clocks; rows from before it have none and are left as
+    # they are). v19 kept the verdicts of a ledger refused since.
     runs = _source(store, 'runs', parts.get('runs'))
     recorded = "graded_in" in con.sql(f"select * from {runs} limit 0").columns
     con.execute(f"""
@@ -301,6 +303,8 @@ def create_views(con: duckdb.DuckDBPyConnection, store: ResultStore,
         from latest
         qualify not coalesce(ledger_refused and graded_in < max(
             case when ledger_graded then graded_in end) over (partition by run_uri), false)
+            and not coalesce(ledger_graded and graded_in < max(
+            case when ledger_refused then graded_in end) over (partition by run_uri), false)
     """)
     made = []
     for table in TABLES:

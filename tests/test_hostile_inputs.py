@@ -1044,20 +1044,32 @@ def test_a_ledger_run_id_naming_folders_names_one_report_inside_the_results(tmp_
 
 def test_a_ledger_refused_after_it_was_graded_keeps_its_ledger_graders_copy(tmp_path):
     # A refused ledger carries the batch's grader id (the contract grader's): its top-level
-    # report goes, its ledger grader's copy stays with that grader's rows.
+    # report goes, its ledger grader's copy stays (a record of that grading), and the views
+    # show the refusal alone (v19 showed the grading's verdicts beside it: a refused run with
+    # a verdict, counted twice in `runs`). Mended, it is graded and shown graded again.
     runs, out = tmp_path / "runs", tmp_path / "out"
     shutil.copytree(SAMPLE_RUNS / "moltzap-evals", runs)
     name = "20261112-091500-pwguard.json"
     copy = out / "reports" / "grader=moltzap.password-guard.grader-v1" / name
     _grade(runs, out)
     assert (out / "reports" / name).exists() and copy.exists()
-    (runs / "ledgers" / name.removesuffix(".json") / "completion.json").unlink()
+    completion = runs / "ledgers" / name.removesuffix(".json") / "completion.json"
+    sealed = completion.read_bytes()
+    completion.unlink()
     assert _grade(runs, out)["refusals"] == {"ledger-incomplete": 1}
     assert not (out / "reports" / name).exists() and copy.exists()
-    assert connect(str(out)).sql(
-        "select grader_id, status from runs where run_id = '20261112-091500-pwguard' "
-        "order by 1").fetchall() == [("moltzap.password-guard.grader/v1", "graded"),
-                                     (DEFAULT_GRADER_ID, "refused")]
+
+    def shown() -> list[tuple]:
+        with connect(str(out)) as con:
+            return [con.sql("select grader_id, status from runs where run_id = "
+                            "'20261112-091500-pwguard' order by 1").fetchall(),
+                    con.sql("select count(*) from run_scores where run_id = "
+                            "'20261112-091500-pwguard'").fetchall()[0][0]]
+
+    assert shown() == [[(DEFAULT_GRADER_ID, "refused")], 0]
+    (runs / "ledgers" / name.removesuffix(".json") / "completion.json").write_bytes(sealed)
+    assert _grade(runs, out)["graded"] == 1
+    assert shown() == [[("moltzap.password-guard.grader/v1", "graded")], 1]
 
 
 def test_a_refused_run_does_not_hold_the_report_name_of_its_id(tmp_path):
