@@ -441,6 +441,7 @@ def grade(
         stop.restore()
     if compact_after and not summary.stopped and summary.uncompacted >= compact_after:
         from .compact import compact as compact_results
+        from .store import ResultStore
 
         try:
             with _writing_results(None, "compacting after the grade", "The grade's batches "
@@ -449,8 +450,6 @@ def grade(
                 summary.compacted = compact_results(out_dir, endpoint_url).merged
         except typer.Exit as exc:  # the grade's summary all the same: its batches are committed
             with contextlib.suppress(OSError):  # (its record says why nothing was compacted)
-                from .store import ResultStore
-
                 cause = f": {exc.__cause__}" if exc.__cause__ else ""
                 ResultStore(out_dir, endpoint_url).amend_grade(
                     summary.grade_id, error=f"the compaction after the grade (--compact-after) "
@@ -459,8 +458,6 @@ def grade(
             _print_summary(summary, as_json)
             raise
         summary.uncompacted = 0
-        from .store import ResultStore
-
         with contextlib.suppress(OSError):  # the grade's record says so too (a log, not data)
             ResultStore(out_dir, endpoint_url).amend_grade(
                 summary.grade_id, uncompacted=0, compacted=summary.compacted)
