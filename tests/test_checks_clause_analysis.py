@@ -364,6 +364,15 @@ CASES = [
     ("the version, written as MAJOR.MINOR.PATCH", (),
      {"value_type": "masked", "value_mask": "MAJOR.MINOR.PATCH"}),
     ("a JSON object with the version as X.Y.Z", (), {"value_type": None, "value_mask": None}),
+    # ... only where the output is that version: in a clause about something else it is asked
+    # (v20 as first written failed a changelog and a one-sentence note on it)
+    ("a changelog with entries grouped under headings like vX.Y", (),
+     {"value_type": None, "value_mask": None}),
+    ("one sentence naming the new version (as X.Y.Z)", (),
+     {"value_type": None, "unchecked_text": "naming the new version (as X.Y.Z)"}),
+    ("the average rating, formatted as X.X", (), {"value_type": "masked", "value_mask": "X.X"}),
+    # a mask no reader reads is asked, never dropped for having no word
+    ("an IPv4 address, as N.N.N.N", (), {"value_type": None, "unchecked_text": "as N.N.N.N"}),
     ("ranked as #1 of the week", (), {"value_type": None, "value_mask": None}),
     ("a JSON object with the price as $X.XX", (), {"value_type": None, "value_mask": None}),
     # so many digits; a phone number (a plus, parentheses) and a value inside are asked

@@ -1210,6 +1210,9 @@ CASES = [
          "passed", "satisfied", "`out` is written as X.Y.Z: “v2.10.0-rc.1”"),
     Case("version-mask-wants-its-v", "the tag, formatted as vX.Y.Z", "2.10.0", "value_type",
          "failed", "violated", "`out` is not written as vX.Y.Z"),
+    # "X.X" is a number's mask, one decimal: no version (v20 as first written passed these)
+    Case("one-decimal-mask-is-no-version", "the average rating, formatted as X.X", "4.75",
+         "value_type", "failed", "violated", "`out` is not written as X.X: “4.75”"),
     Case("time-mask-passes", "a time in HH:MM format", "09:45", "value_type", "passed",
          "satisfied", "`out` is written as HH:MM"),
     Case("quoted-keys-fail", 'a JSON object with keys "name" and "age"', '{"name": "a"}',

@@ -609,14 +609,21 @@ MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|
         r"|mm|ss)){1,5})\b)")
 # "a price in the format $X.XX", "a share formatted as XX.X%": a number written so, X, x or #
 # for each digit (v12 asked it). Group 1 is the mask, which needs a mark besides its digits ("$",
-# ".", ",", "%"); group 2 what ends it. A version's numbers are a mask too ("as X.Y.Z", "vX.Y",
-# "MAJOR.MINOR.PATCH": VERSION_MASK); v19 read nothing in "the version number, as X.Y.Z", and
-# satisfied it with any text.
-VERSION_MASK = r"v?[XYZN](?:\.[XYZN]){1,3}|MAJOR\.MINOR(?:\.PATCH)?"
-NUMBER_MASK = (r"(?i)\b(?:in\s+the\s+(?:format|form)(?:\s+of)?|in\s+(?:a\s+)?format|formatted\s+as"
-               r"|written\s+as|as|like)\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?(?:\s?%)?"
-               r"|" + VERSION_MASK + r"))"
-               r"(?:\s+format)?(\s*$|\s*[,;.:)](?:\s|$)|\s+(?:and|or|but)\b)")
+# ".", ",", "%"); group 2 what ends it.
+MASK_WRITTEN = (r"(?:in\s+the\s+(?:format|form)(?:\s+of)?|in\s+(?:a\s+)?format|formatted\s+as"
+                r"|written\s+as|as|like)")
+NUMBER_MASK = (r"(?i)\b" + MASK_WRITTEN + r"\s+(?-i:((?:[$€£¥]\s?)?[Xx#][Xx#,]*(?:\.[Xx#]+)?"
+               r"(?:\s?%)?))(?:\s+format)?(\s*$|\s*[,;.:)](?:\s|$)|\s+(?:and|or|but)\b)")
+# A version's numbers as a mask ("X.Y.Z", "vX.Y", "N.N.N", "MAJOR.MINOR.PATCH"; "X.X" is a
+# number's), read only where the output is that version: the clause names it, then how it is
+# written, and nothing else ("the version number, as X.Y.Z", "the release tag, formatted as
+# vX.Y"; not "a changelog with headings like vX.Y"). Group 1 is the mask. v19 read nothing in
+# such a clause, and satisfied it with any text.
+VERSION_MASK = r"v?X\.Y(?:\.Z)?|v?N(?:\.N){1,3}|MAJOR\.MINOR(?:\.PATCH)?"
+VERSION_WRITTEN = (r"(?i)^\s*(?:(?:the|a|an|its|their)\s+)?(?:[\p{L}\-]+\s+){0,2}?(?:version|"
+                   r"release|tag|semver)(?:\s+(?:number|string|tag|name|identifier))?\s*,?\s*"
+                   r"\(?\s*" + MASK_WRITTEN + r"\s+(?-i:(" + VERSION_MASK + r"))(?:\s+format)?\s*"
+                   r"\)?\s*\.?\s*$")
 # "a CSV with a header row", "a CSV file with column headers", "CSV data, including a header
 # line": its first line names the columns (v12 asked it); "without a header row" stays asked
 CSV_HEADER = (r"(?i)(?:,\s*)?\b(?:with|including|includes|has|having|and|plus)\s+"
@@ -1899,6 +1906,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         t.str.extract(MASK, 1).alias("_mask"),
         t.str.contains(TIME_VALUE).alias("_time"),
         t.str.extract(NUMBER_MASK, 1).alias("_number_mask"),
+        pl.when(whole).then(t.str.extract(VERSION_WRITTEN, 1)).alias("_version_mask"),
         # "a 6-digit code": so many digits (its mask is one '#' per digit)
         _words_to_int(t.str.extract(DIGIT_VALUE, 2)).alias("_n_digits"),
         (~t.str.extract(DIGIT_VALUE, 3).str.contains(r"(?i)\b(?:phone|mobile|fax)\b")
@@ -1916,10 +1924,12 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     date_masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
                    & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
     number_mask = pl.col("_number_mask")
-    number_masked = (number_mask.str.contains(r"[.,$€£¥%]") & whole & ~date_masked
+    version_mask = pl.col("_version_mask")
+    number_masked = (version_mask.is_null() & number_mask.str.contains(r"[.,$€£¥%]") & whole
+                     & ~date_masked
                      & (kind.is_null() | kind.is_in(["number", "integer", "percentage"]))
                      ).fill_null(False)
-    masked = date_masked | number_masked
+    masked = date_masked | number_masked | version_mask.is_not_null()
     digits = (kind.is_null() & ~masked & n_digits.is_between(1, 40) & whole
               & pl.col("_digit_ok"))
     df = df.with_columns(masked.alias("_masked"), digits.alias("_digits"),
@@ -1929,6 +1939,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(masked).then(pl.lit("masked")).when(digits).then(pl.lit("digits"))
         .otherwise(kind).alias("value_type"),
         pl.when(pl.col("_number_masked")).then(number_mask)
+        .when(version_mask.is_not_null()).then(version_mask)
         .when(masked).then(mask.str.replace_all(COLON, ":", literal=True))
         .when(digits).then(pl.lit("#").repeat_by(n_digits).list.join(""))
         .alias("value_mask"),
@@ -1938,6 +1949,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("value_type") == "digits")
         .then(t.str.replace(DIGIT_VALUE, "${1}${3}" + GAP))
         .when(pl.col("_number_masked")).then(t.str.replace(NUMBER_MASK, GAP + "${2}"))
+        .when(pl.col("_version_mask").is_not_null()).then(pl.lit(GAP))
         .when(pl.col("value_mask").is_not_null()).then(t.str.replace_all(MASK, GAP))
         .otherwise(t).alias("t")
     ).with_columns(
@@ -1953,7 +1965,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t")
     ).drop("_said", "_written", "_written_date", "_closing", "_apart", "_as_iso", "_mask",
            "_time", "_n_digits", "_digit_ok", "_kind", "_masked", "_digits", "_number_mask",
-           "_number_masked")
+           "_number_masked", "_version_mask")
 
 
 # A field's length said in the clause, read as the sub-item "`summary`: at most 50 words"
@@ -2261,7 +2273,10 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             # the output is (v11 dropped it)
             | ((_content_words(pl.element()).list.len() == 1)
                & pl.element().str.contains(r"(?i)^\p{L}[\p{L}\-]{3,}ed$"))
-            | pl.element().str.contains(KEPT, literal=True)))
+            | pl.element().str.contains(KEPT, literal=True)
+            # a mask no reader read ("as N.N.N.N"): how the output is written (v20 as first
+            # written dropped it, having no word)
+            | pl.element().str.contains(UNREAD_MASK)))
     )
     # a kept phrase says something even in words that are filler elsewhere ("not JSON")
     kept = (segments.list.eval(pl.element().filter(pl.element().str.contains(KEPT, literal=True)))
@@ -2275,8 +2290,14 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     ticked = joined.str.extract_all(TICKED_SAID).list.eval(
         pl.element().str.extract(r"`([^`]+)`", 1).str.to_lowercase())
     return (pl.when(segments.list.len() > 0).then(joined),
-            pl.concat_list(_content_words(joined), kept, ticked.fill_null(NO_TEXTS))
+            pl.concat_list(_content_words(joined), kept, ticked.fill_null(NO_TEXTS),
+                           joined.str.extract_all(UNREAD_MASK).fill_null(NO_TEXTS))
             .list.unique(maintain_order=True))
+
+
+# A mask of single capitals (or `#`) joined by dots, colons or dashes, "N.N.N.N", "X.Y.Z" where
+# no reader read it: a word of the question
+UNREAD_MASK = r"(?-i:\b[A-Z#](?:[.:\-][A-Z#]){2,}\b)"
 
 
 # Clauses already read by this process, by text: a worker grades shard after shard of the
