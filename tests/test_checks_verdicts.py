@@ -54,6 +54,13 @@ ROWS = [
     ("weakest-established-failure", [P, req("passed", 95), req("failed", 95),
                                      req("failed", 60, "judged"), req("failed", 10, "literal")],
      "partially_satisfied", 60, "failed"),
+    # a precondition's unsure failure counts among the requirements' failures
+    ("weak-precondition-beside-established-failure",
+     [("output_published", "failed", 40), req("failed", 95)], "violated", 95, "failed"),
+    ("weak-precondition-beside-a-pass", [("output_published", "failed", 40), req("passed", 95)],
+     "not_evaluable", 40, "failed"),
+    ("weak-precondition-alone", [("output_published", "failed", 40)], "not_evaluable", 40,
+     "failed"),
 ]
 
 
@@ -109,3 +116,9 @@ def test_an_open_clause_says_what_is_open(verdicts):
 def test_satisfied_and_failed_clauses_carry_no_recommendation(verdicts):
     decided = verdicts.filter(pl.col("verdict") != "not_evaluable")
     assert decided["recommendation"].is_null().all()
+
+
+def test_the_reason_names_the_failures_established(verdicts):
+    n = [r[0] for r in ROWS].index("weakest-established-failure")
+    row = verdicts.filter(pl.col("clause_id") == f"c{n}").row(0, named=True)
+    assert row["reason"] == "failed: count #2; judged #3"  # (not the unsure literal #4)

@@ -8,7 +8,8 @@ first row that matches decides:
 | checks of the clause                              | verdict             | confidence          |
 |---------------------------------------------------|---------------------|---------------------|
 | none applied                                      | not_evaluable       | 0                   |
-| a precondition failed (e.g. the output is missing) | violated           | weakest failure *   |
+| a precondition failed (e.g. the output is missing), | violated          | weakest such one    |
+| confidence 50 or more                             |                     |                     |
 | requirements failed, none passed                  | violated            | weakest failure *   |
 | requirements failed and passed                    | partially_satisfied | weakest failure *   |
 | requirements passed, none failed                  | satisfied           | weakest passed one, |
@@ -20,7 +21,9 @@ first row that matches decides:
 (*) of the failures established (confidence 50 or more); the strongest one when none is. A
 failure under 50 establishes nothing, nor does it unsettle one that is established: v19 took
 the weakest of all, so a judge's unsure "failed" (49) beside a count past its bound (95) made
-the clause not_evaluable, and its run's score went up.
+the clause not_evaluable, and its run's score went up. A precondition's failure under 50 counts
+among the requirements' failures; the reason names the failures established (all, when none
+is).
 
 Then any verdict with confidence under 50 becomes not_evaluable, with the reason. A failure is
 established whatever stayed open, so it is not discounted; a satisfaction loses 20 points for
@@ -50,25 +53,29 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
     """
     pre = pl.col("check").is_in(list(preconditions))
     passed, failed = pl.col("outcome") == "passed", pl.col("outcome") == "failed"
+    established = failed & (pl.col("confidence") >= CONFIDENCE_FLOOR)
     undecided = pl.col("outcome") == "undecided"
     rank = pl.col("outcome").replace_strict({"failed": 0, "passed": 1, "undecided": 2},
                                             return_dtype=pl.Int8)
     per_clause = checks.with_row_index("_order").group_by(
         "run_uri", "service", "clause_id", maintain_order=True).agg(
         pl.len().alias("n_checks"),
-        (pre & failed).sum().alias("n_pre_failed"),
+        (pre & established).sum().alias("n_pre_failed"),
+        (pre & failed & ~established).sum().alias("n_pre_weak"),
         (~pre & passed).sum().alias("n_passed"),
         (~pre & failed).sum().alias("n_failed"),
         (~pre & undecided).sum().alias("n_open"),
-        _failure_confidence(pre & failed).alias("pre_failed_conf"),
+        pl.col("confidence").filter(pre & established).min().alias("pre_failed_conf"),
         pl.col("confidence").filter(pre & passed).min().alias("pre_passed_conf"),
-        _failure_confidence(~pre & failed).alias("failed_conf"),
+        _failure_confidence(failed).alias("failed_conf"),
         pl.col("confidence").filter(~pre & passed).min().alias("passed_conf"),
         failed.any().alias("_any_failed"),
         undecided.any().alias("_any_open"),
         # evidence of a failure first, then of a pass, then whatever an open check quoted
         pl.col("evidence").sort_by(rank, "_order").first().alias("evidence"),
-        pl.col("detail").filter(failed).alias("failed_details"),
+        # what failed: the failures established, else every failure
+        pl.col("detail").filter(established | (failed & ~established.any()))
+        .alias("failed_details"),
         # every question left open, and every rewrite suggested
         pl.col("detail").filter(undecided).alias("open_question"),
         pl.col("recommendation").filter(undecided).drop_nulls().alias("recommendation"),
@@ -76,11 +83,14 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
     )
     n_failed, n_passed, n_open = pl.col("n_failed"), pl.col("n_passed"), pl.col("n_open")
     pre_failed = pl.col("n_pre_failed") > 0
+    # a precondition's unsure failure counts as a requirement's would: with the requirements'
+    # failures (v20 as first written made it the clause's, 40, over a count failed at 95)
+    failing = (n_failed > 0) | (pl.col("n_pre_weak") > 0)
     verdict = (
         pl.when(pl.col("n_checks") == 0).then(pl.lit("not_evaluable"))
         .when(pre_failed).then(pl.lit("violated"))
-        .when((n_failed > 0) & (n_passed > 0)).then(pl.lit("partially_satisfied"))
-        .when(n_failed > 0).then(pl.lit("violated"))
+        .when(failing & (n_passed > 0)).then(pl.lit("partially_satisfied"))
+        .when(failing).then(pl.lit("violated"))
         .when(n_passed > 0).then(pl.lit("satisfied"))
         .when(n_open > 0).then(pl.lit("not_evaluable"))
         .otherwise(pl.lit("satisfied"))
@@ -88,7 +98,7 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
     confidence = (
         pl.when(pl.col("n_checks") == 0).then(0)
         .when(pre_failed).then(pl.col("pre_failed_conf"))
-        .when(n_failed > 0).then(pl.col("failed_conf"))
+        .when(failing).then(pl.col("failed_conf"))
         .when(n_passed > 0).then(
             pl.min_horizontal("passed_conf", "pre_passed_conf") - OPEN_PENALTY * n_open)
         .when(n_open > 0).then(0)
@@ -99,8 +109,8 @@ def clause_verdicts(frame: pl.DataFrame, checks: pl.DataFrame, grader_id: str,
     out = (
         frame.select("run_id", "run_uri", "service", "clause_id")
         .join(per_clause, on=["run_uri", "service", "clause_id"], how="left")
-        .with_columns(pl.col("n_checks", "n_pre_failed", "n_passed", "n_failed", "n_open")
-                      .fill_null(0))
+        .with_columns(pl.col("n_checks", "n_pre_failed", "n_pre_weak", "n_passed", "n_failed",
+                             "n_open").fill_null(0))
         .with_columns(verdict.alias("_verdict"), confidence.alias("confidence"))
         .with_columns(
             pl.when(pl.col("_any_failed").fill_null(False)).then(pl.lit("failed"))
