@@ -227,6 +227,44 @@ def test_a_conditional_sub_item_is_a_conditional_on_the_output_it_stands_under(t
     assert not primary["detail"].str.contains("no results").any()
 
 
+def test_a_conditional_sub_item_deeper_down_is_judged_on_its_top_items_output(tmp_path):
+    # under a detail: v20 as first written found no output above it, and judged it on all
+    # the service published (the phrase in another output satisfied it)
+    ensures = ('- `report`: a brief\n'
+               '    - `Findings`: at least 3 items\n'
+               '        - if no sources are found: a line stating "no results"\n'
+               '- `log`: what was searched')
+    write_service_run(tmp_path, run_id(1), ensures=ensures,
+                      errors="- `no-results`: nothing relevant was found",
+                      outputs={"report.md": "A brief.", "log.md": "no results anywhere"},
+                      error=("no-results", "No source matched."))
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional")
+    assert cond.select("parent_position", "target_output").rows() == [(0, "report")]
+    verdict = tables["clause_verdicts"].join(cond.select("clause_id"), on="clause_id")
+    assert verdict["verdict"].to_list() == ["violated"]
+
+
+def test_a_programs_conditional_sub_item_is_judged_where_its_item_is_published(tmp_path):
+    # "`findings` (from researcher)", and under it a conditional: v20 as first written judged
+    # it on the writer's `findings`, which held the phrase, where the researcher's did not
+    run = tmp_path / SAMPLE_RUN.name
+    shutil.copytree(SAMPLE_RUN, run)
+    program = run / "program.md"
+    program.write_text(program.read_text().replace(
+        "### Errors", "- `findings` (from researcher): the researcher's findings\n"
+        "    - if fact-checking finds no sources: a line stating \"UNVERIFIED\"\n\n"
+        "### Errors", 1))
+    (run / "bindings/writer/findings.md").write_text("UNVERIFIED: every claim below.\n")
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter((pl.col("kind") == "conditional")
+                        & pl.col("parent_position").is_not_null())
+    assert cond.select("target_output", "output_service").rows() == [("findings",
+                                                                      "researcher")]
+    verdict = tables["clause_verdicts"].join(cond.select("clause_id"), on="clause_id")
+    assert verdict["verdict"].to_list() == ["violated"]
+
+
 def test_an_unnamed_log_error_triggers_only_conditionals_it_names(tmp_path):
     """`---error … timeout` then `---resume`: the program errored, but not with "no sources"."""
     program = ("- `report`: the brief\n"

@@ -211,7 +211,8 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
     """
     top = top.with_row_index("_row")
     parent = top.select("run_uri", "service", pl.col("position").alias("parent_position"),
-                        pl.col("output_name").alias("_parent_output"))
+                        pl.col("output_name").alias("_parent_output"),
+                        pl.col("output_service").alias("_parent_service"))
     declared = top.filter(pl.col("output_name").is_not_null()).select(
         "run_uri", "service", output_key(pl.col("output_name")).alias("key"))
     published = pl.concat([
@@ -242,7 +243,13 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
     return (
         top.join(refs, on="_row", how="left")
         .join(parent, on=["run_uri", "service", "parent_position"], how="left")
-        .with_columns(pl.coalesce("output_name", "_ref", "_parent_output").alias("target_output"))
+        .with_columns(pl.coalesce("output_name", "_ref", "_parent_output").alias("target_output"),
+                      # (the parent's output where the parent publishes it: a program's
+                      # "`findings` (from researcher)")
+                      pl.when(pl.col("output_name").is_null() & pl.col("_ref").is_null()
+                              & pl.col("_parent_output").is_not_null())
+                      .then(pl.col("_parent_service")).otherwise(pl.col("output_service"))
+                      .alias("output_service"))
         .with_columns(output_key(pl.col("target_output")).alias("output_key"))
         .join(publisher, on=["run_uri", "output_key"], how="left")
         .join(programs.rename({"program": "service"}).with_columns(pl.lit(True).alias("_prog")),
@@ -252,7 +259,8 @@ def _targets(top: pl.LazyFrame, outputs: pl.LazyFrame, programs: pl.LazyFrame,
             pl.when(pl.col("_prog").fill_null(False) & pl.col("output_service").is_null())
             .then(pl.coalesce("_publisher", "service"))
             .otherwise(pl.coalesce("output_service", "service")).alias("_output_service"))
-        .sort("_row").drop("_row", "_ref", "_parent_output", "_publisher", "_prog")
+        .sort("_row").drop("_row", "_ref", "_parent_output", "_parent_service", "_publisher",
+                           "_prog")
     )
 
 

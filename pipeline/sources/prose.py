@@ -752,15 +752,21 @@ def _contract_row(ref: RunRef, service: str, kind: str, description: str, text: 
 def _clause_rows(ref: RunRef, service: str, comp: Component, kind: str,
                  output_service: str | None) -> list[dict]:
     rows = []
-    for item in comp.items("ensures"):
+    items = comp.items("ensures")
+    for item in items:
         # a sub-item `if CONDITION: …` is a conditional of its own, not a detail of the item
-        # above (v19 held it as one: its degraded output was asked of every run)
+        # above (v19 held it as one: its degraded output was asked of every run); it points at
+        # the top-level item it stands under, whose output it is judged on, at any depth
         top = item.parent_position is None
         row_kind = "conditional" if item.condition else kind if top else "detail"
+        parent = item.parent_position
+        while row_kind == "conditional" and parent is not None \
+                and items[parent].parent_position is not None:
+            parent = items[parent].parent_position
         rows.append({
             "run_id": ref.run_id, "run_uri": ref.uri, "service": service,
             "clause_id": clause_id(service, row_kind, item.position, item.text),
-            "position": item.position, "parent_position": item.parent_position,
+            "position": item.position, "parent_position": parent,
             "kind": row_kind, "output_name": item.name if top and not item.condition else None,
             "output_service": output_service, "condition": item.condition, "text": item.text,
             "description": item.description, "optional": item.optional,
