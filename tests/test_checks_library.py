@@ -603,6 +603,17 @@ CASES = [
          "and `severity`", "| Claim_ID | Severity | Extra Col |\n|---|---|---|\n| 1 | low | x |",
          "no_extra_fields", "failed", "partially_satisfied", "table columns beside the named "
          "ones: Extra Col (all: Claim_ID, Severity, Extra Col)"),
+    # a blank column (a data frame's index) is named "", never the gap between two names
+    Case("no-extra-columns-blank-one", "a markdown table with only the columns `claim` and "
+         "`severity`", "|    | claim | severity | Reviewer_Notes |\n|---|---|---|---|\n"
+         "| 0 | a | low | x |", "no_extra_fields", "failed", "partially_satisfied",
+         'table columns beside the named ones: "", Reviewer_Notes (all: "", claim, severity, '
+         'Reviewer_Notes)'),
+    Case("no-extra-keys-of-elements-as-written", "a JSON array of objects with only the fields "
+         "`claim_id` and `name`", '[{"Claim_ID": 1, "name": "a"}, {"Claim_ID": 2, "name": "b", '
+         '"Extra_Key": 3}]', "no_extra_fields", "failed", "partially_satisfied",
+         "keys of its elements beside the named ones: Extra_Key (all: Claim_ID, name, "
+         "Extra_Key)"),
     Case("no-extra-fields-passes", "a JSON object with exactly the keys `a` and `b`",
          '{"a": 1, "b": 2}', "no_extra_fields", "passed", "satisfied", "top-level keys: a, b"),
     Case("no-extra-fields-in-array-elements", "a JSON array of objects with only the fields "

@@ -1303,10 +1303,9 @@ def no_extra_fields() -> Check:
                 .when(kind == "array").then(element_keys)
                 .when(table).then(pl.col("table_header")))
     extra = let("_extra", found.list.set_difference(named))
-    # the evidence quotes them as the output writes them (an array's elements' keys are held
-    # normalised only)
+    # the evidence quotes them as the output writes them
     written = let("_written", pl.when(kind == "object").then(pl.col("json_keys_written"))
-                  .when(kind == "array").then(element_keys)
+                  .when(kind == "array").then(pl.col("json_element_keys_written"))
                   .when(table).then(pl.col("table_columns")))
     what = (pl.when(kind == "object").then(pl.lit("top-level keys"))
             .when(kind == "array").then(pl.lit("keys of its elements"))
@@ -1321,24 +1320,33 @@ def no_extra_fields() -> Check:
             pl.format("`{}`", pl.element().struct.field("name"))).list.join(", ")),
         evidence=pl.when(outcome == UNDECIDED)
         .then(pl.format("no JSON object, array or table in {} whose fields to list", label()))
-        .when(outcome == PASSED).then(pl.format("{}: {}", what, written.list.join(", ")))
+        .when(outcome == PASSED).then(pl.format("{}: {}", what, _names(written)))
         .otherwise(pl.format("{} beside the named ones: {} (all: {})", what,
-                             _written_among(written, extra).list.join(", "),
-                             written.list.join(", "))),
+                             _names(_written_among(written, extra)), _names(written))),
         confidence=pl.when(outcome == UNDECIDED).then(0).otherwise(90),
     )
 
 
+def _names(names: pl.Expr) -> pl.Expr:
+    """A list of names for evidence, joined by commas; an empty one shown as `""`."""
+    return names.list.eval(pl.when(pl.element() == "").then(pl.lit('""'))
+                           .otherwise(pl.element())).list.join(", ")
+
+
 def _written_among(written: pl.Expr, keys: pl.Expr) -> pl.Expr:
     """The names of `written` (as an output writes them) whose normalised form is one of
-    `keys`: each name is set between two marks in one text, searched for the forms of the
-    keys (a list's elements cannot be compared with another column's)."""
-    mark = "\x1f"
-    text = pl.concat_str(pl.lit(mark), written.list.join(mark * 2), pl.lit(mark))
+    `keys`: each name is set between an opening and a closing mark in one text, searched for
+    the forms of the keys (a list's elements cannot be compared with another column's). Two
+    marks, so that an empty name (a table's blank index column) matches itself alone, never
+    the space between two names (v20 as first written listed ", , " for it)."""
+    opening, closing = "\x1e", "\x1f"
+    text = pl.concat_str(pl.lit(opening), written.list.join(closing + opening),
+                         pl.lit(closing))
     forms = keys.list.eval(_as_written(pl.element(), r"[\s_\-]+")).list.join("|")
-    pattern = pl.format("(?i){}[`*_\"'“”\\s]*(?:{})[`*_\"'“”\\s]*{}", pl.lit(mark), forms,
-                        pl.lit(mark))
-    return text.str.extract_all(pattern).list.eval(pl.element().str.strip_chars(mark))
+    pattern = pl.format("(?i){}[`*_\"'“”\\s]*(?:{})[`*_\"'“”\\s]*{}", pl.lit(opening), forms,
+                        pl.lit(closing))
+    return text.str.extract_all(pattern).list.eval(
+        pl.element().str.strip_chars(opening + closing))
 
 
 @check("numeric_range")

@@ -36,6 +36,8 @@ or where no check needs them: see the families below):
                     field names are: normalise_key), json_keys_written (the same keys as the
                     output writes them, for evidence)
   json_element_keys one line per array element: '|key|key|' (normalised keys)
+  json_element_keys_written  the keys of an array's object elements, each once, as the output
+                    writes them (for evidence)
   json_element_kinds the kinds of an array's elements, distinct and sorted: string | integer |
                     number (not whole) | boolean | null | object | array
   json_array_lens   one line per array value, 'key<TAB>length' (normalised key): of the
@@ -63,7 +65,8 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   urls           urls, n_urls, n_citations
   markdown       has_markdown
   yaml           yaml_like
-  json           json_kind, json_fenced, json_len, json_keys, json_element_keys,
+  json           json_kind, json_fenced, json_len, json_keys, json_keys_written,
+                 json_element_keys, json_element_keys_written,
                  json_element_kinds
   json_arrays    json_array_lens (after json)
   json_items     element_texts, element_urls (after json)
@@ -532,7 +535,8 @@ FAMILIES = (
                                                 lambda t: t.str.contains(MARKDOWN))),
     Family("yaml", ("yaml_like",), _flag("yaml_like", lambda t: _yaml_like(t))),
     Family("json", ("json_kind", "json_fenced", "json_len", "json_keys", "json_keys_written",
-                    "json_element_keys", "json_element_kinds"), _json),
+                    "json_element_keys", "json_element_keys_written", "json_element_kinds"),
+           _json),
     Family("json_arrays", ("json_array_lens",), _json_arrays, after=("json",)),
     Family("json_items", ("element_texts", "element_urls"), _json_items, after=("json",)),
     Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
@@ -760,9 +764,11 @@ def _json_facts(frame: pl.DataFrame) -> pl.DataFrame:
             pl.lit("|"))).otherwise(pl.lit("")).alias("json_element_keys"))
         .group_by(TEXT_ID, maintain_order=True).agg(pl.col("json_element_keys").str.join("\n"))
     )
-    facts = facts.drop("element_keys").join(lines, on=TEXT_ID, how="left").select(
+    facts = facts.join(lines, on=TEXT_ID, how="left").select(
         TEXT_ID, "json_kind", "json_len", pl.col("json_keys").list.eval(normalised),
         pl.col("json_keys").alias("json_keys_written"),
+        pl.col("element_keys").list.eval(pl.element().explode().drop_nulls())
+        .list.unique(maintain_order=True).alias("json_element_keys_written"),
         # (an empty array has no line)
         pl.when(pl.col("json_kind") == "array").then(pl.col("json_element_keys").fill_null("")),
         "json_element_kinds").with_columns(
