@@ -1002,6 +1002,10 @@ CASES = [
      {"judgments": ["thorough", "`summary`: concise", "`summary`: well-sourced"]}),
     ("an object with fields:", ("`url`: the address it was read from", "`why`: explains the "
                                 "route", "`status`: complete or failed"), {"judgments": []}),
+    # how a sub-item's value is written, where no reader reads it, is asked (v19 dropped it)
+    ("a JSON object with fields:", ("`version`: the new version, as X.Y.Z",
+                                    "`price`: the price, formatted as $X.XX"),
+     {"judgments": ["`version`: as X.Y.Z", "`price`: formatted as $X.XX"]}),
     ("a good report on how far the brief can be trusted", (),
      {"vague_words": ["good"], "decidable": False}),
     ("never reveals API keys or tokens", (), {"forbids_secrets": True}),

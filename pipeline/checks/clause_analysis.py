@@ -2195,9 +2195,15 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         pl.col("t").str.replace_all(JUDGMENT_WORDS, GAP).str.replace_all(VAGUE_WORDS, GAP),
     )
     return df.with_columns(
-        pl.col("judgments").list.eval(
-            pl.element().str.to_lowercase().str.replace_all(r"\s+", " ")
-            .str.replace(r"^well\s", "well-")).list.unique(maintain_order=True),
+        pl.concat_list(
+            pl.col("judgments").list.eval(
+                pl.element().str.to_lowercase().str.replace_all(r"\s+", " ")
+                .str.replace(r"^well\s", "well-")),
+            # how a sub-item's value is written, where no reader reads it ("`version`: the
+            # new version, as X.Y.Z"): asked (v19 dropped it, and any value passed)
+            pl.when(pl.col("_part") > 0).then(pl.col("t").str.extract_all(SUB_ITEM_MASK))
+            .otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        ).list.unique(maintain_order=True).alias("judgments"),
         pl.col("vague_words").list.eval(pl.element().str.to_lowercase()).list.unique(
             maintain_order=True),
         _residual(pl.col("t"))[0].alias("unchecked_text"),
@@ -2295,6 +2301,9 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             .list.unique(maintain_order=True))
 
 
+# A sub-item's value written so ("as X.Y.Z", "formatted as $X.XX", "like N.N.N.N")
+SUB_ITEM_MASK = (r"(?i)\b" + MASK_WRITTEN + r"\s+(?-i:(?:" + VERSION_MASK + r")\b|[$€£¥]?[Xx#]"
+                 r"[Xx#,]*[.,][Xx#]+(?:\s?%)?|[A-Z#](?:[.:\-][A-Z#]){2,}\b)")
 # A mask of single capitals (or `#`) joined by dots, colons or dashes, "N.N.N.N", "X.Y.Z" where
 # no reader read it: a word of the question
 UNREAD_MASK = r"(?-i:\b[A-Z#](?:[.:\-][A-Z#]){2,}\b)"
