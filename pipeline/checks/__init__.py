@@ -452,12 +452,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      JSON "88" is no integer; items inside a multi-line HTML comment, and a note after an
 #      error's name (`✗ no-results — 0 hits`), are not read as such (v18: graded, undeclared).
 # v20: a sub-item `if CONDITION: …` is a conditional of its own, judged on the output of the
-#      item it stands under (v19: a detail of that item, its degraded output asked of every
-#      run); a version's mask ("as X.Y.Z", "MAJOR.MINOR.PATCH") is a value_type check (v19:
-#      nothing read, any text satisfied it); a clause's failure confidence is the weakest
-#      established failure's (v19: the weakest of all, so a judge's "failed" at 49 beside a
-#      count failed at 95 made it not_evaluable); keys and columns are quoted in evidence as
-#      the output writes them (v19: normalised, `extra-key`).
+#      top-level item it stands under (v19: a detail of that item, its degraded output asked
+#      of every run); "the version number, as X.Y.Z" is a value_type check (v19: nothing
+#      read, any text satisfied it), and a mask no reader reads, a sub-item's too, is asked;
+#      a clause's failure confidence is the weakest established failure's, a precondition's
+#      unsure failure counted among the requirements' (v19: the weakest of all, so a judge's
+#      "failed" at 49 beside a count failed at 95 made it not_evaluable); keys and columns
+#      are quoted in evidence as the output writes them (v19: normalised, `extra-key`).
 DEFAULT_GRADER_ID = "prose.contract.grader/v20"
 
 
