@@ -443,6 +443,11 @@ def grade(
         from .compact import compact as compact_results
         from .store import ResultStore
 
+        store = ResultStore(out_dir, endpoint_url)
+        unfinished = ("the compaction after the grade (--compact-after) did not finish{}; the "
+                      "grade's batches are committed")
+        with contextlib.suppress(OSError):  # (said until it finishes: a kill leaves it said)
+            store.amend_grade(summary.grade_id, error=unfinished.format(""))
         try:
             with _writing_results(None, "compacting after the grade", "The grade's batches "
                                   "are committed, and the results are as they were before "
@@ -451,16 +456,14 @@ def grade(
         except typer.Exit as exc:  # the grade's summary all the same: its batches are committed
             with contextlib.suppress(OSError):  # (its record says why nothing was compacted)
                 cause = f": {exc.__cause__}" if exc.__cause__ else ""
-                ResultStore(out_dir, endpoint_url).amend_grade(
-                    summary.grade_id, error=f"the compaction after the grade (--compact-after) "
-                    f"did not finish, exit {exc.exit_code}{cause}; the grade's batches are "
-                    "committed")
+                store.amend_grade(summary.grade_id, error=unfinished.format(
+                    f", exit {exc.exit_code}{cause}"))
             _print_summary(summary, as_json)
             raise
         summary.uncompacted = 0
         with contextlib.suppress(OSError):  # the grade's record says so too (a log, not data)
-            ResultStore(out_dir, endpoint_url).amend_grade(
-                summary.grade_id, uncompacted=0, compacted=summary.compacted)
+            store.amend_grade(summary.grade_id, uncompacted=0, compacted=summary.compacted,
+                              error=None)
     if not summary.found and not summary.unlisted:
         _refuse_misplaced_root(runs, out_dir, endpoint_url, summary.grade_id)
     _print_summary(summary, as_json)
@@ -1014,7 +1017,9 @@ def grades(
     _print_frame(shown, limit=last, title=f"the last {shown.height} of {log.height} grades "
                                           f"on {results}")
     for row in log.tail(last).filter(pl.col("error").is_not_null()).iter_rows(named=True):
-        err.print(f"{row['grade_id']} failed: {row['error']}", soft_wrap=True, markup=False)
+        # (a finished grade's error is its --compact-after's: the grade itself did not fail)
+        said = "failed" if row["status"] != "finished" else "finished, but"
+        err.print(f"{row['grade_id']} {said}: {row['error']}", soft_wrap=True, markup=False)
     ended = {"stopped": "was stopped by SIGTERM at a batch boundary",
              "interrupted": "was interrupted (Ctrl-C, or killed)"}
     latest = log["grade_id"][-1] if log.height else None

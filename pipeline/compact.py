@@ -25,14 +25,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .catalog import PART_DAMAGED, check_whole, tidy_compacted
-from .store import LEDGER_GRADERS, ResultsDamaged, ResultStore, grader_slug, new_attempt
+from .store import (
+    COMPACTED,
+    LEDGER_GRADERS,
+    ResultsDamaged,
+    ResultStore,
+    grader_slug,
+    new_attempt,
+)
 from .tables import TABLES
 
 ROWS_PER_GROUP = 100_000  # rows per Parquet row group of a compacted part
-# A compacted batch is named `{first batch id}!{token}`: `!` sorts before every character of
-# a batch id (also before the `-` of a ledger grader's `{batch}-{hash}`), and S3 counts it
-# among the characters safe in a key.
-COMPACTED = "!"
 
 
 @dataclass
@@ -95,8 +98,8 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
             if merging:
                 # a batch lacking a part would be merged short, and its loss hidden for good
                 # (v19 compacted it, and the views answered short without a word from then on)
+                _check_readable(con, store, files)  # (first: the count below reads `runs`)
                 check_whole(con, store, [markers[batch] for batch in sorted(merging)], files)
-                _check_readable(con, store, files)  # (before any grader id is merged)
             for grader_id, merged in todo.items():
                 _compact(con, store, grader_id, merged, files, earlier, done, still_locked,
                          steps, markers)

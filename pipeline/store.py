@@ -179,6 +179,25 @@ def _dead_here(holder: dict | None) -> bool:
                 and not _process_alive(holder.get("pid")))
 
 
+# A compacted batch is named `{first batch id}!{token}` (see pipeline/compact.py): `!` sorts
+# before every character of a batch id (also before the `-` of a ledger grader's
+# `{batch}-{hash}`), and S3 counts it among the characters safe in a key.
+COMPACTED = "!"
+
+
+def _a_marker(path: str, marker) -> bool:
+    """Whether `marker`, read from `path`, is a batch's commit marker: its batch id is its
+    file's name, and only a compacted batch (`!` in its id) replaces others. A marker naming
+    another batch, or replacing batches it is not compacted from, was edited: trusted, it
+    made a grade discard a committed batch as never committed (v19)."""
+    batch = (marker or {}).get("batch_id")
+    if not isinstance(batch, str) or path.rsplit("/", 1)[-1] != f"{batch}.json":
+        return False
+    replaces = marker.get("replaces")
+    return replaces is None or (COMPACTED in batch and isinstance(replaces, list)
+                                and all(isinstance(b, str) for b in replaces))
+
+
 def _replaced(markers: dict[str, dict]) -> set[str]:
     """The batch ids the compacted batches among `markers` replace."""
     return {batch for marker in markers.values() for batch in marker.get("replaces", ())}
@@ -630,15 +649,14 @@ class ResultStore:
             blobs = self.fs.cat(paths, on_error="omit") if paths else {}
             if len(blobs) == len(paths):
                 markers = {path: _json_or_none(blob) for path, blob in blobs.items()}
-                damaged = sorted(p for p, m in markers.items()
-                                 if not isinstance((m or {}).get("batch_id"), str))
+                damaged = sorted(p for p, m in markers.items() if not _a_marker(p, m))
                 if damaged:
                     names = first_few([p.rsplit("/", 1)[-1] for p in damaged])
                     raise ResultsDamaged(
                         f"the results in {self.uri} hold commit markers that are not a "
-                        f"batch's JSON record (_commits/{names}): cut short or overwritten, "
-                        f"so whether their batches committed is unknown. {DAMAGED_ADVICE}",
-                        set())
+                        f"batch's JSON record (_commits/{names}): cut short, overwritten or "
+                        f"edited, so whether their batches committed is unknown. "
+                        f"{DAMAGED_ADVICE}", set())
                 return markers
         gone = sorted(set(paths) - set(blobs))
         raise FileNotFoundError(f"commit markers in {self.url(folder)} went on vanishing while "

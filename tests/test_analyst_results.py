@@ -8,6 +8,7 @@ computed here from the stored Parquet with polars and plain Python, never by the
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import shutil
@@ -261,6 +262,33 @@ def test_results_missing_a_committed_part_are_refused_not_shown_short(graded, tm
             assert said in result.output and "Traceback" not in result.output, result.output
             assert "credentials" not in result.output  # (what to do is said, not guessed)
     assert analysis.open_results(str(graded["results"])).sql(count).fetchall() == whole
+
+
+@pytest.mark.parametrize("edit", ["batch id", "replaces"])
+def test_an_edited_commit_marker_is_refused_and_its_batch_kept(graded, tmp_path, edit):
+    # a marker naming another batch than its file, or an ordinary one replacing batches: a
+    # grade took its own batch for uncommitted and deleted it, exit 0 (v19)
+    results = tmp_path / "edited"
+    shutil.copytree(graded["results"], results)
+    marker = sorted((results / "_commits").glob("*.json"))[0]
+    batch = marker.stem
+    record = json.loads(marker.read_text())
+    if edit == "batch id":
+        record["batch_id"] = batch + "x"
+    else:
+        record["replaces"] = [sorted((results / "_commits").glob("*.json"))[1].stem]
+    marker.write_text(json.dumps(record))
+    before = sorted(results.glob(f"*/grader=*/batch={batch}"))
+    assert before
+    for command in (["sql", str(results), "select count(*) from runs"],
+                    ["grade", str(graded["runs"]), "--out", str(results), "--grader",
+                     str(graded["grader"])]):
+        result = cli(*command)
+        assert result.exit_code == STORAGE, (command, result.output)
+        said = " ".join(result.output.split())
+        assert f"commit markers that are not a batch's JSON record (_commits/{marker.name})" \
+            in said, said
+    assert sorted(results.glob(f"*/grader=*/batch={batch}")) == before
 
 
 def test_a_grade_that_commits_nothing_mends_a_copied_folders_catalog(graded, tmp_path):

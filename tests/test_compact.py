@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -487,13 +488,14 @@ def test_compact_waits_for_no_grade(graded, tmp_path):
     assert not (tmp_path / "none").exists()
 
 
-@pytest.mark.parametrize("damage", ["deleted", "not Parquet"])
-def test_compact_refuses_results_a_part_of_which_is_damaged(graded, tmp_path, damage):
+@pytest.mark.parametrize(("table", "damage"), [("checks", "deleted"), ("checks", "not Parquet"),
+                                               ("runs", "not Parquet")])
+def test_compact_refuses_results_a_part_of_which_is_damaged(graded, tmp_path, table, damage):
     # a part deleted was merged away (exit 0), and the views answered short from then on
     # without a word; one that is not Parquet ended the compaction with a traceback (exit 1)
     # and left its staging behind
     out = copy(graded[1], tmp_path / "results")
-    part = sorted(out.glob("checks/grader=*/batch=*/part-*.parquet"))[0]
+    part = sorted(out.glob(f"{table}/grader=*/batch=*/part-*.parquet"))[0]
     if damage == "deleted":
         part.unlink()
     else:
@@ -504,7 +506,7 @@ def test_compact_refuses_results_a_part_of_which_is_damaged(graded, tmp_path, da
     assert result.exit_code == exit_codes.STORAGE, result.output
     said = " ".join(result.output.split())
     assert ("lack parts of committed batches" if damage == "deleted"
-            else "hold a committed part of checks that cannot be read") in said
+            else f"hold a committed part of {table} that cannot be read") in said
     assert "Restore what is damaged from a whole copy" in said
     after = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()
                    and "_grades" not in p.parts)
@@ -560,6 +562,7 @@ def test_a_grade_compacts_the_results_itself_once_told_how_many_batches_are_too_
     # the grade's record says what its summary said (it kept the count before compacting)
     record = ResultStore(str(out)).grade_record(read_grades(str(out))["grade_id"][-1])
     assert (record["uncompacted"], record["compacted"]) == (0, {DEFAULT_GRADER_ID: 4})
+    assert record["error"] is None  # (said while it compacted: see the killed one below)
     assert parts(out) == {key: 1 for key in parts(out)}  # one part per table
     after = views(out)
     # the same rows, but for the run graded again
@@ -619,6 +622,35 @@ def test_a_grade_stopped_while_it_compacts_still_prints_its_summary(tmp_path, mo
     assert record["status"] == "finished"
     assert record["error"].startswith("the compaction after the grade (--compact-after) did "
                                       "not finish, exit 143")
+    listed = CliRunner().invoke(app, ["grades", str(out)])
+    assert f"{summary['grade_id']} finished, but: the compaction" in " ".join(
+        listed.output.split())
+
+
+def test_a_grade_killed_while_it_compacts_says_so_in_its_record(tmp_path):
+    # killed outright after its batches committed, while compacting: its record said
+    # `finished` and nothing more (v20 as first written amended it only on a clean exit)
+    runs, out = tmp_path / "runs", tmp_path / "results"
+    synthesize(str(runs), 6, seed=5, workers=1)
+    grade(runs, out, "--batch-size", "2")
+    hook = tmp_path / "hook.py"  # the grade's compaction kills the grade as it starts
+    hook.write_text(textwrap.dedent("""
+        import os, signal, sys
+        import pipeline.compact as compact
+        from pipeline.cli import main
+        compact._compact = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+        sys.argv = ["rungrade", *sys.argv[1:]]
+        main()
+    """))
+    with next(runs.rglob("state.md")).open("a") as state:  # a run changes: a batch more
+        state.write("\n")
+    killed = subprocess.run([sys.executable, str(hook), "grade", str(runs), "--out", str(out),
+                             "--workers", "1", "--compact-after", "2"], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    record = read_grades(str(out)).row(-1, named=True)
+    assert record["status"] == "finished" and record["graded"] == 1
+    assert record["error"] == ("the compaction after the grade (--compact-after) did not "
+                               "finish; the grade's batches are committed")
 
 
 def test_a_ledger_mended_after_a_compaction_is_graded_again_and_shown_graded(tmp_path):
