@@ -159,7 +159,7 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
     same = ledger_sets.pop() if len(ledger_sets) == 1 else None
     kept = {} if same is None else {LEDGER_GRADERS: list(same)}
     store.publish(batch_id, grader_id, {
-        "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0),
+        "runs": counts.get("runs", 0), "refused": counts.get("refusals", 0), "rows": counts,
         "replaces": sorted({*batches, *(b for batch in batches for b in earlier.get(batch, ()))}),
         **kept,
     }, {attempt})

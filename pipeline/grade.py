@@ -344,6 +344,8 @@ def shard_stats(tables: dict[str, pl.DataFrame], empty: int = 0) -> dict:
         "score_sum": float(valid.sum()) if len(valid) else 0.0,
         "scored": len(valid),
         "empty": empty,
+        # each table's rows, which the batch's commit marker records (see catalog.check_whole)
+        "rows": Counter({table: frame.height for table, frame in tables.items()}),
     }
 
 
@@ -702,7 +704,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         if main_id not in out and empty:  # only ledgers, or empty folders, in this group
             out[main_id] = {"runs": 0, "graded": 0, "refused": 0, "refusals": Counter(),
                             "verdicts": Counter(), "ledger_verdicts": Counter(),
-                            "score_sum": 0.0, "scored": 0, "empty": empty}
+                            "score_sum": 0.0, "scored": 0, "empty": empty, "rows": Counter()}
         return Shard(out, listings, (attempt,))
 
     if died is not None:
@@ -1364,6 +1366,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 stats = [shard.stats[grader_id] for shard in shards if grader_id in shard.stats]
                 counts = {"runs": sum(s["runs"] for s in stats),
                           "refused": sum(s["refused"] for s in stats),
+                          "rows": dict(sum((s["rows"] for s in stats), Counter())),
                           "grade_id": summary.grade_id}  # (for the record: see store)
                 if grader_id == main_id:  # (its refused ledgers were read with these)
                     counts[LEDGER_GRADERS] = sorted(g.grader_id for g in ledger_graders)
