@@ -443,6 +443,8 @@ def check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: lis
                 files: dict[str, list[str]]) -> None:
     """Raise ResultsDamaged when a committed batch lacks parts (see `_open`); `files`, the
     committed parts of each table (`store.tables_files`)."""
+    import duckdb
+
     committed = {c["batch_id"]: c for c in commits}
     parts: dict[str, dict[str, set[str]]] = {}  # batch -> table -> part names
     for table, urls in files.items():
@@ -458,15 +460,20 @@ def check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: lis
             problems += [f"{table}/…/batch={batch}/{name}" for name in lacking]
             if lacking:
                 damaged.add(batch)
-    # each part's rows, from its footer (read already to make the views)
-    listed = [url for urls in files.values() for url in urls]
+    # each part's rows, from its footer (read already to make the views; a part that is no
+    # Parquet is named by its table)
     held_rows: dict[tuple[str, str], int] = {}  # (batch, table) -> rows
-    for name, n in (con.sql(f"select file_name, num_rows from parquet_file_metadata("
-                            f"[{', '.join(_quoted(u) for u in listed)}])").fetchall()
-                    if listed else ()):
-        key = (name.rpartition("/batch=")[2].partition("/")[0],
-               name.rpartition("/grader=")[0].rpartition("/")[2])
-        held_rows[key] = held_rows.get(key, 0) + n
+    for table, urls in files.items():
+        if not urls:
+            continue
+        try:
+            footers = con.sql(f"select file_name, num_rows from parquet_file_metadata("
+                              f"[{', '.join(_quoted(u) for u in urls)}])").fetchall()
+        except duckdb.InvalidInputException as exc:
+            raise unreadable_part(store, table, exc) from exc
+        for name, n in footers:
+            batch = name.rpartition("/batch=")[2].partition("/")[0]
+            held_rows[batch, table] = held_rows.get((batch, table), 0) + n
     for batch, marker in committed.items():
         # `runs` in every marker; every table's in `rows` since v20's markers (a part cut to a
         # valid Parquet file of fewer rows was seen in `runs` only: the views answered short)
@@ -489,6 +496,13 @@ def check_whole(con: duckdb.DuckDBPyConnection, store: ResultStore, commits: lis
 
 # What to do about a committed part DuckDB cannot read (cut short, not Parquet).
 PART_DAMAGED = f"A committed part is damaged. {DAMAGED_ADVICE}"
+
+
+def unreadable_part(store: ResultStore, table: str, exc: Exception) -> ResultsDamaged:
+    """What to say of a committed part of `table` DuckDB could not read (`exc`)."""
+    said = str(exc).split("\n\n")[0]
+    return ResultsDamaged(f"the results in {store.uri} hold a committed part of {table} that "
+                          f"cannot be read: {said}. {PART_DAMAGED}", set())
 # Connections `ask` makes for one question before it lets the last error through.
 ASK_ATTEMPTS = 3
 # A path of a batch's part, as a DuckDB error names it ("Cannot open file …/batch=ID/…").

@@ -24,11 +24,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .catalog import PART_DAMAGED, check_whole, tidy_compacted
+from .catalog import check_whole, tidy_compacted, unreadable_part
 from .store import (
     COMPACTED,
     LEDGER_GRADERS,
-    ResultsDamaged,
     ResultStore,
     grader_slug,
     new_attempt,
@@ -96,9 +95,9 @@ def compact(results_uri: str, endpoint_url: str | None = None, everything: bool 
             merging = {batch for merged in todo.values() for batch in merged}
             files = store.tables_files(merging) if merging else {}
             if merging:
-                # a batch lacking a part would be merged short, and its loss hidden for good
-                # (v19 compacted it, and the views answered short without a word from then on)
-                _check_readable(con, store, files)  # (first: the count below reads `runs`)
+                # a batch lacking a part, or holding one short or no Parquet, would be merged
+                # short, and its loss hidden for good (v19 compacted it, and the views
+                # answered short without a word from then on): refused before any is merged
                 check_whole(con, store, [markers[batch] for batch in sorted(merging)], files)
             for grader_id, merged in todo.items():
                 _compact(con, store, grader_id, merged, files, earlier, done, still_locked,
@@ -145,7 +144,7 @@ def _compact(con, store: ResultStore, grader_id: str, batches: list[str],
                     counts[table] = _stage(con, store, batch_id, attempt, table, parts,
                                            files["runs"])
             except duckdb.InvalidInputException as exc:  # (a page its footer did not show)
-                raise _unreadable(store, table, exc) from exc
+                raise unreadable_part(store, table, exc) from exc
             steps.step(f"compacting {grader_id}: {table}")
     except BaseException:  # (nothing of it is left: a rerun would clear it, not a reader)
         with contextlib.suppress(OSError):
@@ -194,28 +193,6 @@ def _parquet_source(files: list[str]) -> str:
     paths)."""
     listed = ", ".join("'{}'".format(f.replace("'", "''")) for f in files)
     return f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true)"
-
-
-def _check_readable(con, store: ResultStore, files: dict[str, list[str]]) -> None:
-    """Raise ResultsDamaged when a part of `files` (by table) is no Parquet DuckDB can read:
-    its footer is read (v19 found it midway, exit 1 with a traceback, the grader ids before
-    it compacted)."""
-    import duckdb
-
-    for table, parts in files.items():
-        if not parts:
-            continue
-        try:
-            con.sql(f"select count(*) from {_parquet_source(parts)}").fetchall()
-        except duckdb.InvalidInputException as exc:
-            raise _unreadable(store, table, exc) from exc
-
-
-def _unreadable(store: ResultStore, table: str, exc: Exception) -> ResultsDamaged:
-    """What to say of a committed part of `table` DuckDB could not read (`exc`)."""
-    said = str(exc).split("\n\n")[0]
-    return ResultsDamaged(f"the results in {store.uri} hold a committed part of {table} that "
-                          f"cannot be read: {said}. {PART_DAMAGED}", set())
 
 
 def _stage(con, store: ResultStore, batch_id: str, attempt: str, table: str,

@@ -624,6 +624,12 @@ VERSION_WRITTEN = (r"(?i)^\s*(?:(?:the|a|an|its|their)\s+)?(?:[\p{L}\-]+\s+){0,2
                    r"release|tag|semver)(?:\s+(?:number|string|tag|name|identifier))?\s*,?\s*"
                    r"\(?\s*" + MASK_WRITTEN + r"\s+(?-i:(" + VERSION_MASK + r"))(?:\s+format)?\s*"
                    r"\)?\s*\.?\s*$")
+# A sub-item's value written so ("as X.Y.Z", "formatted as $X.XX", "like N.N.N.N")
+SUB_ITEM_MASK = (r"(?i)\b" + MASK_WRITTEN + r"\s+(?-i:(?:" + VERSION_MASK + r")\b|[$€£¥]?[Xx#]"
+                 r"[Xx#,]*[.,][Xx#]+(?:\s?%)?|[A-Z#](?:[.:\-][A-Z#]){2,}\b)")
+# A mask of single capitals (or `#`) joined by dots, colons or dashes, "N.N.N.N", "X.Y.Z" where
+# no reader read it: a word of the question
+UNREAD_MASK = r"(?-i:\b[A-Z#](?:[.:\-][A-Z#]){2,}\b)"
 # "a CSV with a header row", "a CSV file with column headers", "CSV data, including a header
 # line": its first line names the columns (v12 asked it); "without a header row" stays asked
 CSV_HEADER = (r"(?i)(?:,\s*)?\b(?:with|including|includes|has|having|and|plus)\s+"
@@ -2299,14 +2305,6 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             pl.concat_list(_content_words(joined), kept, ticked.fill_null(NO_TEXTS),
                            joined.str.extract_all(UNREAD_MASK).fill_null(NO_TEXTS))
             .list.unique(maintain_order=True))
-
-
-# A sub-item's value written so ("as X.Y.Z", "formatted as $X.XX", "like N.N.N.N")
-SUB_ITEM_MASK = (r"(?i)\b" + MASK_WRITTEN + r"\s+(?-i:(?:" + VERSION_MASK + r")\b|[$€£¥]?[Xx#]"
-                 r"[Xx#,]*[.,][Xx#]+(?:\s?%)?|[A-Z#](?:[.:\-][A-Z#]){2,}\b)")
-# A mask of single capitals (or `#`) joined by dots, colons or dashes, "N.N.N.N", "X.Y.Z" where
-# no reader read it: a word of the question
-UNREAD_MASK = r"(?-i:\b[A-Z#](?:[.:\-][A-Z#]){2,}\b)"
 
 
 # Clauses already read by this process, by text: a worker grades shard after shard of the

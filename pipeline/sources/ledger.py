@@ -200,11 +200,12 @@ def _named_by_manifest(bucket: Bucket, ref: RunRef, run: dict) -> bytes | None:
     # each name it holds in its form names the ledger, whatever else in it is amiss (v19
     # named a manifest failing its schema anywhere by the folder: its refusal and its later
     # grading went by two run ids)
-    if isinstance(manifest, dict) and _text(manifest.get("runId")):
-        run["run_id"] = manifest["runId"]
-    if isinstance(manifest, dict) and isinstance(manifest.get("definitionId"), str) and \
-            DEFINITION_ID.match(manifest["definitionId"]):
-        run["program"] = manifest["definitionId"]
+    if isinstance(manifest, dict):
+        if _text(manifest.get("runId")):
+            run["run_id"] = manifest["runId"]
+        if isinstance(manifest.get("definitionId"), str) and \
+                DEFINITION_ID.match(manifest["definitionId"]):
+            run["program"] = manifest["definitionId"]
     return blob
 
 
