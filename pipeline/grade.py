@@ -395,6 +395,8 @@ PREFETCH_BYTES = 32 << 20  # and at most this many bytes of them (by their liste
 # checks or a user's) are BaseExceptions, which no `except Exception` catches, and which do
 # not even pickle back from a worker: one run's output failed every grade of its bucket.
 RUN_ERRORS = (Exception, PanicException)
+# what a shard's grading makes: per grader id, its tables and its runs' reports
+Parts = list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]
 
 
 def _unlisted(unlisted: dict[str, str], named: int = 3) -> str:
@@ -668,8 +670,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
     main_id = judge.grader(grader).grader_id if judge else grader.grader_id
     store = ResultStore(job.results_uri, job.endpoint_url)
 
-    def graded(source: dict[str, pl.DataFrame]
-               ) -> list[tuple[str, dict[str, pl.DataFrame], dict[str, str]]]:
+    def graded(source: dict[str, pl.DataFrame]) -> Parts:
         tables, clause_rows = grade_tables(source, grader, _WORKER["ledger_graders"], judge)
         # the grade's batch, whichever grader id's batch holds the rows: kept by compaction,
         # which renames the batch, it orders a ledger's gradings across grader ids (catalog)
@@ -694,7 +695,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             except RUN_ERRORS as exc:
                 if is_outage(exc):
                     raise
-                parts = graded(_run_by_run(source, graded))
+                parts = _run_by_run(source, graded)
         out: dict[str, dict] = {}
         attempt = new_attempt(part_name)
         for grader_id, part_tables, reports in parts:
@@ -819,34 +820,38 @@ def _frames(rows: RunRows) -> dict[str, pl.DataFrame]:
 
 
 def _run_by_run(source: dict[str, pl.DataFrame],
-                graded: Callable[[dict[str, pl.DataFrame]], object]) -> dict[str, pl.DataFrame]:
-    """The shard's source tables with each run that fails `graded` on its own refused as
-    internal-error.
+                graded: Callable[[dict[str, pl.DataFrame]], Parts]) -> Parts:
+    """What `graded` makes of the shard's source tables, graded one run at a time: a run that
+    fails `graded` by itself is refused as internal-error, with a short traceback.
 
-    A shard that raises is never dropped whole: its runs are tried one at a time, and only the
-    runs that raise by themselves are refused, with a short traceback.
+    For a shard that raises: it is never dropped whole, and each run's own grading is kept,
+    so an error that only runs graded together raise (none of them alone) fails no run.
     """
     by_run = {name: df.partition_by("run_uri", as_dict=True, maintain_order=True)
               for name, df in source.items()}
     none = {name: df.clear() for name, df in source.items()}  # (a table with no row of a run)
-    kept: dict[str, list[pl.DataFrame]] = {name: [] for name in SOURCE_TABLES}
+    merged: dict[str, tuple[dict[str, list[pl.DataFrame]], dict[str, str]]] = {}
     # (rows without their run row belong to no run that can be reported)
     for run in source["runs"].iter_rows(named=True):
         one = {name: runs.get((run["run_uri"],), none[name]) for name, runs in by_run.items()}
         try:
-            graded(one)
+            parts = graded(one)
         except RUN_ERRORS as exc:
             if is_outage(exc):
                 raise
             detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
-            one = source_tables(RunRows(
+            parts = graded(source_tables(RunRows(
                 runs=[{**run, "status": "refused"}],
                 refusals=[{"run_id": run["run_id"], "run_uri": run["run_uri"],
-                           "reason": "internal-error", "detail": detail}]))
-        for name in SOURCE_TABLES:
-            kept[name].append(one[name])
-    return {name: pl.concat(frames, how="vertical_relaxed") if frames else none[name]
-            for name, frames in kept.items()}
+                           "reason": "internal-error", "detail": detail}])))
+        for grader_id, tables, reports in parts:
+            frames, texts = merged.setdefault(grader_id, ({}, {}))
+            for name, df in tables.items():
+                frames.setdefault(name, []).append(df)
+            texts.update(reports)
+    return [(grader_id, {name: pl.concat(dfs, how="vertical_relaxed")
+                         for name, dfs in frames.items()}, texts)
+            for grader_id, (frames, texts) in merged.items()]
 
 
 class _Engine:

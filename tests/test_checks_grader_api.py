@@ -381,6 +381,51 @@ def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_
     assert stored(tmp_path / "out", "runs").filter(pl.col("status") == "graded").height == 1
 
 
+CROWDED = """
+import polars as pl
+
+from pipeline.checks import NAMED, PASSED, Check, Grader, builtin_checks, check, label
+
+
+@check("alone")
+def alone() -> Check:
+    # polars panics (capacity overflow) where the clauses of two runs or more are checked
+    # together, and never on one run's
+    crowded = pl.col("run_uri").n_unique() > 1
+    size = pl.when(crowded).then(2**62).otherwise(1)
+    return Check(applies=NAMED, outcome=pl.when(pl.int_ranges(0, size).list.len() >= 0)
+                 .then(PASSED), detail=pl.format("{} is alone", label()),
+                 evidence=pl.lit("alone"), confidence=pl.lit(50))
+
+
+grader = Grader("crowded.contract.grader/v1", [*builtin_checks(), alone()])
+"""
+
+
+def test_an_error_only_runs_graded_together_raise_fails_no_run(tmp_path):
+    # A shard that raises is graded run by run. Each run passed alone, so none was refused,
+    # and the shard was then graded whole again: the error escaped the worker and failed the
+    # grade (exit 1). Each run's own grading is now kept.
+    import shutil
+
+    runs = tmp_path / "runs"
+    for run in sorted((REPO / "data/runs/newsroom/.prose/runs").iterdir()):
+        shutil.copytree(run, runs / run.name)
+    grader = tmp_path / "crowded.py"
+    grader.write_text(CROWDED)
+    result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(tmp_path / "out"),
+                                      "--workers", "1", "--json", "--grader", str(grader)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["found"] == 2 and summary["graded"] == 2, summary
+    assert stored(tmp_path / "out", "refusals").is_empty()
+    graded = stored(tmp_path / "out", "runs")
+    assert sorted(graded["run_id"].to_list()) == sorted(p.name for p in runs.iterdir())
+    checks = stored(tmp_path / "out", "checks")
+    assert checks.filter(pl.col("check") == "alone").select("run_uri").n_unique() == 2
+    assert len(list((tmp_path / "out" / "reports").glob("*.json"))) == 2
+
+
 def test_a_check_giving_no_confidence_gives_zero(tmp_path):
     # a satisfied verdict with no confidence slipped past the floor of 50
     @check("sometimes")
