@@ -337,9 +337,16 @@ NOT_COUNTS = (
 STANDARD_NUMBER = r"(?i)\b(ISO)[\s\-]?(\d+(?:-\d+)?)\b"
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
-FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")\s*"
-                r"(?:\(\s*|(?:is|are|must\s+be|should\s+be|can\s+be|will\s+be|in|=|(?:is\s+)?set\s+to"
-                r"|equals|(?:is\s+)?equal\s+to)\s+|:\s*))?")
+# The noun that may follow a field's name ("a `status` key", "the severity field"): the name
+# is the field's, not the noun (v20 read "a `status` key ("ok" or "error")" as a field `key`)
+NAMED_FIELD_NOUN = r"(?:\s+(?:field|key|property|attribute|column|entry))"
+# What sets a named field to one of a few unquoted words ("set to", "that is either")
+FIELD_WORDS_VERB = (r"(?:(?:that|which)\s+)?(?:(?:is|are|must\s+be|should\s+be)\s+)?(?:set\s+to"
+                    r"|either|one\s+of)\s+")
+FIELD_PREFIX = (r"(?:(?:where|whose|with|and|its)\s+)?(?:(" + TICKED + "|" + IDENT + r")"
+                + NAMED_FIELD_NOUN + r"?\s*(?:\(\s*|(?:(?:that|which)\s+)?(?:is|are|must\s+be"
+                r"|should\s+be|can\s+be|will\s+be|in|=|(?:is\s+)?set\s+to|equals|(?:is\s+)?equal"
+                r"\s+to)\s+|:\s*))?")
 WORD = r"(?-i:[\p{L}\p{N}_\-])+"
 # Unquoted words, the last after "or": "low, medium or high"
 WORD_OR = WORD + r"(?:\s*,\s*" + WORD + r")*\s*,?\s+or\s+" + WORD
@@ -393,6 +400,11 @@ ENUM_FORMS = [
     ("scalar_paren", r"(?i)(?:\bwith\s+(?:a|an|the)\s+(" + TICKED + r"|(?:" + IDENT
      + r"\s+)?(?:" + VALUE_NOUNS + r"))|^\s*(?:a|an|the)\s+(?:" + IDENT + r"\s+)?(?:"
      + VALUE_NOUNS + r"))\s*\(\s*" + WORD_OR + r"\s*\)"),
+    # ... or after a named field, in parentheses, after a colon, or set to them ("a `severity`
+    # field (low, medium or high)", "a `priority` field set to P1, P2 or P3"; v20 asked them)
+    ("field_words", r"(?i)(" + TICKED + r")" + NAMED_FIELD_NOUN + r"?\s*(?:\(\s*" + WORD_OR
+     + r"\s*\)|(?::|" + COLON + r")\s*" + WORD_OR + r"\s*(?:[.;,)]|$)|" + FIELD_WORDS_VERB
+     + WORD_OR + r"\s*(?:[.;,)]|$))"),
 ]
 # Words that end no enumeration ("3 or more", "high or higher"): such a phrase is no choice.
 NOT_VALUES = ["more", "less", "fewer", "higher", "lower", "above", "below", "greater", "both",
@@ -1575,7 +1587,9 @@ def _unquoted_values(phrase: pl.Expr, kind: str) -> pl.Expr:
     """The words of an unquoted enumeration, after what introduces it."""
     start = {"unquoted": r"(?i)^.*?one\s+of\s*:?\s*", "bare_or": r"^.*" + COLON,
              "scalar_of": r"(?is)^.*?\sof\s", "scalar_paren": r"^[^(]*\(",
-             "from_list": r"(?i)^.*?(?:from|among)\s*(?::|" + COLON + r")\s*"}[kind]
+             "from_list": r"(?i)^.*?(?:from|among)\s*(?::|" + COLON + r")\s*",
+             "field_words": r"(?i)^\s*" + TICKED + NAMED_FIELD_NOUN + r"?\s*(?:\(|:|" + COLON + "|"
+             + FIELD_WORDS_VERB + r")\s*"}[kind]
     return (phrase.str.replace(start, "").str.extract_all(WORD)
             .list.eval(pl.element().filter(~pl.element().str.to_lowercase().is_in(["or", "and"]))))
 
@@ -1587,7 +1601,7 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for i, (kind, pattern) in enumerate(ENUM_FORMS):
         # (the unquoted forms are taken only where no word says they are no choice)
-        if kind in ("bare_or", "scalar_of", "scalar_paren", "from_list"):
+        if kind in ("bare_or", "scalar_of", "scalar_paren", "from_list", "field_words"):
             said = pl.col("t").str.extract(pattern, 0)
             words = _unquoted_values(said, kind).list.eval(pl.element().str.to_lowercase())
             # nor where the words are qualities ("concise or brief": judged, not matched)
