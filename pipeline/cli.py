@@ -130,6 +130,15 @@ def _file(text: str | Path) -> Path:
     return Path(text)
 
 
+def _out_file(text: str | Path) -> Path:
+    """A file the command writes (`parser=` of an option), as `_file`; a path ending in '/'
+    names a folder, where `Path` would drop the '/' and write a file so named."""
+    if isinstance(text, str) and text.endswith(("/", os.sep)) and text.strip("/" + os.sep):
+        raise typer.BadParameter(f"{text} ends with '/', which names a folder: give the "
+                                 f"file to write, e.g. {text}rows.csv")
+    return _file(text)
+
+
 def _word(text: str) -> str:
     """A grader id or other name the user gives (`parser=` of an option): an empty one was
     taken as the option left out."""
@@ -139,7 +148,8 @@ def _word(text: str) -> str:
     return text
 
 
-_file.__name__, _word.__name__ = "path", "str"  # (the kinds of value --help shows)
+# (the kinds of value --help shows)
+_file.__name__, _out_file.__name__, _word.__name__ = "path", "path", "str"
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -259,8 +269,9 @@ def grade(
                          "machine) or 'dask' (a Dask cluster: --scheduler, or a local one "
                          "of --workers processes).")] = "local",
     scheduler: Annotated[str | None, typer.Option(
-        "--scheduler", help="With --engine dask: the address of a running Dask scheduler, "
-                            "e.g. tcp://10.0.0.5:8786.")] = None,
+        "--scheduler", parser=_word,
+        help="With --engine dask: the address of a running Dask scheduler, "
+                 "e.g. tcp://10.0.0.5:8786.")] = None,
     full: Annotated[bool, typer.Option(
         "--full", help="Grade every run again, even those already graded under this grader "
                        "id with the same fingerprint (skipped by default).")] = False,
@@ -279,14 +290,14 @@ def grade(
              "https://api.openai.com/v1 (key from $RUNGRADE_JUDGE_API_KEY or "
              "$OPENAI_API_KEY).")] = None,
     judge_model: Annotated[str | None, typer.Option(
-        "--judge-model", rich_help_panel="Judge",
+        "--judge-model", parser=_word, rich_help_panel="Judge",
         help="Model name for --judge-url.")] = None,
     judge_name: Annotated[str | None, typer.Option(
-        "--judge-name", rich_help_panel="Judge",
+        "--judge-name", parser=_word, rich_help_panel="Judge",
         help="Judge id recorded on judged rows and in the grader id (default: the script's "
              "file stem, or the model name).")] = None,
     judge_api_key_env: Annotated[str | None, typer.Option(
-        "--judge-api-key-env", rich_help_panel="Judge",
+        "--judge-api-key-env", parser=_word, rich_help_panel="Judge",
         help="Environment variable holding the API key for --judge-url.")] = None,
     judge_max_calls: Annotated[int | None, typer.Option(
         "--judge-max-calls", rich_help_panel="Judge",
@@ -727,7 +738,7 @@ def sql(
         "--results", "-r", show_default=False,
         help="Results folder or s3:// prefix (default: results).")] = None,
     csv: Annotated[Path | None, typer.Option(
-        parser=_file,
+        parser=_out_file,
         help="Also write the result as CSV to this file; `-` writes it to stdout instead of "
              "the table, for scripts.")] = None,
     endpoint_url: EndpointOpt = None,
@@ -883,7 +894,7 @@ def _print_frame(df, limit: int = 50, title: str | None = None,
 ResultsArg = Annotated[str, typer.Argument(help="Results folder or s3:// prefix written by "
                                                  "`rungrade grade`.")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", "-o", parser=_file, help="Also write the rows to this file: .csv or .parquet.")]
+    "--out", "-o", parser=_out_file, help="Also write the rows to this file: .csv or .parquet.")]
 
 
 def _ask(results: str, endpoint_url: str | None, question, ours: bool = True):
@@ -939,6 +950,11 @@ def _replacing(path: Path):
     with _writing_to(path, replacing=True):
         if path.is_dir():  # (said as such, before a file is made beside it)
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if path.exists() and not path.is_file():  # a device or a pipe (`/dev/null`,
+            yield path  # `/dev/stdout`): written to, never replaced (v20 made a file of it)
+            return
+        # a link to a file is written through: its file is replaced, the link kept
+        path = Path(os.path.realpath(path)) if path.is_symlink() else path
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
@@ -982,7 +998,7 @@ def grades(
     results: ResultsArg = "results",
     last: Annotated[int, typer.Option(min=1, help="Show the last N grades.")] = 14,
     out_file: Annotated[Path | None, typer.Option(
-        "--out", "-o", parser=_file,
+        "--out", "-o", parser=_out_file,
         help="Also write every grade's record to this file: .csv or .parquet "
              "(.parquet keeps the lists and maps whole).")] = None,
     endpoint_url: EndpointOpt = None,
@@ -1106,6 +1122,9 @@ def catalog(results: ResultsArg = "results", endpoint_url: EndpointOpt = None) -
               soft_wrap=True)
 
 
+TREND_ROWS = 1000  # days shown per grader id by `rungrade trend`: the newest
+
+
 @_command()
 def trend(
     results: ResultsArg = "results",
@@ -1147,7 +1166,12 @@ def trend(
         counts("passed", "failed", "undecided").alias("outcomes"))
     for (grader,), part in shown.partition_by("grader_id", as_dict=True,
                                               maintain_order=True).items():
-        _print_frame(part.drop("grader_id"), limit=1000, title=f"{grader}: runs per day")
+        # the newest days: a longer history is cut at its oldest end, not its newest
+        _print_frame(part.drop("grader_id").tail(TREND_ROWS), limit=TREND_ROWS,
+                     title=f"{grader}: runs per day")
+        if part.height > TREND_ROWS:
+            out.print(f"… and {part.height - TREND_ROWS} earlier rows, left out (all of them: "
+                      "--out FILE; or narrow the days with --since)")
     _write_frame(df, out_file)
 
 
@@ -1190,7 +1214,7 @@ def diff(
              "with another).")] = None,
     limit: Annotated[int, typer.Option(min=0, help="Rows to show per table.")] = 20,
     out_file: Annotated[Path | None, typer.Option(
-        "--out", "-o", parser=_file,
+        "--out", "-o", parser=_out_file,
         help="Also write every paired clause (base and head verdicts, `flipped`) to this "
              "file: .csv or .parquet.")] = None,
     endpoint_url: EndpointOpt = None,
@@ -1265,7 +1289,7 @@ def diff(
 @_command()
 def report(
     words: ResultsAndIds = None,
-    html_out: Annotated[Path, typer.Option("--html", "--out", "-o", parser=_file,
+    html_out: Annotated[Path, typer.Option("--html", "--out", "-o", parser=_out_file,
                                            help="Write the HTML page here.")]
     = Path("report.html"),
     base: Annotated[str | None, typer.Option(

@@ -49,12 +49,17 @@ def _cell(value, places: int = 1) -> str:
     return str(value)
 
 
-# columns shown to 2 decimals: a confidence bound of -0.04 is short of zero, which -0.0 hid
-FINE_COLUMNS = frozenset({"ci95_low", "ci95_high"})
+# columns shown to 2 decimals: a confidence bound of -0.04 is short of zero, which -0.0 hid,
+# and a mean delta of 0.02 shown 0.0 sat off the middle of its interval
+FINE_COLUMNS = frozenset({"mean_score_delta", "sd_score_delta", "ci95_low", "ci95_high"})
 
 
-def _table(df: pl.DataFrame, limit: int = 200) -> str:
-    """An HTML table of `df` (first `limit` rows); text columns are left-aligned."""
+TREND_ROWS = 200  # rows of the trends table on the page: the newest days
+
+
+def _table(df: pl.DataFrame, limit: int = 200, left_out: str = "more rows") -> str:
+    """An HTML table of `df` (first `limit` rows, then how many `left_out`); text columns are
+    left-aligned."""
     text_cols = {c for c, t in df.schema.items() if t == pl.String}
     head = "".join(f'<th class="{"text" if c in text_cols else ""}">{html.escape(c)}</th>'
                    for c in df.columns)
@@ -65,7 +70,8 @@ def _table(df: pl.DataFrame, limit: int = 200) -> str:
             f'<td class="{"text" if c in text_cols else ""}">{html.escape(_cell(v, n))}</td>'
             for c, v, n in zip(df.columns, row, places, strict=True))
         rows.append(f"<tr>{cells}</tr>")
-    more = (f'<p class="note">… {df.height - limit} more rows</p>' if df.height > limit else "")
+    more = (f'<p class="note">… {df.height - limit} {left_out}</p>' if df.height > limit
+            else "")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{more}"
 
 
@@ -145,7 +151,12 @@ def build_report(con: duckdb.DuckDBPyConnection, results: str, base: str | None 
     parts.append("<h2>Trend per grader id</h2>")
     if not daily.is_empty():
         parts.append(_img(trend_chart(daily), "mean overall score per day and grader id"))
-    parts.append(_table(analysis.trends(con)))
+    # newest days first: the rows a long history leaves out are the oldest (oldest first, the
+    # newest days were cut, and with them the grader ids that sort last)
+    trends = analysis.trends(con).sort("day", "grader_id", "program", descending=[True, False,
+                                                                                 False],
+                                       nulls_last=True, maintain_order=True)
+    parts.append(_table(trends, TREND_ROWS, "older rows (all of them: `rungrade trend`)"))
 
     parts.append("<h2>Grader version diff</h2>")
     # Left to choose, the pair is the newest two ids that graded a run in common: there may be

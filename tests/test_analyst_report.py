@@ -201,3 +201,34 @@ def test_the_trend_chart_joins_consecutive_days_only(tmp_path):
     assert chart["encoding"]["detail"]["field"] == "stretch"
     values = chart["datasets"][next(iter(chart["datasets"]))]
     assert [v["stretch"] for v in values] == [1, 2, 2]
+
+
+def test_a_trends_table_too_long_for_the_page_leaves_out_its_oldest_days(results, tmp_path,
+                                                                           monkeypatch):
+    # oldest first, the page cut the newest days, and the grader ids that sort last
+    from pipeline import analysis, html_report
+
+    trends = analysis.trends(analysis.open_results(str(results)))
+    newest = trends["day"].max()
+    monkeypatch.setattr(html_report, "TREND_ROWS", 2)
+    out = tmp_path / "report.html"
+    assert CliRunner().invoke(app, ["report", str(results), "-o", str(out)]).exit_code == 0
+    html, _ = parse(out)
+    table = html.split("<h2>Trend per grader id</h2>")[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
+    assert len(rows) == 2
+    assert all(f">{newest.isoformat()}<" in row for row in rows)
+    assert f"… {trends.height - 2} older rows" in html
+
+
+def test_the_trend_command_shows_each_ids_newest_days(results, monkeypatch):
+    from pipeline import analysis, cli
+
+    trends = analysis.trends(analysis.open_results(str(results)), grader_id=BASE_ID)
+    days = sorted(set(trends["day"].to_list()))
+    assert len(days) >= 2
+    monkeypatch.setattr(cli, "TREND_ROWS", 1)
+    result = CliRunner().invoke(app, ["trend", str(results), "--grader-id", BASE_ID])
+    assert result.exit_code == 0, result.output
+    assert days[-1].isoformat() in result.output and days[0].isoformat() not in result.output
+    assert f"… and {trends.height - 1} earlier rows, left out" in result.output

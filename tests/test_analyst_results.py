@@ -504,6 +504,25 @@ def test_identical_checks_under_two_ids_show_no_change(tmp_path):
     assert result.exit_code == 0 and "no clause changed its verdict" in result.output
 
 
+def test_an_ids_first_batch_stays_first_once_its_runs_are_graded_again(tmp_path):
+    # grader_pairs took an id's first batch from the runs' latest rows: graded again with
+    # --full, the older id looked the newer, and `base_first_batch < head_first_batch`
+    # kept the pair new → old while `rungrade diff` compared old → new
+    runs = write_sample_runs(tmp_path / "runs")
+    results = tmp_path / "results"
+    grade(runs, results, "--grader-id", BASE_ID)
+    grade(runs, results, "--grader-id", HEAD_ID)
+    grade(runs, results, "--grader-id", BASE_ID, "--full")
+    con = analysis.open_results(str(results))
+    old_to_new = con.sql("""
+        select base_grader_id, head_grader_id
+        from grader_pairs
+        where base_first_batch < head_first_batch
+    """).fetchall()
+    assert old_to_new == [(BASE_ID, HEAD_ID)]
+    assert analysis.grader_ids(con) == [BASE_ID, HEAD_ID]
+
+
 def test_runs_whose_files_changed_between_the_two_grades_are_not_compared(tmp_path):
     # The same checks under a second id, given runs whose outputs were emptied after the
     # first grade: a diff of every shared run would show the emptied outputs as flips of the

@@ -10,9 +10,11 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -151,6 +153,45 @@ def test_output_files_that_cannot_be_written_are_usage_errors(graded, tmp_path):
         result = run(*args)
         assert result.exit_code == exit_codes.USAGE, (args, result.output)
         assert path in said(result) and "traceback" not in result.output.lower(), args
+
+
+@pytest.mark.parametrize("command", [["sql", "{results}", "select 1", "--csv"],
+                                     ["trend", "{results}", "--out"],
+                                     ["grades", "{results}", "-o"],
+                                     ["report", "{results}", "-o"]])
+def test_an_output_path_ending_in_a_slash_is_a_usage_error(graded, tmp_path, command):
+    # `-o out/` wrote a file named `out`
+    words = [w.format(results=graded[1]) for w in command] + [f"{tmp_path}/out/"]
+    result = run(*words)
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "ends with '/', which names a folder" in said(result)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_that_is_a_device_a_pipe_or_a_link_is_written_through(graded, tmp_path):
+    # v20 replaced whatever was there with a file of its own: run as root, `--csv /dev/null`
+    # made /dev/null a plain file for the whole machine; a pipe's reader waited for good
+    _, results = graded
+    pipe = tmp_path / "rows.pipe"
+    os.mkfifo(pipe)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(pipe.read_bytes()))
+    reader.start()
+    result = run("sql", str(results), "select 42 as answer", "--csv", str(pipe))
+    reader.join(timeout=60)
+    assert result.exit_code == 0, result.output
+    assert read == [b"answer\n42\n"] and stat.S_ISFIFO(pipe.lstat().st_mode)
+    if os.geteuid() == 0:  # a null device of the test's own (never the machine's)
+        null = tmp_path / "null"
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        assert run("sql", str(results), "select 1", "--csv", str(null)).exit_code == 0
+        assert stat.S_ISCHR(null.lstat().st_mode)
+    # a link to a file: the file is replaced whole, the link kept
+    target, link = tmp_path / "target.csv", tmp_path / "link.csv"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    assert run("sql", str(results), "select 7 as seven", "--csv", str(link)).exit_code == 0
+    assert link.is_symlink() and target.read_text() == "seven\n7\n"
 
 
 def test_the_summary_counts_the_verdicts_of_openprose_runs_only(tmp_path):
@@ -585,6 +626,13 @@ def test_json_stays_json_where_colour_is_forced(graded, tmp_path):
     ["trend", "{results}", "--grader-id", ""],
     ["sql", "{results}", "select 1", "--csv", ""],
     ["grades", "{results}", "-o", ""],
+    # (v20 graded on a local cluster, or under another judge's id, and said nothing)
+    ["grade", "{runs}", "--out", "{tmp}/r", "--engine", "dask", "--scheduler", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--judge-cmd", "true", "--judge-name", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--judge-url", "http://127.0.0.1:9",
+     "--judge-model", ""],
+    ["grade", "{runs}", "--out", "{tmp}/r", "--judge-url", "http://127.0.0.1:9",
+     "--judge-api-key-env", ""],
 ])
 def test_an_empty_value_is_refused_before_anything_is_written(graded, tmp_path, monkeypatch,
                                                                words):

@@ -6,21 +6,18 @@
 --   the diff marts compare (see paired_runs).
 --   changed_runs = runs graded under both ids whose files changed between the two grades,
 --   left out of the diff marts: grade the runs again under both ids to compare them.
---   base_first_batch / head_first_batch: the first batch each id appears in (batch ids sort
---   by time), so `where base_first_batch < head_first_batch` keeps old → new pairs only.
--- Reads: runs (whose batch_id column the results views add), paired_runs.
+--   base_first_batch / head_first_batch: the first batch each id committed (batch ids sort
+--   by time; a compacted batch is named after the first it replaces), so
+--   `where base_first_batch < head_first_batch` keeps old → new pairs only. Read from every
+--   committed batch, not from the runs' latest rows: an id's first batch stays first once
+--   its runs are graded again.
+-- Reads: _commits (the committed batches), paired_runs.
 
 with
 
-graded as (
-    select grader_id, run_uri, batch_id
-    from runs
-    where status = 'graded'
-),
-
 first_seen as (
     select grader_id, min(batch_id) as first_batch
-    from graded
+    from _commits
     group by grader_id
 ),
 
