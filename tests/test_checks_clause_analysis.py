@@ -372,7 +372,9 @@ CASES = [
      {"value_type": None, "unchecked_text": "naming the new version (as X.Y.Z)"}),
     ("the average rating, formatted as X.X", (), {"value_type": "masked", "value_mask": "X.X"}),
     # a mask no reader reads is asked, never dropped for having no word
-    ("an IPv4 address, as N.N.N.N", (), {"value_type": None, "unchecked_text": "as N.N.N.N"}),
+    # (the whole phrase: v20 read "address" as a quality word and asked it alone)
+    ("an IPv4 address, as N.N.N.N", (),
+     {"value_type": None, "unchecked_text": "IPv4 address … as N.N.N.N", "judgments": []}),
     ("ranked as #1 of the week", (), {"value_type": None, "value_mask": None}),
     ("a JSON object with the price as $X.XX", (), {"value_type": None, "value_mask": None}),
     # so many digits; a phone number (a plus, parentheses) and a value inside are asked
@@ -711,6 +713,16 @@ CASES = [
     ("markdown or JSON", (), {"enums": []}),
     ("a summary: concise or brief", (), {"enums": [], "judgments": ["concise"]}),
     ("a list of bugs, fixes or features", (), {"enums": []}),
+    # "empty": no item at all (v20 read nothing of it)
+    ("an empty list", (), {"quantities": [q(0, 0, "items")], "unchecked_text": None}),
+    ("an empty `results` list and a note explaining why", (),
+     {"quantities": [q(0, 0, "items")]}),
+    ("an empty JSON array", (), {"quantities": [q(0, 0, "items")], "unchecked_text": None}),
+    # "addresses" the noun is no quality word; the verb is, with what it addresses
+    ("a list of at least 3 email addresses, one per line", (),
+     {"quantities": [q(3, None, "items")], "judgments": []}),
+    ("addresses each of the customer's questions", (),
+     {"judgments": ["addresses each of the customer's questions"]}),
     ("a list: bugs, fixes or features", (), {"enums": []}),
     ("a level of detail or depth", (), {"enums": []}),
     ("a risk level of low or high", (), {"enums": [(None, ["low", "high"])]}),

@@ -1482,3 +1482,24 @@ def test_rows_of_each_element_keep_the_clause_order(tmp_path):
         outcomes = dict(zip(named, rows["outcome"], strict=True))
         assert (outcomes["alpha"], outcomes["zulu"], outcomes["mike"], outcomes["kilo"]) == (
             "passed", "passed", "undecided", "failed")
+
+
+@pytest.mark.parametrize(("ensures", "output", "expected"), [
+    # a JSON array is a list, its elements the items (v20: "no list", violated at 95)
+    ("a list of at least 2 tags", '["billing", "refund", "urgent"]',
+     {"format": "passed", "count": "passed"}),
+    ("a list of at least 2 tags", '["billing"]', {"format": "passed", "count": "failed"}),
+    # "empty" is no item at all (v20: an empty array failed, a list with items passed)
+    ("an empty list", "[]", {"format": "passed", "count": "passed"}),
+    ("an empty list", '[{"id": "T-1"}]', {"format": "passed", "count": "failed"}),
+    ("an empty list", "- T-1 Refund request", {"format": "passed", "count": "failed"}),
+    ("an empty JSON array", '[{"id": "T-1"}]', {"format": "passed", "count": "failed"}),
+])
+def test_a_json_array_is_a_list_and_an_empty_one_has_no_item(tmp_path, ensures, output,
+                                                              expected):
+    write_service_run(tmp_path, run_id(1), ensures=f"- `out`: {ensures}",
+                      outputs={"out.md": output})
+    tables, _ = grade_folder(tmp_path)
+    checks = tables["checks"].filter(pl.col("check").is_in(list(expected)))
+    assert dict(zip(checks["check"], checks["outcome"], strict=True)) == expected, (
+        checks.select("check", "outcome", "evidence").rows())

@@ -252,6 +252,10 @@ QUANTITY_FORMS = [
      r"(?:\s+any)?)\s+()()(urls?|links?|hyperlinks?|hashtags?|emojis?|emoji|headings?|"
      r"exclamation-marks?|duplicates?|"
      r"duplicated|repeated\s+(?:" + REPEATED_NOUNS + r"))\b(?:\s+(?:" + REPEATED_NOUNS + "))?"),
+    # "an empty list", "an empty `results` list", "an empty JSON array": no item at all (v20
+    # read nothing of "empty", and a list with items met it)
+    ("none", START + SCOPE + r"empty\s+()()(?:" + TICKED + r"\s+)?(?:(?:json|markdown|bulleted"
+     r"|numbered)\s+)?(list|array)\b"),
     # "each with a source URL": every item carries at least one
     ("one", START + r"(each\s+(?:" + LETTERS + r"\s+){0,2}?)(?:with|has|having|including|citing|"
      r"giving|naming|linking)\s+(?:a|an|one|its)\s+()()(?:source\s+|reference\s+)?(url|link)\b"),
@@ -926,7 +930,10 @@ JUDGMENT_WORDS = (
     r"actionable|specific|credible|reliable|trustworthy|faithful(?:ly)?|high[\s\-]quality|"
     r"preserv(?:e|es|ing)\s+(?:the\s+|all\s+)?key\s+\w+|key\s+(?:claims|points|findings)|"
     r"summari[sz](?:e|es|ing|ed)|explain(?:s|ing|ed)?|justif(?:y|ies|ying|ied|ication)|"
-    r"answer(?:s|ing)?\s+the\s+question|address(?:es|ing)?|correct(?:ly)?|consistent|grounded|"
+    r"answer(?:s|ing)?\s+the\s+question|correct(?:ly)?|consistent|grounded|"
+    # "addresses" the verb, not the noun ("3 email addresses, one per line": v20 judged it)
+    r"address(?:es|ing)?\s+(?:the|each|every|all|any|their|its|how|why|what|whether|both|these"
+    r"|those|this|that)\b[^,;.]*|"
     r"evidence[\s\-]based|plausible|friendly|polite|empathetic|customer[\s\-]facing|neutral|"
     r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
     r"|useful|helpful"
