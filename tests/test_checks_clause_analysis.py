@@ -372,6 +372,14 @@ CASES = [
      {"value_type": None, "unchecked_text": "naming the new version (as X.Y.Z)"}),
     ("the average rating, formatted as X.X", (), {"value_type": "masked", "value_mask": "X.X"}),
     # a mask no reader reads is asked, never dropped for having no word
+    # a qualifier naming a time zone, a year or a domain is asked, with its preposition (v20
+    # dropped it: any timestamp, date or URL met the clause at 95)
+    ("an ISO 8601 timestamp in UTC", (), {"unchecked_text": "in UTC"}),
+    ("an ISO 8601 date in 2026", (), {"value_type": "iso_date", "unchecked_text": "in 2026"}),
+    ("a URL on github.com", (), {"value_type": "url", "unchecked_text": "on github.com"}),
+    ("an email address at the acme.com domain", (),
+     {"value_type": "email", "unchecked_text": "at the acme.com domain"}),
+    ("a summary in JSON", (), {"unchecked_text": "summary in JSON"}),
     # (the whole phrase: v20 read "address" as a quality word and asked it alone)
     ("an IPv4 address, as N.N.N.N", (),
      {"value_type": None, "unchecked_text": "IPv4 address … as N.N.N.N", "judgments": []}),

@@ -2269,6 +2269,14 @@ TICKED_SAID = (r"(?i)\b(?:no|not|without|never|string|strings|array|arrays|list"
                r"|\bwith\s+(?:(?:a|an|the)\s+)?`[^`\s][^`]*`")
 
 
+# A qualifier whose one word names what the output must be in or on: a time zone, a year, a
+# domain ("an ISO 8601 timestamp in UTC", "a date in 2026", "a URL on github.com", "an email
+# address at the acme.com domain"): asked with its preposition (v20 dropped it, and the clause
+# was satisfied at 95 by any timestamp, date, URL or address).
+QUALIFIER = (r"(?i)^(?:in|on|at|from|since|before|after|under)\s+(?:the\s+)?(?-i:\p{Lu}{2,5}"
+             r"|\d{4}|[\p{L}\d\-]+(?:\.[\p{L}\d\-]+)*\.\p{L}{2,})(?:\s+\p{L}+)?$")
+
+
 def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(unchecked_text, unchecked_words): the stretches of a clause no requirement covered
     that still say something, joined by ' … ', and their content words."""
@@ -2288,11 +2296,13 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
         .str.split("\x1f")
-        .list.eval(_trim_quotes(pl.element().str.replace_all(r"\s+", " "))
+        .list.eval(pl.when(_trim_quotes(pl.element()).str.contains(QUALIFIER))
+                   .then(_trim_quotes(pl.element().str.replace_all(r"\s+", " ")))
+                   .otherwise(_trim_quotes(pl.element().str.replace_all(r"\s+", " "))
                    .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
                                 r"\s+)+", "")
                    .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|whose|with|of|in|is|"
-                                r"are|to|for|by|on|at|as))+$", ""))
+                                r"are|to|for|by|on|at|as))+$", "")))
         # a stretch says something when it holds two content words, or one in a phrase
         # ("each with a source"), or a name in backticks said something of ("no `debug`
         # field", "a string `id`"); a bare noun ("a markdown note") names the output's kind;
@@ -2307,6 +2317,7 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
             | ((_content_words(pl.element()).list.len() == 1)
                & pl.element().str.contains(r"(?i)^\p{L}[\p{L}\-]{3,}ed$"))
             | pl.element().str.contains(KEPT, literal=True)
+            | pl.element().str.contains(QUALIFIER)
             # a mask no reader read ("as N.N.N.N"): how the output is written (v20 as first
             # written dropped it, having no word)
             | pl.element().str.contains(UNREAD_MASK)))
@@ -2324,7 +2335,10 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         pl.element().str.extract(r"`([^`]+)`", 1).str.to_lowercase())
     return (pl.when(segments.list.len() > 0).then(joined),
             pl.concat_list(_content_words(joined), kept, ticked.fill_null(NO_TEXTS),
-                           joined.str.extract_all(UNREAD_MASK).fill_null(NO_TEXTS))
+                           joined.str.extract_all(UNREAD_MASK).fill_null(NO_TEXTS),
+                           # (a year has no word of letters: the qualifier is one)
+                           segments.list.eval(pl.element().filter(
+                               pl.element().str.contains(QUALIFIER)).str.to_lowercase()))
             .list.unique(maintain_order=True))
 
 
