@@ -726,11 +726,12 @@ CASES = [
     ("an empty `results` list and a note explaining why", (),
      {"quantities": [q(0, 0, "items")]}),
     ("an empty JSON array", (), {"quantities": [q(0, 0, "items")], "unchecked_text": None}),
-    # "addresses" the noun is no quality word; the verb is, with what it addresses
+    # "addresses" the noun is no quality word; the verb is
     ("a list of at least 3 email addresses, one per line", (),
      {"quantities": [q(3, None, "items")], "judgments": []}),
+    ("does not include PII such as email addresses or phone numbers", (), {"judgments": []}),
     ("addresses each of the customer's questions", (),
-     {"judgments": ["addresses each of the customer's questions"]}),
+     {"judgments": ["addresses"], "unchecked_text": "each of the customer's questions"}),
     ("a list: bugs, fixes or features", (), {"enums": []}),
     ("a level of detail or depth", (), {"enums": []}),
     ("a risk level of low or high", (), {"enums": [(None, ["low", "high"])]}),

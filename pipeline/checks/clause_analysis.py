@@ -931,9 +931,10 @@ JUDGMENT_WORDS = (
     r"preserv(?:e|es|ing)\s+(?:the\s+|all\s+)?key\s+\w+|key\s+(?:claims|points|findings)|"
     r"summari[sz](?:e|es|ing|ed)|explain(?:s|ing|ed)?|justif(?:y|ies|ying|ied|ication)|"
     r"answer(?:s|ing)?\s+the\s+question|correct(?:ly)?|consistent|grounded|"
-    # "addresses" the verb, not the noun ("3 email addresses, one per line": v20 judged it)
-    r"address(?:es|ing)?\s+(?:the|each|every|all|any|their|its|how|why|what|whether|both|these"
-    r"|those|this|that)\b[^,;.]*|"
+    # "addresses" the verb, after the clause's start or a word a verb follows, not the noun
+    # ("3 email addresses, one per line", "PII such as email addresses": v20 judged them)
+    r"(?:^\s*|\b(?:that|which|it|and|must|should|also|fully|directly|clearly)\s+)"
+    r"address(?:es|ing)?\b|"
     r"evidence[\s\-]based|plausible|friendly|polite|empathetic|customer[\s\-]facing|neutral|"
     r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
     r"|useful|helpful"
@@ -2217,7 +2218,10 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     # quoted words are values, not descriptions: no judgment or vagueness is read in them
     words = pl.col("t").str.replace_all(QUOTED_ONLY, GAP)
     df = df.with_columns(
-        words.str.extract_all(JUDGMENT_WORDS).alias("judgments"),
+        # (the word before "addresses" that says it is the verb is not part of the quality)
+        words.str.extract_all(JUDGMENT_WORDS).list.eval(pl.element().str.replace(
+            r"(?i)^\s*(?:(?:that|which|it|and|must|should|also|fully|directly|clearly)\s+)?"
+            r"(address)", "${1}")).alias("judgments"),
         words.str.extract_all(VAGUE_WORDS).alias("vague_words"),
         pl.col("t").str.replace_all(JUDGMENT_WORDS, GAP).str.replace_all(VAGUE_WORDS, GAP),
     )
