@@ -195,6 +195,26 @@ def test_a_conditional_naming_no_output_is_judged_on_all_the_service_published(t
     assert literal["evidence"].to_list()[1] == "no “stale” in the outputs of `svc`"
 
 
+def test_what_a_conditional_naming_no_output_asks_of_its_service_is_asked_whole(tmp_path):
+    # no check of one output's content reads all a service published: v21 as first written
+    # read "empty list" as a count no check applied, asked nothing, and any output met it
+    write_service_run(tmp_path, run_id(1),
+                      ensures="- `results`: the matching tickets\n"
+                              "- if no results are found: returns an empty list and a note",
+                      errors="- `no-results`: nothing matched",
+                      outputs={"results.json": '[{"id": "T-1"}]'},
+                      error=("no-results", "nothing matched"))
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional")
+    assert cond["output_scope"].to_list() == ["service"]
+    checks = tables["checks"].join(cond.select("clause_id"), on="clause_id")
+    asked = checks.filter(pl.col("check") == "meets_description")
+    assert asked["detail"].to_list() == [
+        "requires judgment: does the outputs of `svc` meet “returns an empty list and a note”?"]
+    verdict = tables["clause_verdicts"].join(cond.select("clause_id"), on="clause_id")
+    assert verdict["verdict"].to_list() == ["not_evaluable"]
+
+
 def test_a_conditional_sub_item_is_a_conditional_on_the_output_it_stands_under(tmp_path):
     """`  - if …:` under an item is no detail of it: asked of every run, its degraded output
     was a false requirement where the condition did not occur."""

@@ -1835,19 +1835,25 @@ def meets_description() -> Check:
     name_words = (pl.col("target_output").fill_null("").str.to_lowercase()
                   .str.extract_all(r"\p{L}{3,}").list.eval(pl.element().str.replace(r"s$", "")))
     says_more = pl.col("unchecked_words").list.set_difference(name_words).list.len() > 0
+    # A conditional naming no output is judged on all its service published, which no check
+    # of one output's content reads (NAMED): what it asks is asked whole. Asked only what no
+    # reader took, "returns an empty list and a note" asked nothing once "empty list" was
+    # read as a count, and the clause was met by any output.
+    joined = pl.col("output_scope") == "service"
+    asked = pl.when(joined).then(pl.col("description")).otherwise(pl.col("unchecked_text"))
     return Check(
         judgeable=True,
-        applies=CONTENT & pl.col("unchecked_text").is_not_null() & says_more
-        & ~((pl.col("vague_words").list.len() > 0) & ~pl.col("decidable")),
+        applies=CONTENT & ~((pl.col("vague_words").list.len() > 0) & ~pl.col("decidable"))
+        & ((joined & pl.col("description").str.contains(r"\p{L}{3,}").fill_null(False))
+           | (pl.col("unchecked_text").is_not_null() & says_more)),
         outcome=UNDECIDED,
-        detail=pl.format("requires judgment: does {} meet {}?", label(),
-                         quoted(pl.col("unchecked_text"))),
+        detail=pl.format("requires judgment: does {} meet {}?", label(), quoted(asked)),
         evidence=quoted(excerpt(pl.col("output_text"), 240)),
         confidence=pl.lit(0),
         recommendation=pl.format(
             "state {} as a property of {} that can be checked: a format (JSON, list, table), a "
             "count (\"at least 5 items\"), a length (\"at most 200 words\"), required fields "
-            "or an exact phrase", quoted(pl.col("unchecked_text")), label()),
+            "or an exact phrase", quoted(asked), label()),
     )
 
 
