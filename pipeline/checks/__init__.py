@@ -459,7 +459,15 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      unsure failure counted among the requirements' (v19: the weakest of all, so a judge's
 #      "failed" at 49 beside a count failed at 95 made it not_evaluable); keys and columns
 #      are quoted in evidence as the output writes them (v19: normalised, `extra-key`).
-DEFAULT_GRADER_ID = "prose.contract.grader/v20"
+# v21: a field named before a noun ("a `status` key ("ok" or "error")", "a `severity` field
+#      set to P1, P2 or P3") is that field, its values unquoted too (v20: a field `key`, found
+#      in no output, the clause satisfied at 75 whatever the value); a JSON array is a list,
+#      "an empty list" a count of no item (v20: an empty array failed, a list with items met
+#      it); a qualifier naming a time zone, a year or a domain ("in UTC", "in 2026") is asked
+#      (v20: dropped, any timestamp met the clause at 95); "addresses" is a quality word only
+#      as a verb (v20: "3 email addresses" judged); a conditional naming no output asks its
+#      degraded output whole.
+DEFAULT_GRADER_ID = "prose.contract.grader/v21"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader
