@@ -114,7 +114,7 @@ def _fetched_records(store: ResultStore) -> Iterator[str | None]:
     where one listing and every record's GET side by side take one round trip or two. Each
     record is copied whole, as S3 served it."""
     records = store.path(GRADES, "*.json")
-    paths = store.fs.glob(records)
+    paths = store.fs.glob(records) if store.present(store.path(GRADES)) else []
     if not paths:
         yield None
         return

@@ -633,6 +633,18 @@ class ResultStore:
         return sorted((c for c in markers.values() if c["batch_id"] not in replaced),
                       key=lambda c: c["batch_id"])
 
+    def present(self, path: str) -> bool:
+        """Whether `path` exists. A local path that cannot be looked at (a folder on its way
+        this user may not search) raises PermissionError (exit 4, saying so): read as absent,
+        another user's results were "no committed results; run `rungrade grade` first"."""
+        if not self.local:
+            return self.fs.exists(path)
+        try:
+            os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
+
     def _markers(self) -> dict[str, dict]:
         """Every commit marker, by path.
 
@@ -642,7 +654,7 @@ class ResultStore:
         listing, so the markers are listed again rather than read without it."""
         folder = self.path("_commits")
         for _ in range(MARKER_READS):
-            if not self.fs.exists(folder):
+            if not self.present(folder):
                 return {}
             paths = [p for p in self.fs.ls(folder, detail=False) if p.endswith(".json")]
             # fetched concurrently on S3

@@ -251,6 +251,38 @@ def test_damaged_results_are_refused_by_a_grade_and_a_query_naming_what_to_do(
     assert [r["status"] for r in failed] == ["failed", "failed"]
 
 
+def _without_reading_everything() -> list[str]:
+    """The words before a command that make it run as a user who may not read every folder:
+    none for such a user; for root, root without its power to read and search any folder."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("root reads every folder, and setpriv is not here to drop that")
+    return ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.parametrize("command", [["sql", "{results}", "select 1"], ["grades", "{results}"],
+                                     ["trend", "{results}"],
+                                     ["grade", "{runs}", "--out", "{tmp}/fresh"]])
+def test_a_folder_this_user_may_not_look_in_is_said_so_not_missing(graded, tmp_path, command):
+    # another user's results (`umask 077`) read as "no committed results; run `rungrade
+    # grade` first", exit 2, and runs under a folder not searchable as "does not exist"
+    locked = tmp_path / "locked"
+    shutil.copytree(graded[0], locked / "runs")
+    shutil.copytree(graded[1], locked / "results")
+    words = [w.format(runs=locked / "runs", results=locked / "results", tmp=tmp_path)
+             for w in command]
+    locked.chmod(0)
+    try:
+        done = subprocess.run([*_without_reading_everything(), RUNGRADE, *words],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == exit_codes.STORAGE, done.stdout + done.stderr
+    assert "Permission denied" in done.stderr
+    assert "first" not in done.stderr and "does not exist" not in done.stderr
+
+
 def test_a_damaged_grade_record_is_left_out_and_named(graded, tmp_path):
     # one record cut short (a full disk) failed every reading of the log, the report's too
     runs, results = copied(graded, tmp_path)

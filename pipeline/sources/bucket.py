@@ -263,7 +263,14 @@ class Bucket:
         return path if self.local else f"{self.protocol}://{path}"
 
     def exists(self) -> bool:
-        return os.path.isdir(self.root) if self.local else self.fs.exists(self.root)
+        """Whether the root is there (a local one a folder). A local root this user may not
+        look at raises PermissionError (exit 4, saying so), not "does not exist"."""
+        if not self.local:
+            return self.fs.exists(self.root)
+        try:
+            return stat.S_ISDIR(os.stat(self.root).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def walk(self) -> list[tuple[str, FileInfo]]:
         """Every file (and symlink) under the root as (absolute path, info)."""
