@@ -645,9 +645,9 @@ def print_summary(summary) -> None:
     refused = ", ".join(f"{k} {v}" for k, v in data["refusals"].items())
     table.add_row("refused", f"{data['refused']}" + (f"  ({refused})" if refused else ""))
     if data["stopped"]:  # (found counts the runs found before the stop, not all RUNS holds)
-        left = data["found"] - data["skipped"] - data["graded"] - data["refused"]
-        table.add_row("[red]not graded[/]", f"{left}  (found before SIGTERM stopped the grade; "
-                      "the rerun grades them, and finds the runs not reached)")
+        table.add_row("[red]not graded[/]", f"{data['not_graded']}  (found before SIGTERM "
+                      "stopped the grade; the rerun grades them, and finds the runs not "
+                      "reached)")
     score = summary.mean_score  # (shown from the mean itself: the 2 decimals of the JSON's,
     table.add_row("mean overall score", "—" if score is None  # rounded again, went astray)
                   else numbers.shown(score, 1))

@@ -241,6 +241,8 @@ class Summary:
             "versions": self.versions, "found": self.found, "new": self.new,
             "changed": self.changed, "unchanged": self.unchanged, "skipped": self.skipped,
             "full": self.full, "graded": self.graded, "refused": self.refused,
+            # (runs found that a stop left ungraded: 0 once the grade finished)
+            "not_graded": self.found - self.skipped - self.graded - self.refused,
             "refusals": dict(sorted(self.refusals.items())),
             "verdicts": dict(sorted(self.verdicts.items())),
             "ledger_verdicts": dict(sorted(self.ledger_verdicts.items())), "mean_overall_score":

@@ -753,6 +753,10 @@ def test_a_stopped_grades_summary_says_how_many_runs_found_were_not_graded(capsy
     print_summary(summary)
     shown = " ".join(capsys.readouterr().out.split())
     assert "not graded 101 (found before SIGTERM stopped the grade; the rerun grades them" in shown
+    # the --json summary says so too, and its counts add up (v20 left the 101 out)
+    data = summary.as_dict()
+    assert data["not_graded"] == 101
+    assert data["found"] == data["skipped"] + data["graded"] + data["refused"] + 101
     summary.stopped = False  # (a finished grade has no such row)
     summary.graded = 196
     print_summary(summary)
