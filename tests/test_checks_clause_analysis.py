@@ -108,9 +108,10 @@ CASES = [
     # a title's length is its first line's
     ("a report whose title is at most 8 words", (), {"quantities": [q(None, 8, "words",
                                                                         "first")]}),
-    # a bare bound is a number's; one said of something no count reads is asked
+    # a bare bound is a number's; one said of something is a count (code examples are fenced
+    # code blocks: v20 asked "at least 2 code examples")
     ("at least 2 code examples", (),
-     {"ranges": [], "quantities": [], "unchecked_text": "at least 2 code examples"}),
+     {"ranges": [], "quantities": [q(2, None, "code_blocks")], "unchecked_text": None}),
     ("`checked`: at least 3", (), {"ranges": [(None, 3.0, None)]}),
     # "a top-10 list", "no more than a paragraph"
     ("a top-10 list", (), {"quantities": [q(10, 10, "items")]}),
@@ -426,6 +427,10 @@ CASES = [
     ("a Python script in a fenced code block, at most 2 code blocks", (),
      {"quantities": [(None, 2, "code_blocks", "whole")], "formats": ["code_block"]}),
     ("no code blocks", (), {"quantities": [], "excluded_formats": ["code_block"]}),
+    # (v20 asked "code example" and "code sample" as judgments)
+    ("at least one code example", (),
+     {"quantities": [(1, None, "code_blocks", "whole")], "unchecked_text": None}),
+    ("two code samples", (), {"quantities": [(2, 2, "code_blocks", "whole")]}),
     ("no exclamation marks", (), {"quantities": [(0, 0, "exclamations", "whole")]}),
     ("at most one exclamation point", (), {"quantities": [(None, 1, "exclamations", "whole")],
                                            "unchecked_text": None}),

@@ -712,7 +712,7 @@ LEVELED_HEADINGS = r"(?i)\bH([1-6])\s+(sections?|headings?|headers?)\b"
 # Fenced blocks counted ("exactly 2 code blocks", "at most one fenced code snippet"): one word,
 # "codeblock(s)", for the count patterns ("code" and "fenced" are no units alone); `_restore`
 # writes it back as "code block(s)"
-CODE_BLOCK_WORDS = (r"\b(?:fenced\s+)?(?:code[\s\-]+(?:block|snippet|fence|listing)"
+CODE_BLOCK_WORDS = (r"\b(?:fenced\s+)?(?:code[\s\-]+(?:block|snippet|fence|listing|example|sample)"
                     r"|fenced\s+block)(s?)\b")
 CODE_BLOCKS = r"(?i)" + CODE_BLOCK_WORDS
 COUNTED_CODE_BLOCKS = (r"(?i)\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|single)\s+"
