@@ -246,7 +246,9 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
 
 def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
     """The measure families `_format_found` and `_format_shown` read, per format."""
-    return {"json": fmt.is_in(["json", "yaml", "markdown", "list"]), "yaml": fmt == "yaml",
+    # (a list may be a JSON array: measured so only where the output opens like one)
+    json_list = (fmt == "list") & pl.col("output_text").str.contains(r"^\s*(?:\[|```)")
+    return {"json": fmt.is_in(["json", "yaml", "markdown"]) | json_list, "yaml": fmt == "yaml",
             "csv": fmt == "csv", "table": fmt == "table",
             "lists": fmt.is_in([*LISTS, "checklist"]),
             "code": fmt == "code_block", "markdown": fmt == "markdown", "diff": fmt == "diff"}
