@@ -270,8 +270,8 @@ def grade(
                          "of --workers processes).")] = "local",
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", parser=_word,
-        help="With --engine dask: the address of a running Dask scheduler, "
-                 "e.g. tcp://10.0.0.5:8786.")] = None,
+        help="With --engine dask: the address of a running Dask scheduler, e.g. "
+             "tcp://10.0.0.5:8786.")] = None,
     full: Annotated[bool, typer.Option(
         "--full", help="Grade every run again, even those already graded under this grader "
                        "id with the same fingerprint (skipped by default).")] = False,

@@ -921,6 +921,8 @@ RANGE_FORMS = [
     *((kind, r"(?i)(?:" + VALUE_BOUNDS[kind] + r")\s*(-?\d+(?:\.\d+)?)()" + BOUND_END)
       for kind in VALUE_BOUNDS),
 ]
+# Words after which "addresses" is the verb (a quality word), not the noun ("email addresses")
+VERB_BEFORE = r"(?:that|which|it|and|must|should|also|fully|directly|clearly)"
 JUDGMENT_WORDS = (
     r"(?i)\b(?:critically\s+(?:evaluated|examined|assessed|reviewed|analy[sz]ed)"
     r"|well[\s\-](?:sourced|written|structured|reasoned|organi[sz]ed|argued|researched|"
@@ -933,8 +935,7 @@ JUDGMENT_WORDS = (
     r"answer(?:s|ing)?\s+the\s+question|correct(?:ly)?|consistent|grounded|"
     # "addresses" the verb, after the clause's start or a word a verb follows, not the noun
     # ("3 email addresses, one per line", "PII such as email addresses": v20 judged them)
-    r"(?:^\s*|\b(?:that|which|it|and|must|should|also|fully|directly|clearly)\s+)"
-    r"address(?:es|ing)?\b|"
+    r"(?:^\s*|\b" + VERB_BEFORE + r"\s+)address(?:es|ing)?\b|"
     r"evidence[\s\-]based|plausible|friendly|polite|empathetic|customer[\s\-]facing|neutral|"
     r"unbiased|fair|short|simple|informative|complete|ready\s+to\s+send|appropriate(?:ly)?"
     r"|useful|helpful"
@@ -2220,8 +2221,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(
         # (the word before "addresses" that says it is the verb is not part of the quality)
         words.str.extract_all(JUDGMENT_WORDS).list.eval(pl.element().str.replace(
-            r"(?i)^\s*(?:(?:that|which|it|and|must|should|also|fully|directly|clearly)\s+)?"
-            r"(address)", "${1}")).alias("judgments"),
+            r"(?i)^\s*(?:" + VERB_BEFORE + r"\s+)?(address)", "${1}")).alias("judgments"),
         words.str.extract_all(VAGUE_WORDS).alias("vague_words"),
         pl.col("t").str.replace_all(JUDGMENT_WORDS, GAP).str.replace_all(VAGUE_WORDS, GAP),
     )
@@ -2297,12 +2297,12 @@ def _residual(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
                     "(" + opening + "[^" + inside + "¦\n" + mark + "]*)" + mark + "([^" + inside
                     + "¦\n]*" + closing + ")", "${1}" + placeholder + "${2}")
     text = text.str.replace_all(r"\(([^()¦\n]*\p{L}[^()¦\n]*)\)", OPEN + "${1}" + CLOSE)
+    stretch = _trim_quotes(pl.element().str.replace_all(r"\s+", " "))
     segments = (
         text.str.replace_all(r"[¦,;:()\[\]\n]|\s[—–-]\s|[—–]|\.(?:\s|$)", "\x1f")
         .str.split("\x1f")
-        .list.eval(pl.when(_trim_quotes(pl.element()).str.contains(QUALIFIER))
-                   .then(_trim_quotes(pl.element().str.replace_all(r"\s+", " ")))
-                   .otherwise(_trim_quotes(pl.element().str.replace_all(r"\s+", " "))
+        .list.eval(pl.when(stretch.str.contains(QUALIFIER)).then(stretch)  # (as it stands)
+                   .otherwise(stretch
                    .str.replace(r"(?i)^(?:(?:a|an|the|and|or|that|which|with|of|in|is|are|to)"
                                 r"\s+)+", "")
                    .str.replace(r"(?i)(?:\s+(?:a|an|the|and|or|that|which|whose|with|of|in|is|"
