@@ -338,39 +338,49 @@ def test_checks_with_nothing_to_judge_add_no_rows(tmp_path):
     assert none.is_empty() and none.columns == checks.columns
 
 
-PANICKY = """
+def panicking_grader(path: Path, name: str, when: str) -> Path:
+    """A grader file, `name.contract.grader/v1`: the built-in checks and one more, `name`,
+    that makes polars panic (a range as long as 2**62: capacity overflow) on the rows where
+    the expression `when` holds."""
+    path.write_text(f"""
 import polars as pl
 
 from pipeline.checks import NAMED, PASSED, Check, Grader, builtin_checks, check, label
 
 
-@check("sized")
-def sized() -> Check:
-    # a range as long as 2**62 where the output says PANIC: polars panics (capacity overflow)
-    size = pl.when(pl.col("output_text").str.contains("PANIC")).then(2**62).otherwise(1)
+@check("{name}")
+def {name}() -> Check:
+    size = pl.when({when}).then(2**62).otherwise(1)
     return Check(applies=NAMED, outcome=pl.when(pl.int_ranges(0, size).list.len() >= 0)
-                 .then(PASSED), detail=pl.format("{} is sized", label()),
-                 evidence=pl.lit("sized"), confidence=pl.lit(50))
+                 .then(PASSED), detail=pl.format("{{}} is {name}", label()),
+                 evidence=pl.lit("{name}"), confidence=pl.lit(50))
 
 
-grader = Grader("panicky.contract.grader/v1", [*builtin_checks(), sized()])
-"""
+grader = Grader("{name}.contract.grader/v1", [*builtin_checks(), {name}()])
+""")
+    return path
+
+
+def newsroom_runs(root: Path) -> Path:
+    """A copy of the sample's two newsroom runs."""
+    import shutil
+
+    for run in sorted((REPO / "data/runs/newsroom/.prose/runs").iterdir()):
+        shutil.copytree(run, root / run.name)
+    return root
 
 
 def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_path):
     # A Rust panic is a BaseException, which no `except Exception` caught, and which does
     # not pickle back from a worker: one run's output failed every grade of its bucket
     # (exit 1). It is refused internal-error, like any error a run's data raises alone.
-    import shutil
-
-    runs = tmp_path / "runs"
-    for run in sorted((REPO / "data/runs/newsroom/.prose/runs").iterdir()):
-        shutil.copytree(run, runs / run.name)
+    runs = newsroom_runs(tmp_path / "runs")
     poisoned = sorted(runs.iterdir())[0]
     with open(poisoned / "bindings/editor/digest.md", "a") as handle:
         handle.write("PANIC\n")
-    grader = tmp_path / "panicky.py"
-    grader.write_text(PANICKY)
+    # where the output says PANIC
+    grader = panicking_grader(tmp_path / "panicky.py", "panicky",
+                              'pl.col("output_text").str.contains("PANIC")')
     result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(tmp_path / "out"),
                                       "--workers", "2", "--json", "--grader", str(grader)])
     assert result.exit_code == 0, result.output
@@ -381,38 +391,13 @@ def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_
     assert stored(tmp_path / "out", "runs").filter(pl.col("status") == "graded").height == 1
 
 
-CROWDED = """
-import polars as pl
-
-from pipeline.checks import NAMED, PASSED, Check, Grader, builtin_checks, check, label
-
-
-@check("alone")
-def alone() -> Check:
-    # polars panics (capacity overflow) where the clauses of two runs or more are checked
-    # together, and never on one run's
-    crowded = pl.col("run_uri").n_unique() > 1
-    size = pl.when(crowded).then(2**62).otherwise(1)
-    return Check(applies=NAMED, outcome=pl.when(pl.int_ranges(0, size).list.len() >= 0)
-                 .then(PASSED), detail=pl.format("{} is alone", label()),
-                 evidence=pl.lit("alone"), confidence=pl.lit(50))
-
-
-grader = Grader("crowded.contract.grader/v1", [*builtin_checks(), alone()])
-"""
-
-
 def test_an_error_only_runs_graded_together_raise_fails_no_run(tmp_path):
     # A shard that raises is graded run by run. Each run passed alone, so none was refused,
     # and the shard was then graded whole again: the error escaped the worker and failed the
     # grade (exit 1). Each run's own grading is now kept.
-    import shutil
-
-    runs = tmp_path / "runs"
-    for run in sorted((REPO / "data/runs/newsroom/.prose/runs").iterdir()):
-        shutil.copytree(run, runs / run.name)
-    grader = tmp_path / "crowded.py"
-    grader.write_text(CROWDED)
+    runs = newsroom_runs(tmp_path / "runs")
+    # where the clauses of two runs or more are checked together, never on one run's
+    grader = panicking_grader(tmp_path / "alone.py", "alone", 'pl.col("run_uri").n_unique() > 1')
     result = CliRunner().invoke(app, ["grade", str(runs), "--out", str(tmp_path / "out"),
                                       "--workers", "1", "--json", "--grader", str(grader)])
     assert result.exit_code == 0, result.output
