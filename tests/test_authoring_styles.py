@@ -72,7 +72,7 @@ def test_numbered_sub_items_are_details_of_their_item(tmp_path):
     failed = tables["checks"].filter(pl.col("outcome") == "failed")
     assert sorted(failed.select("check", "evidence").rows()) == [
         ("field_length", "1 value(s) of `k`; one has 10 characters: “long value”"),
-        ("required_field", "top-level keys: k, n")]
+        ("required_field", "no key `z` among the top-level keys: k, n")]
     assert tables["clause_verdicts"]["verdict"].to_list() == ["partially_satisfied"]
     assert tables["clauses"].filter(pl.col("parent_position").is_null())["text"].to_list() \
         == ["`c`: a JSON object with:"]

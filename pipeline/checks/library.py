@@ -1272,13 +1272,20 @@ def required_field() -> Check:
     evidence = (
         pl.when(per_element).then(pl.format(
             "key `{}` in {} of {} array elements", shown, having, pl.col("json_len")))
-        .when((kind == "object") & ~nested).then(pl.format(
+        # a key found, or the absence stated with what is there (v20 gave the keys alone)
+        .when((kind == "object") & ~nested & (outcome == PASSED)).then(pl.format(
             "top-level keys: {}", pl.col("json_keys_written").list.join(", ")))
+        .when((kind == "object") & ~nested).then(pl.format(
+            "no key `{}` among the top-level keys: {}", shown,
+            pl.col("json_keys_written").list.join(", ")))
         .when(is_json & in_values).then(around(json_text, pl.format(
             r"\x22{}\x22\s*:", name.str.replace_all("-", "[_ -]")), 40))
         .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
-        .when(pl.col("has_table")).then(pl.format("table columns: {}",
-                                                  pl.col("table_columns").list.join(", ")))
+        .when(pl.col("has_table") & (outcome == PASSED)).then(pl.format(
+            "table columns: {}", pl.col("table_columns").list.join(", ")))
+        .when(pl.col("has_table")).then(pl.format(
+            "no column `{}` among the table columns: {}", shown,
+            pl.col("table_columns").list.join(", ")))
         .when(empty).then(pl.format(
             "the heading `{}` of {} has nothing under it before the next heading or the end",
             shown, label()))
