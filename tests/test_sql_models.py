@@ -28,8 +28,13 @@ def results(tmp_path_factory) -> Path:
 
 
 def hand_written_views(results: Path) -> duckdb.DuckDBPyConnection:
-    """What an analyst without rungrade does: one view per table straight over the Parquet."""
+    """What an analyst without rungrade does: one view per table straight over the Parquet,
+    and `_commits` over the commit markers."""
     con = duckdb.connect()
+    con.execute(f"""
+        create view _commits as
+        select batch_id, grader_id from read_json('{results}/_commits/*.json')
+    """)
     for table in TABLES:
         con.execute(f"""
             create view {table} as

@@ -11,7 +11,8 @@
 --   `where base_first_batch < head_first_batch` keeps old → new pairs only. Read from every
 --   committed batch, not from the runs' latest rows: an id's first batch stays first once
 --   its runs are graded again.
--- Reads: _commits (the committed batches), paired_runs.
+-- Reads: _commits (the committed batches: the catalog's table, or over the markers
+-- `select batch_id, grader_id from read_json('RESULTS/_commits/*.json')`), paired_runs.
 
 with
 
