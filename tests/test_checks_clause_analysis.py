@@ -930,6 +930,16 @@ CASES = [
      {"literals": [("yes", "absent"), ("no", "absent"), ("maybe", "absent")], "enums": []}),
     ('a note without "TODO" and "FIXME", starting with "Note:"', (),
      {"literals": [("TODO", "absent"), ("FIXME", "absent"), ("Note:", "starts")]}),
+    # examples of what is forbidden are forbidden, quoted or named; what they are examples of
+    # is asked (v20 dropped them as examples)
+    ("does not mention competitors such as Zendesk or Freshdesk", (),
+     {"literals": [("Zendesk", "absent"), ("Freshdesk", "absent")],
+      "unchecked_text": "does not mention competitors"}),
+    ('never mentions other vendors like "Acme", "Globex" and "Initech"', (),
+     {"literals": [("Acme", "absent"), ("Globex", "absent"), ("Initech", "absent")],
+      "unchecked_text": "never mentions other vendors"}),
+    # (an example of what is asked for stays an example)
+    ("mentions a competitor such as Zendesk", (), {"literals": []}),
     # a requirement stated in the negative is not read as its opposite: it is left, in place,
     # to the judgment question
     ('a title that does not start with "Untitled"', (),

@@ -467,7 +467,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      (v20: dropped, any timestamp met the clause at 95); "addresses" is a quality word only
 #      as a verb (v20: "3 email addresses" judged); "code examples" are code blocks,
 #      counted (v20: asked); a conditional naming no output asks its degraded output whole;
-#      a missing key's or column's evidence says it is missing (v20: the keys alone).
+#      a missing key's or column's evidence says it is missing (v20: the keys alone);
+#      examples of what a clause forbids ("does not mention competitors such as Zendesk")
+#      are forbidden (v20: dropped as examples).
 DEFAULT_GRADER_ID = "prose.contract.grader/v21"
 
 

@@ -341,6 +341,17 @@ NOT_COUNTS = (
 STANDARD_NUMBER = r"(?i)\b(ISO)[\s\-]?(\d+(?:-\d+)?)\b"
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
+# Examples of what a clause forbids are forbidden ("does not mention competitors such as
+# Zendesk or Freshdesk": v20 dropped them as examples, and asked "does not mention
+# competitors"). Groups: 1 the negated verb, 2 what it names, 3 the examples, quoted or
+# capitalised names.
+NAME = r"(?-i:\p{Lu}[\p{L}\p{N}\-]*(?:\.[\p{L}\p{N}]+)*)"
+NEGATED_EXAMPLES = (
+    r"(?i)\b((?:never|must\s+not|should\s+not|does\s+not|doesn't|do\s+not|don't|not)\s+"
+    r"(?:mention|include|contain)\w*)\s+((?:any\s+)?(?-i:[\p{Ll}\-]+)"
+    r"(?:\s+(?-i:[\p{Ll}\-]+)){0,2})\s*,?\s+(?:such\s+as|like|e\.g\.,?|including)\s+("
+    + QUOTED_LIST + "|" + NAME + r"(?:\s*,\s*" + NAME + r")*(?:\s*,?\s*(?:or|and)\s+" + NAME
+    + r")?)")
 # The noun that may follow a field's name ("a `status` key", "the severity field"): the name
 # is the field's, not the noun (v20 read "a `status` key ("ok" or "error")" as a field `key`)
 NAMED_FIELD_NOUN = r"(?:\s+(?:field|key|property|attribute|column|entry))"
@@ -2142,6 +2153,22 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([clause, sub, inline.cast({"_part": pl.Int32})], how="vertical_relaxed")
 
 
+def _negated_examples(df: pl.DataFrame) -> pl.DataFrame:
+    """'does not mention competitors such as Zendesk or Freshdesk' read as 'does not mention
+    "Zendesk" or "Freshdesk"; does not mention competitors': the examples forbidden each (a
+    detector finds them), what they are examples of asked."""
+    t = pl.col("t")
+    found = t.str.extract_groups(NEGATED_EXAMPLES)
+    verb, noun, names = (found.struct.field(str(g)) for g in (1, 2, 3))
+    quoted = (pl.when(names.str.contains(r"^" + QUOTED)).then(names)
+              .otherwise(names.str.replace_all(NAME, '"${0}"')))
+    whole = t.str.extract(NEGATED_EXAMPLES, 0)
+    around = t.str.split(whole)  # (no pattern of a row's own in str.replace)
+    return df.with_columns(pl.when(whole.is_not_null()).then(pl.concat_str(
+        around.list.first(), verb, pl.lit(" "), quoted, pl.lit("; "), verb, pl.lit(" "), noun,
+        around.list.slice(1).list.join(whole))).otherwise(t).alias("t"))
+
+
 def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = parts.with_columns(
         pl.col("t").str.contains(SECRETS).alias("forbids_secrets"),
@@ -2150,6 +2177,7 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
         ((pl.col("_part") == 0) & pl.col("t").str.contains(CONTINUES)).alias("_continues"),
         pl.col("t").str.replace_all(FENCES, " ").alias("t"),
     )
+    df = _negated_examples(df)
     # "without any markdown headings" rules out headings, not markdown: read as "without any
     # headings" (a count of none)
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
