@@ -705,6 +705,13 @@ CASES = [
     ("a `tone` field that is either formal or casual", (),
      {"enums": [("tone", ["formal", "casual"])], "unchecked_text": None}),
     ("a `summary` field (concise or brief)", (), {"enums": []}),
+    # ... nor words saying whether the field is there, nor a field named as the output is
+    # (v21 as first written: `notes` had to be "optional" or "null", the whole output
+    # "english" or "french")
+    ("a JSON object with a `notes` field (optional or null)", (), {"enums": []}),
+    ("a `name` field (required or optional)", (), {"enums": []}),
+    ("a `text` field: English or French", (),
+     {"enums": [], "unchecked_text": "English or French"}),
     ("a `count` field set to 3 or more", (), {"enums": []}),
     # unquoted answers
     ("a single word: yes or no", (), {"enums": [(None, ["yes", "no"])]}),

@@ -428,6 +428,9 @@ NOT_VALUES = ["more", "less", "fewer", "higher", "lower", "above", "below", "gre
               # formats and types are read as such ("markdown or JSON")
               "json", "yaml", "yml", "csv", "markdown", "table", "list", "html", "xml", "text",
               "prose", "number", "integer", "string", "url", "date"]
+# Words that say whether a field is there, not what it holds ("`notes` (optional or null)")
+PRESENCE_WORDS = ["optional", "required", "mandatory", "null", "nullable", "omitted", "absent",
+                  "present", "missing", "empty", "blank"]
 # Words before "is one of" that name no field: the whole output is meant.
 NOT_FIELDS = ["one", "either", "any", "exactly", "is", "a", "an", "the", "of", "be", "that",
               "which", "it", "value", "values", "word", "answer", "output", "result", "text",
@@ -1633,6 +1636,11 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
                       & ~said.str.contains(VAGUE_WORDS))
             if kind == "bare_or":  # "a list: bugs, fixes or features" names the list's items
                 choice = choice & (pl.col("formats").list.len() == 0)
+            if kind == "field_words":  # "a `notes` field (optional or null)" says whether it
+                # is there, not what it holds; "a `text` field: …" names no field of its own
+                field = normalise_key(said.str.extract(pattern, 1).str.strip_chars("` "))
+                choice = (choice & ~field.is_in(NOT_FIELDS).fill_null(True)
+                          & ~words.list.eval(pl.element().is_in(PRESENCE_WORDS)).list.any())
             df = df.with_columns(
                 pl.when(choice).then(pl.concat_list(said)).otherwise(pl.lit([], pl.List(
                     pl.String))).alias(f"_e{i}"),
