@@ -381,6 +381,7 @@ CASES = [
     ("an email address at the acme.com domain", (),
      {"value_type": "email", "unchecked_text": "at the acme.com domain"}),
     ("a summary in JSON", (), {"unchecked_text": "summary in JSON"}),
+    ("a date in ISO format", (), {"unchecked_text": None}),
     # (the whole phrase: v20 read "address" as a quality word and asked it alone)
     ("an IPv4 address, as N.N.N.N", (),
      {"value_type": None, "unchecked_text": "IPv4 address … as N.N.N.N", "judgments": []}),
@@ -738,6 +739,11 @@ CASES = [
     ("an empty `results` list and a note explaining why", (),
      {"quantities": [q(0, 0, "items")]}),
     ("an empty JSON array", (), {"quantities": [q(0, 0, "items")], "unchecked_text": None}),
+    # ... but not empty only at times, or allowed empty: asked (v21 as first written counted
+    # no item, and failed every list with items)
+    ("the matches, or an empty list if nothing matched", (), {"quantities": []}),
+    ("a list (may be an empty list)", (), {"quantities": []}),
+    ("a non-empty list of tags", (), {"quantities": [q(1, None, "items")]}),
     # "addresses" the noun is no quality word; the verb is
     ("a list of at least 3 email addresses, one per line", (),
      {"quantities": [q(3, None, "items")], "judgments": []}),
