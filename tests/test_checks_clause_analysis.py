@@ -696,6 +696,9 @@ CASES = [
      {"enums": [("state", ["open", "closed"])], "unchecked_text": None}),
     ('the status field is one of "ok" or "error"', (),
      {"enums": [("status", ["ok", "error"])], "unchecked_text": None}),
+    # (a word that names no field alone names one before a field's noun: v20 read a field
+    # `field`, v21 as first written the whole output)
+    ("the response field set to yes or no", (), {"enums": [("response", ["yes", "no"])]}),
     # ... nor do its unquoted values go unread (v20 asked them)
     ("a JSON object with a `priority` field set to P1, P2 or P3", (),
      {"enums": [("priority", ["p1", "p2", "p3"])], "unchecked_text": None}),

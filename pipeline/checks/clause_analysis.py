@@ -1659,7 +1659,12 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
             df = _take(df, f"_e{i}", pattern, keep=" ${1} ")  # the field stays for field lists
         e = pl.element()
         field = e.str.extract(pattern, 1)
-        field = pl.when(normalise_key(field).is_in(NOT_FIELDS)).then(None).otherwise(field)
+        # (a word NOT_FIELDS holds names a field where a field's noun follows it: "the
+        # response field set to yes or no")
+        named = e.str.contains(r"(?i)^\s*(?:(?:where|whose|with|and|its)\s+)?\S+"
+                               + NAMED_FIELD_NOUN + r"\b")
+        field = (pl.when(normalise_key(field).is_in(NOT_FIELDS) & ~named).then(None)
+                 .otherwise(field))
         if kind == "with_of":
             values = e.str.replace(r"(?is)^.*?\sof\s", "").str.extract_all(QUOTED_ONLY)
         elif kind == "one_of":
