@@ -1647,8 +1647,8 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
                 choice = choice & (pl.col("formats").list.len() == 0)
             if kind == "field_words":  # "a `notes` field (optional or null)" says whether it
                 # is there, not what it holds; "a `text` field: …" names no field of its own
-                field = normalise_key(said.str.extract(pattern, 1).str.strip_chars("` "))
-                choice = (choice & ~field.is_in(NOT_FIELDS).fill_null(True)
+                named_field = normalise_key(said.str.extract(pattern, 1).str.strip_chars("` "))
+                choice = (choice & ~named_field.is_in(NOT_FIELDS).fill_null(True)
                           & ~words.list.eval(pl.element().is_in(PRESENCE_WORDS)).list.any())
             df = df.with_columns(
                 pl.when(choice).then(pl.concat_list(said)).otherwise(pl.lit([], pl.List(

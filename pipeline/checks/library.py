@@ -212,6 +212,11 @@ def _values_of(key: pl.Expr) -> pl.Expr:
 
 # ---- format -------------------------------------------------------------------------------
 
+# An output that is a JSON array and no list of markers or lines: a list, its elements the items
+JSON_LIST = ((pl.col("n_bullets") + pl.col("n_numbered") + pl.col("n_line_items") == 0)
+             & (pl.col("json_kind") == "array")).fill_null(False)
+
+
 def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
     """Whether the output is in (or holds) the format named by `fmt`. `lenient` (a format
     required): any text is markdown but JSON, and a JSON object or array is YAML. Not
@@ -233,7 +238,7 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
         .when(fmt == "markdown_list").then(lists > 0)
         # (a JSON array is a list, its elements the items, empty or not)
         .when(fmt == "list").then((lists + lines > 0) | (
-            (pl.col("json_kind") == "array").fill_null(False) if lenient else False))
+            (pl.col("json_kind") == "array").fill_null(False) if lenient else pl.lit(False)))
         .when(fmt == "code_block").then(pl.col("has_code_block"))
         # every list item a checkbox, "[ ]" or "[x]"
         .when(fmt == "checklist").then((lists > 0) & pl.col("list_items").list.eval(
@@ -247,8 +252,8 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
 def _format_needs(fmt: pl.Expr) -> dict[str, pl.Expr]:
     """The measure families `_format_found` and `_format_shown` read, per format."""
     # (a list may be a JSON array: measured so only where the output opens like one)
-    json_list = (fmt == "list") & pl.col("output_text").str.contains(r"^\s*(?:\[|```)")
-    return {"json": fmt.is_in(["json", "yaml", "markdown"]) | json_list, "yaml": fmt == "yaml",
+    may_be_json = (fmt == "list") & pl.col("output_text").str.contains(r"^\s*(?:\[|```)")
+    return {"json": fmt.is_in(["json", "yaml", "markdown"]) | may_be_json, "yaml": fmt == "yaml",
             "csv": fmt == "csv", "table": fmt == "table",
             "lists": fmt.is_in([*LISTS, "checklist"]),
             "code": fmt == "code_block", "markdown": fmt == "markdown", "diff": fmt == "diff"}
@@ -268,9 +273,7 @@ def _format_shown(fmt: pl.Expr, let: Lets) -> pl.Expr:
         .when(fmt == "table").then(pl.format("table header {}", quoted(
             pl.when(fmt == "table").then(pl.col("output_text"))
             .str.extract(r"(?m)^([^\n]*\|[^\n]*)$", 1).str.strip_chars())))
-        .when((fmt == "list") & (pl.col("n_bullets") + pl.col("n_numbered")
-                                  + pl.col("n_line_items") == 0)
-              & (pl.col("json_kind") == "array").fill_null(False))
+        .when((fmt == "list") & JSON_LIST)
         .then(pl.format("a JSON array of {} {}: {}", pl.col("json_len"),
                         _number_of(pl.col("json_len"), pl.lit("elements")), start))
         .when((fmt == "list") & (pl.col("n_line_items") > 0)).then(pl.format(
@@ -606,8 +609,6 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     one_line = pl.when(pl.col("inline_list").is_not_null()).then(pl.col("output_text"))
     inline = ~one_line.str.contains("\n", literal=True).fill_null(True)
     csv = _csv_counted()
-    json_list = ((lists + pl.col("n_line_items") == 0) & (pl.col("json_kind") == "array")
-                 ).fill_null(False)
     n = (
         pl.when(inline).then(one_line.str.split(pl.col("inline_list"))
                              .list.eval(pl.element().str.strip_chars())
@@ -623,7 +624,7 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         .when(fmts.list.contains("bulleted_list")).then(_some(pl.col("n_bullets")))
         .when(fmts.list.contains("markdown_list")).then(_some(lists))
         # a list that is a JSON array: its elements (v20 found no list to count)
-        .when(fmts.list.contains("list") & json_list).then(pl.col("json_len"))
+        .when(fmts.list.contains("list") & JSON_LIST).then(pl.col("json_len"))
         .when(fmts.list.contains("list")).then(_some(lists + pl.col("n_line_items")))
         .when(pl.col("json_kind") == "array").then(pl.col("json_len"))
         .when(pl.col("has_table")).then(pl.col("n_table_rows"))
@@ -635,7 +636,7 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         .when(csv).then(pl.lit("CSV data rows"))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
-        .when(fmts.list.contains("list") & json_list).then(pl.lit("JSON array elements"))
+        .when(fmts.list.contains("list") & JSON_LIST).then(pl.lit("JSON array elements"))
         .when(fmts.list.contains("list") & (pl.col("n_line_items") > 0)).then(pl.lit("lines"))
         .when(fmts.list.set_intersection(pl.lit(["list", "markdown_list"])).list.len() > 0)
         .then(pl.lit("list items"))
