@@ -543,6 +543,27 @@ CASES = [
     Case("ticked-field-of-values-fails", 'a JSON object with a `status` of "ok" or "error"',
          '{"status": "bad"}', "enum_value", "failed", "partially_satisfied",
          "“bad” is not one of “ok”, “error”"),
+    # the output's own key, not a nested one of the same name (v21: both, the nested
+    # "failing" failed it)
+    Case("ticked-field-of-values-reads-the-top-key",
+         'a JSON object with a `status` key ("ok" or "error")',
+         '{"status": "ok", "checks": [{"name": "db", "status": "failing"}]}', "enum_value",
+         "passed", "satisfied", "`status` values: ok"),
+    Case("ticked-field-of-values-nested-alone",
+         'a JSON object with a `status` key ("ok" or "error")',
+         '{"result": {"status": "bad"}}', "enum_value", "failed", "partially_satisfied",
+         "“bad” is not one of “ok”, “error”"),
+    # a null is no allowed value unless the clause says it may be (v21: "no value found")
+    Case("ticked-field-of-values-null-fails",
+         'a JSON object with a `status` key ("ok" or "error")', '{"status": null}',
+         "enum_value", "failed", "partially_satisfied", "“null” is not one of “ok”, “error”"),
+    Case("ticked-field-of-values-null-allowed",
+         'a JSON object with a `status` key ("ok" or "error"), null when not run',
+         '{"status": null}', "enum_value", "undecided", "satisfied",
+         "no value of `status` found"),
+    Case("ticked-field-of-values-array-elements",
+         'a JSON object with a `status` key ("ok" or "error")', '{"status": ["ok", "bad"]}',
+         "enum_value", "failed", "partially_satisfied", "“bad” is not one of “ok”, “error”"),
     Case("comma-separated-list-is-no-csv", "a comma-separated list of tags", "ai, ml, data",
          "meets_description", "undecided", "not_evaluable", "“ai, ml, data”"),
     Case("field-range-in-parentheses-fails", "a JSON array of objects with `name` and `score` "
@@ -807,13 +828,16 @@ CASES = [
     # a nested value is of no scalar type (v15 skipped it, and passed on the nested `score`)
     Case("nested-field-type-fails", "a JSON object with `score` (an integer, 1 to 5)",
          '{"score": {"score": 3}}', "field_type", "failed", "partially_satisfied",
-         "“{…} (an object)” is not an integer (`score`, value 1 of 2)"),
-    # an array's elements are not a field's values here: undecided, as in v15 (the array
-    # failed as "no date" while v16 was being written)
-    Case("array-field-type-is-undecided", "a JSON object with:",
-         '{"dates": ["2026-01-02", "2026-01-03"]}', "field_type", "undecided",
-         "satisfied", "no value of `dates` to read in `out`",
+         "“{…} (an object)” is not an integer (`score`, value 1 of 1)"),
+    # an array's elements are a field's values (v16 to v21: undecided, "no value")
+    Case("array-field-type-reads-elements", "a JSON object with:",
+         '{"dates": ["2026-01-02", "2026-01-03"]}', "field_type", "passed",
+         "satisfied", "2 value(s) of `dates`, each an ISO 8601 date (YYYY-MM-DD)",
          details=("`dates`: the dates it was read, as YYYY-MM-DD",)),
+    Case("array-field-type-element-fails", "a JSON object with:",
+         '{"dates": ["2026-01-02", "Jan 3"]}', "field_type", "failed",
+         "partially_satisfied", "“Jan 3” is not an ISO 8601 date (YYYY-MM-DD) (`dates`, value "
+         "2 of 2)", details=("`dates`: the dates it was read, as YYYY-MM-DD",)),
     # a sub-item's type said between commas
     Case("type-apart-fails", "a JSON object with fields:",
          '{"status": "ok", "retry_after": "soon"}', "field_type", "failed",
@@ -892,9 +916,13 @@ CASES = [
     Case("array-field-bound-passes", "a JSON object with `tags` (at least 2)",
          '{"tags": ["a", "b"]}', "numeric_range", "passed", "satisfied",
          "lengths of the JSON arrays under `tags`: 2"),
-    Case("array-field-range-stays-undecided", "a JSON object with `scores` (0-100)",
-         '{"scores": [50, 170]}', "numeric_range", "undecided", "satisfied",
-         "no number under `scores` in `out`"),
+    # each element of an array is bounded (v21: undecided); a one-sided bound counts them
+    Case("array-field-range-bounds-elements", "a JSON object with `scores` (0-100)",
+         '{"scores": [50, 170]}', "numeric_range", "failed", "partially_satisfied",
+         "`scores` values: 50, 170"),
+    Case("array-field-bound-counts-elements", "a JSON object with `ids` (at least 2)",
+         '{"ids": [5]}', "numeric_range", "failed", "partially_satisfied",
+         "lengths of the JSON arrays under `ids`: 1"),
     Case("sub-item-negative-passes", "a JSON object with:", '{"delta": -2.5}', "numeric_range",
          "passed", "satisfied", "`delta` values: -2.5", details=("`delta`: a negative number",)),
     Case("bounds-joined-fail-below", "a number at least 0 and at most 1", "-0.5",

@@ -202,12 +202,33 @@ def test_field_values_split_each_json_pair_at_its_key_and_decode_its_strings():
     pairs = {'a"b': 'x: "y" z', "Count": 12, "list": [1], "url": "https://e.example/a:b",
              "path": "C:\\dir\\", "quote": 'ends "quoted"', "café": "caf\u00e9 \u2713",
              "lines": "one\ntwo\tthree", "slash": "a/b"}
-    text = json.dumps(pairs).replace("a/b", "a\\/b")  # "\/" is JSON for "/" too
-    measured = output_facts(pl.DataFrame({"binding_text": [text]}))
-    assert measured["field_values"][0].split("\n") == [
-        'a"b\tx: "y" z', "count\t12", "list\t[", "url\thttps://e.example/a:b",
-        "path\tC:\\dir\\", 'quote\tends "quoted"', "café\tcafé ✓", "lines\tone two three",
-        "slash\ta/b"]
+    lines = ['a"b\tx: "y" z', "count\t12", "list\t[", "url\thttps://e.example/a:b",
+             "path\tC:\\dir\\", 'quote\tends "quoted"', "café\tcafé ✓", "lines\tone two three",
+             "slash\ta/b"]
+    # the output's own keys, parsed (an array's elements follow it); nested ones, read by
+    # their pattern where no key of the output has their name
+    texts = [json.dumps(doc).replace("a/b", "a\\/b")  # "\/" is JSON for "/" too
+             for doc in (pairs, {"outer": pairs})]
+    measured = output_facts(pl.DataFrame({"binding_text": texts}))
+    assert measured["field_values"][0].split("\n") == [*lines[:3], "list\t1", *lines[3:]]
+    assert measured["field_values"][1].split("\n") == ["outer\t{", *lines]
+
+
+def test_a_json_key_is_read_where_it_is_nearest_the_top():
+    """A key among the output's own (or its object elements') keys is read there, and only
+    there; one nested alone is read where it is."""
+    from pipeline.checks.output_analysis import output_facts
+
+    texts = ['{"status": "ok", "checks": [{"status": "failing", "name": "db"}]}',
+             '[{"state": "open", "labels": [{"state": "active"}]}, 3, {"state": "closed"}]',
+             '{"result": {"status": "ok", "tags": ["a", null, ["b"], {"c": 1}]}}',
+             '{"status": null, "n": 1.50}']
+    measured = output_facts(pl.DataFrame({"binding_text": texts}))
+    assert [v.split("\n") for v in measured["field_values"]] == [
+        ["status\tok", "checks\t[", "name\tdb"],
+        ["state\topen", "labels\t[", "state\tclosed"],
+        ["result\t{", "status\tok", "tags\t[", "c\t1"],
+        ["status\tnull", "n\t1.5"]]
 
 
 def test_a_label_is_at_most_41_characters_wherever_its_line_is():

@@ -470,7 +470,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      a missing key's or column's evidence says it is missing (v20: the keys alone);
 #      examples of what a clause forbids ("does not mention competitors such as Zendesk")
 #      are forbidden (v20: dropped as examples).
-DEFAULT_GRADER_ID = "prose.contract.grader/v21"
+# v22: a key of a JSON output is read where it is nearest the top (v21: at every depth, so
+#      a nested `status` of "failing" failed the output's own `status` of "ok"); a field's
+#      JSON array holds its elements as values (v21: none, "no value"), a JSON null is no
+#      allowed value unless the clause says it may be null or missing (v21: no value).
+DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader

@@ -1169,16 +1169,26 @@ def no_secrets() -> Check:
 
 # ---- values, fields and numbers ------------------------------------------------------------
 
+# A clause saying a value may be missing or null
+MAY_BE_NULL = (r"(?i)\b(?:null(?:able)?|nil|none|optional(?:ly)?|omitted|absent|missing|empty"
+               r"|blank|may\s+be\s+left\s+out)\b")
+
+
 @check("enum_value")
 def enum_value() -> Check:
     """A value the clause enumerates is one of the allowed values (per field, or the output)."""
     e = pl.col("enums")
     field, allowed = e.struct.field("field"), e.struct.field("values")
     let = Lets()
-    # the values as written (shown), and as compared
-    raw = let("_raw", _values_of(e.struct.field("key")).list.eval(pl.element().filter(
-        (normalise_value(pl.element()).str.len_chars() > 0)
-        & ~normalise_value(pl.element()).is_in(["[", "{", "null"]))))
+    # the values as written (shown), and as compared: a JSON array's are its elements; a
+    # JSON null is a value where the clause does not say the field may be null or missing
+    # (v21 passed `"status": null` as no value found)
+    nullable = pl.col("description").str.contains(MAY_BE_NULL)
+    raw = let("_raw", pl.when(nullable).then(_values_of(e.struct.field("key")).list.eval(
+        pl.element().filter(~normalise_value(pl.element()).is_in(["null"]))))
+        .otherwise(_values_of(e.struct.field("key"))).list.eval(pl.element().filter(
+            (normalise_value(pl.element()).str.len_chars() > 0)
+            & ~normalise_value(pl.element()).is_in(["[", "{"]))))
     observed = let("_observed", raw.list.eval(normalise_value(pl.element())))
     bad = let("_bad", observed.list.set_difference(allowed))
     whole = normalise_value(pl.col("output_text"))
@@ -1388,13 +1398,12 @@ def numeric_range() -> Check:
             pl.element().str.contains("^" + NUMBER + "$"))))
         .otherwise(_values_of(key).list.eval(
             pl.element().str.extract("(" + WRITTEN_NUMBER + ")", 1)).list.drop_nulls()))
-    # a one-sided whole bound without a unit on a field that holds no number but JSON arrays
-    # ("`tags` (at least 2)", "whose `items` is at most 5") counts their elements (v12:
-    # undecided); a range ("`scores` (0-100)") bounds numbers, so it is still undecided there
+    # a one-sided whole bound without a unit on a field that holds JSON arrays ("`tags` (at
+    # least 2)", "whose `items` is at most 5") counts their elements (v12: undecided); a range
+    # ("`scores` (0-100)") bounds numbers, each element's (v21: undecided)
     bound = pl.coalesce(lo, hi)
     countable = named & (lo.is_null() != hi.is_null()) & (bound == bound.floor())
-    arrays = let("_arrays", pl.when(countable & (said.list.len() == 0)).then(
-        _array_lengths(key)))
+    arrays = let("_arrays", pl.when(countable).then(_array_lengths(key)))
     counted = let("_counted", arrays.list.len() > 0)
     field_texts = let("_field_texts", pl.when(counted).then(
         arrays.cast(pl.List(pl.String))).otherwise(said))

@@ -810,12 +810,53 @@ def _json_string(value: pl.Expr) -> pl.Expr:
     return pl.coalesce(decoded, value.str.strip_chars('"'))
 
 
+def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
+    """(_fv, k, v) of the pairs of each JSON object output, or of each object element of an
+    array output, parsed: a string decoded, a number as the parser writes it back, `null`,
+    `{` for an object, and for an array `[` and then each of its elements that is neither an
+    array nor an object."""
+    candidates = frame.filter(pl.col("json_kind").is_in(["object", "array"])).select(
+        pl.col("_fv"), pl.col("_json_text").alias("t"), "json_kind")
+    if candidates.is_empty():
+        return pl.DataFrame(schema={"_fv": pl.UInt32, "k": pl.String, "v": pl.String})
+    with scratch({"candidates": candidates}) as con:
+        # (the paths `$.*` and `$[*].*` step into objects only, in the order of their keys)
+        pairs = con.sql("""
+            with pairs as (
+                select _fv,
+                    unnest(case when json_kind = 'object' then json_keys(t)
+                        else flatten(json_keys(t, '$[*]')) end) as k,
+                    unnest(case when json_kind = 'object' then json_extract(t, '$.*')
+                        else json_extract(t, '$[*].*') end) as j
+                from candidates
+            )
+
+            select _fv, k, case json_type(j)
+                    when 'NULL' then ['null']
+                    when 'OBJECT' then ['{']
+                    when 'ARRAY' then list_concat(['['], list_transform(list_filter(
+                        list_zip(json_extract_string(j, '$[*]'), json_type(j, '$[*]')),
+                        lambda e: e[2] not in ('ARRAY', 'OBJECT', 'NULL')), lambda e: e[1]))
+                    else [json_extract_string(j, '$')]
+                end as v
+            from pairs
+        """).pl()
+    return pairs.explode("v").select(pl.col("_fv").cast(pl.UInt32),
+                                     normalise_key(pl.col("k")).alias("k"), "v")
+
+
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings."""
+    """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings.
+
+    A key of a JSON output is read where it is nearest the top: among the output's own keys
+    (an array's: its object elements' keys) where it is one of them, parsed (`_top_pairs`),
+    else wherever it is nested. `{"status": "ok", "checks": [{"status": "failing"}]}` has one
+    `status`, "ok" (v21 read both)."""
     frame = frame.with_row_index("_fv")
     lazy = frame.lazy()  # one query: a shard's few outputs cost a plan, not thirty
     rows = _table_parts(pl.col("output_text"))[2]
-    json_pairs = (
+    top = _top_pairs(frame).lazy()
+    json_pairs = pl.concat([top, (
         lazy.filter(pl.col("json_kind").is_in(["object", "array"]))
         .select("_fv", pl.col("_json_text").str.extract_all(JSON_PAIR).alias("p"))
         .explode("p").drop_nulls("p")
@@ -823,7 +864,8 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         # groups of JSON_PAIR steps its slow engine through every character of the value)
         .select("_fv", normalise_key(_json_string(pl.col("p").str.extract(JSON_KEY, 0)))
                 .alias("k"), _json_string(pl.col("p").str.replace(JSON_KEY_COLON, "")).alias("v"))
-    )
+        .join(top.select("_fv", "k").unique(), on=["_fv", "k"], how="anti")
+    )])
     cells = (
         lazy.filter(pl.col("has_table"))
         .select("_fv", "table_header", rows.alias("r"))
