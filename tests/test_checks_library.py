@@ -874,6 +874,14 @@ CASES = [
     Case("non-empty-field-array-fails", "a JSON object with a non-empty `items` array",
          '{"items": []}', "field_length", "failed", "partially_satisfied",
          "1 array(s) under `items`; one has 0 elements"),
+    # "never an empty list" is a count of at least one item (v21: a list ruled out, the
+    # empty array counted as what the clause asks)
+    Case("never-an-empty-list-passes", "a bulleted list of tags, never an empty list",
+         "- billing\n- refund", "count", "passed", "satisfied", "`out` has 2 bulleted items"),
+    Case("never-an-empty-array-fails", "a JSON array of findings, never an empty array", "[]",
+         "count", "failed", "partially_satisfied", "`out` has 0 JSON array elements"),
+    Case("must-not-be-an-empty-list-fails", "a JSON array of tags; must not be an empty list",
+         "[]", "count", "failed", "partially_satisfied", "`out` has 0 JSON array elements"),
     Case("unique-cap-counts-every-item", "a list of at most 2 unique tags", "- a\n- a\n- b",
          "count", "failed", "partially_satisfied", "`out` has 3 list items",
          select="at most 2 unique"),

@@ -473,7 +473,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 # v22: a key of a JSON output is read where it is nearest the top (v21: at every depth, so
 #      a nested `status` of "failing" failed the output's own `status` of "ok"); a field's
 #      JSON array holds its elements as values (v21: none, "no value"), a JSON null is no
-#      allowed value unless the clause says it may be null or missing (v21: no value).
+#      allowed value unless the clause says it may be null or missing (v21: no value);
+#      "never an empty list", "must not be an empty array" is a count of at least one item
+#      (v21: a list ruled out, and "empty array" counted as what was asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -2077,10 +2077,14 @@ FIELD_WHOSE_BOUND = (r"(?i)\b(?:whose|where)\s+((" + TICKED + r")(?:\s+" + _FIEL
                      + r")?)(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*(" + _BOUND_VALUE + ")")
 FIELD_VERB_BOUND = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){0,3}\s*("
                     + _BOUND_VALUE + ")")
-# "Non-empty" said of an array or a list is a count of at least one item: "a non-empty JSON
-# array", "a non-empty `items` array", "`items` (a non-empty array)", "whose `tags` list is
-# non-empty" are read "… array of at least one item" before anything else (v11: asked)
-NON_EMPTY = ((r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
+# "Non-empty" said of an array or a list is a count of at least one item ("never an empty
+# list" too): "a non-empty JSON array", "a non-empty `items` array", "`items` (a non-empty
+# array)", "whose `tags` list is non-empty" are read "… array of at least one item" before
+# anything else (v11: asked)
+NON_EMPTY = ((r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bnot|n't|\bcannot)"
+              r"\s+(?:be\s+)?(?:an?\s+)?empty\s+((?:json\s+)?(?:array|list))\b",
+              "with at least one item"),  # "never an empty list" (v21: a list ruled out)
+             (r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
               + r"\s+(?:array|list))\b", "${1} of at least one item"),
              (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+non[\s\-]?"
               r"empty\b", "${1} of at least one item"))
