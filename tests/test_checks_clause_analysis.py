@@ -373,13 +373,21 @@ CASES = [
      {"value_type": None, "unchecked_text": "naming the new version (as X.Y.Z)"}),
     ("the average rating, formatted as X.X", (), {"value_type": "masked", "value_mask": "X.X"}),
     # a mask no reader reads is asked, never dropped for having no word
-    # a qualifier naming a time zone, a year or a domain is asked, with its preposition (v20
-    # dropped it: any timestamp, date or URL met the clause at 95)
-    ("an ISO 8601 timestamp in UTC", (), {"unchecked_text": "in UTC"}),
-    ("an ISO 8601 date in 2026", (), {"value_type": "iso_date", "unchecked_text": "in 2026"}),
-    ("a URL on github.com", (), {"value_type": "url", "unchecked_text": "on github.com"}),
+    # a time zone, a year or a domain closing a value's clause is what the value is within
+    # (v21 asked it, v20 dropped it: any timestamp, date or URL met the clause at 95) ...
+    ("an ISO 8601 timestamp in UTC", (),
+     {"value_type": "iso_datetime", "value_within": "in UTC", "unchecked_text": None}),
+    ("an ISO 8601 date in 2026", (),
+     {"value_type": "iso_date", "value_within": "in 2026", "unchecked_text": None}),
+    ("a URL on github.com", (),
+     {"value_type": "url", "value_within": "on github.com", "unchecked_text": None}),
     ("an email address at the acme.com domain", (),
-     {"value_type": "email", "unchecked_text": "at the acme.com domain"}),
+     {"value_type": "email", "value_within": "at acme.com", "unchecked_text": None}),
+    # ... and asked with its preposition where it is more, or of another type
+    ("a URL on github.com or gitlab.com", (),
+     {"value_type": "url", "value_within": None, "unchecked_text": "on github.com or gitlab.com"}),
+    ("a date in UTC", (), {"value_type": "date", "value_within": None, "unchecked_text": "in UTC"}),
+    ("a URL in 2026", (), {"value_type": "url", "value_within": None, "unchecked_text": "in 2026"}),
     ("a summary in JSON", (), {"unchecked_text": "summary in JSON"}),
     ("a date in ISO format", (), {"unchecked_text": None}),
     # (the whole phrase: v20 read "address" as a quality word and asked it alone)

@@ -475,7 +475,11 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      JSON array holds its elements as values (v21: none, "no value"), a JSON null is no
 #      allowed value unless the clause says it may be null or missing (v21: no value);
 #      "never an empty list", "must not be an empty array" is a count of at least one item
-#      (v21: a list ruled out, and "empty array" counted as what was asked).
+#      (v21: a list ruled out, and "empty array" counted as what was asked); a time zone, a
+#      year or a domain closing a value's clause ("an ISO 8601 timestamp in UTC", "a date in
+#      2026", "a URL on github.com"), a sub-item's too, is checked (new clause column
+#      `value_within`, field_types' `within`; v21 asked it, satisfied at 75, and dropped a
+#      sub-item's); "… 14:35:22 UTC" is a timestamp (v21: none).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

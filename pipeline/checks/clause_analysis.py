@@ -33,6 +33,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             bullet points', 'at least 5 URLs under the "Sources" heading')
   value_lead     bool       the value opens the output, which goes on ("an integer followed by
                             a one-line note"): the value_type check reads its first word
+  value_within   str        a time zone, year or domain the value is in, with its preposition
+                            ("in UTC", "in 2026", "on github.com"): the clause's whole rest
+                            after a timestamp's, a date's, a URL's or an email address's type
   quantities     list[struct{min, max, unit, scope, scope_text, phrase, measure}]
                             counts and lengths: "at least 5 sources", "3+ items", "2-3
                             paragraphs", "exactly one sentence", "top 10", "under 500
@@ -88,7 +91,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             words or characters ("`summary`: at most 50 words"), or in items
                             for a field of a JSON output ("`tags`: 2-5 strings"); its other
                             counts ("`Summary`: 2-3 sentences") join unchecked_text
-  field_types    list[struct{field, key, type}]  a sub-item's value type, as value_type
+  field_types    list[struct{field, key, type, within}]  a sub-item's value type, as
+                            value_type, and what it is within, as value_within
                             ("`sla_hours`: an integer from 1-72", "`retrieved`: as YYYY-MM-DD")
   (`key` is the field name normalised by `normalise_key`, as outputs' keys are)
   judgments      list[str]  quality words that need judgment ("critically evaluated")
@@ -638,6 +642,14 @@ LENGTH_IS = (r"(?i)\b(?:whose|its|the)\s+(?:total\s+|overall\s+)?(?:length|size)
 VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|^\s*(?:and|&|/|-)"
                       r"\s*times?\b|`|\b(?:fields?|keys?|columns?|lists?|arrays?|tables?|objects?"
                       r"|json|yaml|csv|per|each|for\s+every)\b")
+# What a value is within, the whole rest of a clause after its type: a time zone, a year, a
+# domain ("an ISO 8601 timestamp in UTC", "a date in 2026", "a URL on github.com", "an email
+# address at the acme.com domain"); group 1 is the preposition, 2 the zone, year or domain
+WITHIN = (r"(?i)^\s*(in|on|at|from)\s+(?:the\s+)?((?-i:UTC|GMT)|\d{4}|[\p{L}\d\-]+(?:\.[\p{L}"
+          r"\d\-]+)*\.\p{L}{2,})(?:\s+(?:time(?:\s*zone)?|domain|website|site))?\s*\.?\s*$")
+WITHIN_KINDS = {"UTC": ["datetime", "iso_datetime"],
+                "year": ["date", "iso_date", "datetime", "iso_datetime"],
+                "domain": ["url", "email"]}
 # A date or time written as a mask ("DD/MM/YYYY", "HH:MM", "DD.MM.YY HH:mm"); group 1 (a
 # colon after the opening noun, "a time in HH:MM", is held as COLON then)
 MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|YY|MM|DD|HH|hh"
@@ -1983,6 +1995,16 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         "_closing", "_apart", "_as_iso")
     df = df.with_columns(kind.alias("_kind"))
     kind, mask, n_digits = pl.col("_kind"), pl.col("_mask"), pl.col("_n_digits")
+    # "… in UTC", "… in 2026", "… on github.com": the rest of a clause whose type was said
+    rest = pl.when(pl.col("_said").is_not_null()).then(t.str.replace(VALUE_TYPE, ""))
+    zone = rest.str.extract(WITHIN, 2)
+    fits = (pl.when(zone.str.contains("^(?:UTC|GMT)$")).then(kind.is_in(WITHIN_KINDS["UTC"]))
+            .when(zone.str.contains(r"^\d{4}$")).then(kind.is_in(WITHIN_KINDS["year"]))
+            .otherwise(kind.is_in(WITHIN_KINDS["domain"])))
+    df = df.with_columns(pl.when(fits).then(pl.format(
+        "{} {}", rest.str.extract(WITHIN, 1).str.to_lowercase(),
+        pl.when(zone.str.contains(r"^(?:UTC|GMT|\d{4})$")).then(zone)
+        .otherwise(zone.str.to_lowercase()))).alias("_within"))
     date_masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
                    & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
     number_mask = pl.col("_number_mask")
@@ -2007,6 +2029,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .alias("value_mask"),
         # "an integer followed by a one-line note": the value is the output's lead
         (pl.col("_continues") & (masked | digits | kind.is_not_null())).alias("value_lead"),
+        pl.when(~masked & ~digits).then(pl.col("_within")).alias("value_within"),
     ).with_columns(
         pl.when(pl.col("value_type") == "digits")
         .then(t.str.replace(DIGIT_VALUE, "${1}${3}" + GAP))
@@ -2023,11 +2046,14 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         .then(t.str.replace(TYPE_APART, GAP))
         .when(pl.col("value_type").is_not_null() & ~t.str.contains(VALUE_TYPE))
         .then(t.str.replace(TYPE_CLOSING, GAP))
+        # (what the value is within, the clause's whole rest, taken out with it)
+        .when(pl.col("value_within").is_not_null())
+        .then(pl.concat_str(t.str.extract(VALUE_TYPE, 1), pl.lit(GAP)))
         .when(pl.col("value_type").is_not_null())
         .then(t.str.replace(VALUE_TYPE, "${1}" + GAP)).otherwise(t).alias("t")
     ).drop("_said", "_written", "_written_date", "_closing", "_apart", "_as_iso", "_mask",
            "_time", "_n_digits", "_digit_ok", "_kind", "_masked", "_digits", "_number_mask",
-           "_number_masked", "_version_mask")
+           "_number_masked", "_version_mask", "_within")
 
 
 # A field's length said in the clause, read as the sub-item "`summary`: at most 50 words"
@@ -2556,12 +2582,13 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                       _type_of(phrase.str.extract(FIELD_TYPE, 3),
                                phrase.str.extract(FIELD_TYPE, 2).is_not_null())
                       .alias("value_type")))
-    typed = pl.concat([sub.select("_row", "_part", "_field", "value_type"), inline],
-                      how="vertical_relaxed").sort("_row", "_part", maintain_order=True)
+    typed = pl.concat([sub.select("_row", "_part", "_field", "value_type", "value_within"),
+                       inline], how="diagonal_relaxed").sort("_row", "_part", maintain_order=True)
     types = (typed.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
              .select("_row", pl.struct(
                  pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
-                 pl.col("value_type").alias("type")).alias("field_types"))
+                 pl.col("value_type").alias("type"), pl.col("value_within").alias("within"))
+                     .alias("field_types"))
              .group_by("_row", maintain_order=True).agg("field_types"))
     # a sub-item's quality words ("`summary`: a concise summary") are judged as the clause's;
     # not its verbs, which describe what the field holds ("`url`: the address", "`why`:

@@ -569,24 +569,62 @@ def value_type() -> Check:
     lead = pl.col("value_lead").fill_null(False)
     pattern = pl.when(lead).then(pattern.str.replace(r"\$$", VALUE_LEAD_END)).otherwise(pattern)
     text = pl.col("output_text")
-    ok = (pl.when(lead).then(text.str.strip_chars().str.strip_chars_start("`\"'*_"))
-          .otherwise(_trimmed_value(text)).str.contains(pattern).fill_null(False))
+    let = Lets()
+    value = let("_value", pl.when(lead).then(text.str.strip_chars().str.strip_chars_start(
+        "`\"'*_")).otherwise(_trimmed_value(text)))
+    # a time zone said after a timestamp ("2026-03-17 14:35:22 UTC"; v21: no timestamp)
+    typed = pl.when(kind.is_in(["datetime", "iso_datetime"]) & ~lead).then(
+        value.str.replace(r"\s+(?:UTC|GMT)$", "")).otherwise(value)
+    ok = let("_ok", typed.str.contains(pattern).fill_null(False))
+    within = pl.col("value_within")
+    inside = let("_inside", pl.when(ok & within.is_not_null()).then(
+        _within_facts(value).str.contains(_within_mark(within), literal=True)))
     named = (pl.when((kind == "masked") & lead)
              .then(pl.format("a value written as {}", pl.col("value_mask")))
              .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
              .when(kind == "digits").then(pl.format("{} digits", n_digits))
              .otherwise(kind.replace_strict(VALUE_NAMES, default=kind)))
+    named = pl.when(within.is_not_null()).then(pl.format("{} {}", named, within)).otherwise(named)
     verb = pl.when(lead).then(pl.lit("opens with")).otherwise(pl.lit("is"))
     negated = pl.when(lead).then(pl.lit("does not open with")).otherwise(pl.lit("is not"))
+    shown = quoted(excerpt(pl.col("output_text"), 120))
     return Check(
-        applies=NAMED & kind.is_not_null(),
-        outcome=pl.when(ok).then(PASSED).otherwise(FAILED),
+        applies=NAMED & kind.is_not_null(), let=let,
+        outcome=pl.when(ok & inside.fill_null(True)).then(PASSED).otherwise(FAILED),
         detail=pl.format("{} {} {}", label(), verb, named),
-        evidence=pl.format("{} {} {}: {}", label(), pl.when(ok).then(verb).otherwise(negated),
-                           named,
-                           quoted(excerpt(pl.col("output_text"), 120))),
+        evidence=pl.when(inside.not_()).then(pl.format(
+            "{} {} {}, not {}: {}", label(), verb,
+            kind.replace_strict(VALUE_NAMES, default=kind), within, shown))
+        .otherwise(pl.format("{} {} {}: {}", label(), pl.when(ok).then(verb).otherwise(negated),
+                             named, shown)),
         confidence=pl.lit(95),
     )
+
+
+def _within_facts(value: pl.Expr) -> pl.Expr:
+    """What a value of its type is within, as ".UTC|.2026|.api.github.com|" (a field's values
+    are read in `list.eval`, where no other column is): "UTC" for a timestamp in UTC or GMT
+    ("Z", an offset of 0, the zone named after it, or Unix seconds), then the year (a Unix
+    time's, else its first four-digit number), then a URL's host or an email address's
+    domain; "-" for what it has not. `_within_mark` of a zone is in them where it is in it."""
+    epoch = pl.when(value.str.contains(r"^\d{9,13}$")).then(value.cast(pl.Int64, strict=False))
+    year = pl.coalesce(
+        pl.from_epoch(pl.when(epoch < 10**11).then(epoch).otherwise(epoch // 1000),
+                      time_unit="s").dt.year().cast(pl.String),
+        value.str.extract(r"(?:^|\D)(\d{4})(?:\D|$)", 1))
+    host = pl.coalesce(value.str.extract(r"(?i)^https?://(?:[^@/\s]*@)?([^/:?#\s]+)", 1),
+                       value.str.extract(r"@([^@\s]+)$", 1)).str.to_lowercase().str.strip_chars(".")
+    utc = value.str.contains(r"(?:[Zz]|[+-]00:?00|\s(?:UTC|GMT))$|^\d{9,13}$")
+    return pl.concat_str(pl.lit("."), pl.when(utc).then(pl.lit("UTC")).otherwise(pl.lit("-")),
+                         pl.lit("|."), year.fill_null("-"), pl.lit("|."), host.fill_null("-"),
+                         pl.lit("|"))
+
+
+def _within_mark(within: pl.Expr) -> pl.Expr:
+    """What `_within_facts` holds for a value within `within` ("in UTC", "on github.com"): a
+    domain's subdomains are on it too (".api.github.com|" ends with ".github.com|")."""
+    zone = within.str.extract(r"(\S+)$", 1).replace("GMT", "UTC")
+    return pl.concat_str(pl.lit("."), zone, pl.lit("|"))
 
 
 # ---- counts and lengths -------------------------------------------------------------------
@@ -1487,10 +1525,12 @@ def field_type() -> Check:
     """Every value of a field is of the type its sub-item names ("`sla_hours`: an integer from
     1-72", "`retrieved`: the date it was read, as YYYY-MM-DD"); see value_type. A JSON object
     is of no such type: `{"score": {"score": 3}}` has a `score` that is no integer (v15 read
-    only the nested 3). An array is not read here: its elements are the values (`"dates":
-    ["2026-01-02"]` as YYYY-MM-DD), which field_values does not list by key."""
+    only the nested 3). An array's elements are its values (`"dates": ["2026-01-02"]` as
+    YYYY-MM-DD; v21 read none). A value within a zone, year or domain ("`released_on`: a date
+    in 2026") is within it too (v21: never read)."""
     f = pl.col("field_types")
     field, kind = f.struct.field("field"), f.struct.field("type")
+    within = f.struct.field("within")
     let = Lets()
     values = let("_values", _values_of(f.struct.field("key")).list.eval(pl.element().filter(
         (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
@@ -1498,8 +1538,15 @@ def field_type() -> Check:
     fits = pl.lit(None, pl.List(pl.Boolean))
     # a pattern per type: list.eval cannot read a pattern from the row
     for name, pattern in VALUE_PATTERNS.items():
-        fits = pl.when(kind == name).then(values.list.eval(
-            _trimmed_value(pl.element()).str.contains(pattern))).otherwise(fits)
+        value = _trimmed_value(pl.element())
+        if name in ("datetime", "iso_datetime"):  # ("… 14:35:22 UTC", as value_type reads it)
+            value = value.str.replace(r"\s+(?:UTC|GMT)$", "")
+        fits = pl.when(kind == name).then(values.list.eval(value.str.contains(pattern))
+                                          ).otherwise(fits)
+    # ... and within what the clause says: each value's facts hold the zone's mark
+    facts = values.list.eval(_within_facts(_trimmed_value(pl.element()))).list.join("")
+    outside = let("_outside", pl.when(within.is_not_null() & fits.list.all()).then(
+        values.list.len() - facts.str.count_matches(_within_mark(within), literal=True)))
     fits = let("_fits", fits)
     bad = let("_bad", fits.list.eval(pl.element().not_()).list.arg_max())
     # in JSON, a number or a boolean written as a string ("line": "88") is a string (v18
@@ -1510,14 +1557,21 @@ def field_type() -> Check:
                      pl.lit(r'(?i)"'), _as_written(f.struct.field("key"), "[_ -]"),
                      pl.lit(r'"\s*:\s*("[^"\n]{0,60}"?)')), 1))
     outcome = let("_outcome", pl.when(values.list.len() == 0).then(UNDECIDED)
-                  .when(fits.list.all() & string.is_null()).then(PASSED).otherwise(FAILED))
+                  .when(fits.list.all() & string.is_null() & (outside.fill_null(0) == 0))
+                  .then(PASSED).otherwise(FAILED))
     named = kind.replace_strict(VALUE_NAMES, default=kind)
+    named = pl.when(within.is_not_null()).then(pl.format("{} {}", named, within)).otherwise(named)
     return Check(
         applies=NAMED, each="field_types", let=let, needs={"fields": pl.lit(True)},
         outcome=outcome,
         detail=pl.format("every `{}` in {} is {}", field, label(), named),
         evidence=pl.when(outcome == UNDECIDED)
         .then(pl.format("no value of `{}` to read in {}", field, label()))
+        .when(outside > 0).then(pl.format(
+            "{} of {} value(s) of `{}` not {}; the values: {}", outside, values.list.len(),
+            field, within,
+            values.list.eval(pl.concat_str(pl.lit("“"), pl.element(), pl.lit("”")))
+            .list.head(5).list.join(", ")))
         .when(outcome == PASSED).then(pl.format(
             "{} value(s) of `{}`, each {}; first: {}", values.list.len(), field, named,
             quoted(excerpt(values.list.first(), 80))))
