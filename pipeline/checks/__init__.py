@@ -479,7 +479,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      year or a domain closing a value's clause ("an ISO 8601 timestamp in UTC", "a date in
 #      2026", "a URL on github.com"), a sub-item's too, is checked (new clause column
 #      `value_within`, field_types' `within`; v21 asked it, satisfied at 75, and dropped a
-#      sub-item's); "… 14:35:22 UTC" is a timestamp (v21: none).
+#      sub-item's); "… 14:35:22 UTC" is a timestamp (v21: none); examples of what a clause
+#      forbids in parentheses ("(e.g. Zendesk, Intercom)"), after "avoids", "never uses" or
+#      "never names", are forbidden, and "avoids "x"", "never names "x"" forbid x (v21: asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -351,16 +351,18 @@ STANDARD_NUMBER = r"(?i)\b(ISO)[\s\-]?(\d+(?:-\d+)?)\b"
 EXAMPLES = (r"(?i)(?:such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?|like|i\.e\.,?)\s+"
             + QUOTED_LIST)
 # Examples of what a clause forbids are forbidden ("does not mention competitors such as
-# Zendesk or Freshdesk": v20 dropped them as examples, and asked "does not mention
-# competitors"). Groups: 1 the negated verb, 2 what it names, 3 the examples, quoted or
-# capitalised names.
+# Zendesk or Freshdesk", "avoids jargon (e.g. "synergy")": v20 dropped them as examples, and
+# asked "does not mention competitors"). Groups: 1 the negated verb, 2 what it names, 3 the
+# examples, quoted or capitalised names (4 in parentheses).
 NAME = r"(?-i:\p{Lu}[\p{L}\p{N}\-]*(?:\.[\p{L}\p{N}]+)*)"
+_EXAMPLE_NAMES = (QUOTED_LIST + "|" + NAME + r"(?:\s*,\s*" + NAME + r")*(?:\s*,?\s*(?:or|and)\s+"
+                  + NAME + r")?")
+_EXAMPLES_SAID = r"(?:such\s+as|like|e\.g\.,?|for\s+example,?|including)\s+"
 NEGATED_EXAMPLES = (
     r"(?i)\b((?:never|must\s+not|should\s+not|does\s+not|doesn't|do\s+not|don't|not)\s+"
-    r"(?:mention|include|contain)\w*)\s+((?:any\s+)?(?-i:[\p{Ll}\-]+)"
-    r"(?:\s+(?-i:[\p{Ll}\-]+)){0,2})\s*,?\s+(?:such\s+as|like|e\.g\.,?|including)\s+("
-    + QUOTED_LIST + "|" + NAME + r"(?:\s*,\s*" + NAME + r")*(?:\s*,?\s*(?:or|and)\s+" + NAME
-    + r")?)")
+    r"(?:mention|include|contain|use|name|say)\w*|avoid(?:s|ing)?)\s+((?:any\s+)?"
+    r"(?-i:[\p{Ll}\-]+)(?:\s+(?-i:[\p{Ll}\-]+)){0,2})(?:\s*,?\s+" + _EXAMPLES_SAID + "("
+    + _EXAMPLE_NAMES + r")|\s*\(\s*" + _EXAMPLES_SAID + "(" + _EXAMPLE_NAMES + r")\s*\))")
 # The noun that may follow a field's name ("a `status` key", "the severity field"): the name
 # is the field's, not the noun (v20 read "a `status` key ("ok" or "error")" as a field `key`)
 NAMED_FIELD_NOUN = r"(?:\s+(?:field|key|property|attribute|column|entry))"
@@ -487,11 +489,11 @@ LITERAL_FORMS = [
      r"exact\s+)?(?:line|word|text|string|value|phrase)\s+)?" + QUOTED),
     ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
      r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
-     r"include|mention|say|use|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
+     r"include|mention|say|use|name|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
      r"disclose)\w*\s+(?:(?:the|a|an|any)\s+)?(?:(?:word|phrase|string|text|literal|value|"
      r"password|secret|token|key|name)\s+)?" + QUOTED_LIST),
-    ("absent", r"(?i)(?:without|no\s+mention\s+of|free\s+of|excluding|never)\s+(?:the\s+)?"
-     r"(?:(?:word|phrase|string|text|literal|value)\s+)?" + QUOTED_LIST),
+    ("absent", r"(?i)(?:without|no\s+mention\s+of|free\s+of|excluding|never|avoid(?:s|ing)?)"
+     r"\s+(?:the\s+)?(?:(?:word|phrase|string|text|literal|value)s?\s+)?" + QUOTED_LIST),
     ("starts", r"(?i)(?:" + STARTS + r"|lead|leads|leading|prefixed)\s+(?:with|by)\s+"
      + LIT_FILLER + QUOTED),
     # 'ends with a "Next steps" section': the last heading, not the last words
@@ -2211,7 +2213,8 @@ def _negated_examples(df: pl.DataFrame) -> pl.DataFrame:
     detector finds them), what they are examples of asked."""
     t = pl.col("t")
     found = t.str.extract_groups(NEGATED_EXAMPLES)
-    verb, noun, names = (found.struct.field(str(g)) for g in (1, 2, 3))
+    verb, noun = found.struct.field("1"), found.struct.field("2")
+    names = pl.coalesce(found.struct.field("3"), found.struct.field("4"))  # (in parentheses)
     quoted = (pl.when(names.str.contains(r"^" + QUOTED)).then(names)
               .otherwise(names.str.replace_all(NAME, '"${0}"')))
     whole = t.str.extract(NEGATED_EXAMPLES, 0)
