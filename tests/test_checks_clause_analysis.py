@@ -724,6 +724,16 @@ CASES = [
     ("a `name` field (required or optional)", (), {"enums": []}),
     ("a `text` field: English or French", (),
      {"enums": [], "unchecked_text": "English or French"}),
+    # a field's values name no format of the output; a format's name among them is asked
+    # (the field may hold the name, or text in that format; v21 required markdown of the
+    # JSON output)
+    ("a JSON object with a `format` field (markdown or html)", (),
+     {"formats": ["json"], "enums": [], "unchecked_text": "(markdown or html)"}),
+    ("a JSON object with a `syntax` key set to json or yaml", (),
+     {"formats": ["json"], "unchecked_text": "set to json or yaml"}),
+    ("a JSON object with an `items` field (a list of strings)", (), {"formats": ["json"]}),
+    ("a markdown table with a `status` column (pass or fail)", (),
+     {"formats": ["table"], "enums": [("status", ["pass", "fail"])]}),
     ("a `count` field set to 3 or more", (), {"enums": []}),
     # unquoted answers
     ("a single word: yes or no", (), {"enums": [(None, ["yes", "no"])]}),

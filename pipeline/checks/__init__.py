@@ -481,7 +481,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      `value_within`, field_types' `within`; v21 asked it, satisfied at 75, and dropped a
 #      sub-item's); "… 14:35:22 UTC" is a timestamp (v21: none); examples of what a clause
 #      forbids in parentheses ("(e.g. Zendesk, Intercom)"), after "avoids", "never uses" or
-#      "never names", are forbidden, and "avoids "x"", "never names "x"" forbid x (v21: asked).
+#      "never names", are forbidden, and "avoids "x"", "never names "x"" forbid x (v21: asked);
+#      a named field's values name no format of the output ("a `format` field (markdown or
+#      html)": asked; v21 required the JSON output to be markdown).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -1853,8 +1853,17 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
     ).drop("_excluded")
 
 
+# A named field's values, which name no format of the output: ``a `format` field (markdown
+# or html)``, ``a `syntax` key set to json or yaml`` (v21 required markdown of the output)
+FIELD_VALUES_SAID = (r"(?i)" + TICKED + r"(?:" + NAMED_FIELD_NOUN + r"\s*\([^()\n]*\)|\s*\([^()\n]*"
+                     r"\bor\b[^()\n]*\)|" + NAMED_FIELD_NOUN + r"?(?:\s*:\s*|\s+" + FIELD_WORDS_VERB
+                     + r")[\p{L}\p{N}_\-]+(?:\s*,\s*[\p{L}\p{N}_\-]+)*\s*,?\s+or\s+"
+                     r"[\p{L}\p{N}_\-]+)")
+
+
 def _formats(df: pl.DataFrame) -> pl.DataFrame:
-    df = df.with_columns(_format_names(pl.col("t")).alias("_named"))
+    df = df.with_columns(_format_names(pl.col("t").str.replace_all(FIELD_VALUES_SAID, GAP))
+                         .alias("_named"))
     formats = pl.col("_named")
     # "a list of URLs, one per line": a list of lines, not a markdown list (unless it says
     # so: "markdown_list"); "a comma-separated list of tags": one line of values, neither a
