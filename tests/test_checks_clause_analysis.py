@@ -202,6 +202,16 @@ CASES = [
      {"field_lengths": [("tags", 1, None, "items")]}),
     ("a JSON object with fields:", ("`items`: a non-empty array",),
      {"field_lengths": [("items", 1, None, "items")]}),
+    # ... "empty" of a named one: none (v21 counted the output's own items)
+    ("a JSON object with an empty `results` list", (),
+     {"field_lengths": [("results", 0, 0, "items")], "quantities": [],
+      "fields": [("results", False)]}),
+    ("a JSON object whose `errors` list is empty", (),
+     {"field_lengths": [("errors", 0, 0, "items")], "unchecked_text": None}),
+    ("a JSON object with `results` as an empty list", (),
+     {"field_lengths": [("results", 0, 0, "items")], "unchecked_text": None}),
+    ("a JSON object with an empty `results` list if nothing matched", (),
+     {"field_lengths": [], "quantities": []}),
     # a range of each of several numbers is asked (v11 bounded the first number only) ...
     ("a list of scores, each between 0 and 1", (),
      {"ranges": [], "unchecked_text": "list of scores … each between 0 and 1"}),

@@ -898,6 +898,12 @@ CASES = [
     Case("subject-length-after-parts-fails", "a commit message: subject of at most 20 "
          "characters, a blank line, then a body", "Fix the parser that dropped tokens\n\nBody.",
          "count", "failed", "partially_satisfied", "the first line of `out` has 34 characters"),
+    Case("empty-field-list-fails", "a JSON object with an empty `results` list",
+         '{"results": ["x"]}', "field_length", "failed", "partially_satisfied",
+         "1 array(s) under `results`; one has 1 element"),
+    Case("empty-field-list-passes", "a JSON object whose `errors` list is empty",
+         '{"errors": []}', "field_length", "passed", "satisfied",
+         "1 array(s) under `errors`; the longest has 0 elements"),
     Case("non-empty-field-array-fails", "a JSON object with a non-empty `items` array",
          '{"items": []}', "field_length", "failed", "partially_satisfied",
          "1 array(s) under `items`; one has 0 elements"),

@@ -2127,6 +2127,27 @@ NON_EMPTY = ((r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bno
               r"empty\b", "${1} of at least one item"))
 
 
+# "A JSON object with an empty `results` list", "whose `errors` list is empty", "with
+# `results` as an empty list": a field's count of no item, in a clause about JSON (v21
+# counted the output's own items, and found none in a JSON object; elsewhere ``an empty
+# `results` list`` may be the output itself); not where it is empty only at times
+# (EMPTY_AT_TIMES)
+EMPTY_FIELD = ((r"(?i)\b(?:an\s+)?empty\s+(" + TICKED + r"\s+(?:array|list))\b", "${1} of 0 items"),
+               (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+empty\b",
+                "${1} of 0 items"),
+               (r"(?i)(" + TICKED + r")\s+as\s+an\s+empty\s+(?:json\s+)?(array|list)\b",
+                "${1} ${2} of 0 items"))
+
+
+def _emptiness(text: pl.Expr) -> pl.Expr:
+    """`text` with what it says is empty, or never empty, said as a count (NON_EMPTY,
+    EMPTY_FIELD)."""
+    text = _rewritten(text, NON_EMPTY)
+    return pl.when(text.str.contains(r"(?i)\b(?:json|object)\b")
+                   & ~text.str.contains(EMPTY_AT_TIMES)).then(
+        _rewritten(text, EMPTY_FIELD)).otherwise(text)
+
+
 def _rewritten(text: pl.Expr, rewrites: Iterable[tuple[str, str]]) -> pl.Expr:
     """`text` with each (pattern, replacement) of `rewrites` applied in turn."""
     for pattern, replacement in rewrites:
@@ -2166,8 +2187,8 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     Each step's text is a column the next step reads: as one expression, each step named the
     one before two or three times over (1.5 MB of expression for the lengths said)."""
     text = pl.col("_text")
-    steps = frame.select("_row", "details", _rewritten(pl.col("description").fill_null(""),
-                                                       NON_EMPTY).alias("_text"))
+    steps = frame.select("_row", "details",
+                         _emptiness(pl.col("description").fill_null("")).alias("_text"))
     steps = steps.with_columns(text.str.contains(r"(?i)\bjson\b").alias("_json"))
     said = []
     # every one names a field in backticks: with no backtick in any clause, none can match,
@@ -2198,8 +2219,8 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
         .select("_row", "_part",
                 pl.coalesce(pl.col("_g").struct.field("a"), pl.col("_g").struct.field("b"))
                 .str.strip_chars().alias("_field"),
-                _rewritten(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")),
-                           NON_EMPTY).alias("t"))
+                _emptiness(pl.coalesce(pl.col("_g").struct.field("rest"), pl.col("details")))
+                .alias("t"))
         .cast({"_part": pl.Int32})
     )
     if not said:
