@@ -898,6 +898,13 @@ CASES = [
     Case("subject-length-after-parts-fails", "a commit message: subject of at most 20 "
          "characters, a blank line, then a body", "Fix the parser that dropped tokens\n\nBody.",
          "count", "failed", "partially_satisfied", "the first line of `out` has 34 characters"),
+    # lines of one item each are a list's items where no other list is (v21: no list)
+    Case("count-of-lines-fails", "a list of at least 3 email addresses, one per line",
+         "a@x.com\nb@x.com", "count", "failed", "violated",
+         "`out` has 2 lines; first: “a@x.com”; last: “b@x.com”"),
+    # a whole number with zero decimals is the number (v21: "2.0" was none of 1, 2 or 3)
+    Case("enum-number-with-zero-decimals-passes", "a JSON object with a `count` field (1, 2 or 3)",
+         '{"count": 2.0}', "enum_value", "passed", "satisfied", "`count` values: 2.0"),
     Case("empty-field-list-fails", "a JSON object with an empty `results` list",
          '{"results": ["x"]}', "field_length", "failed", "partially_satisfied",
          "1 array(s) under `results`; one has 1 element"),

@@ -485,7 +485,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      a named field's values name no format of the output ("a `format` field (markdown or
 #      html)": asked; v21 required the JSON output to be markdown); in a clause about JSON,
 #      "an empty `results` list", "whose `errors` list is empty" is the field's count of no
-#      item (v21 counted the output's own items: none in an object, the clause met at 75).
+#      item (v21 counted the output's own items: none in an object, the clause met at 75);
+#      lines of one item each are counted where the output has no other list (v21: none to
+#      count in); a whole number with zero decimals is the number among values (v21: "2.0"
+#      was none of 1, 2 or 3).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

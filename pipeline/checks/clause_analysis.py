@@ -1224,9 +1224,11 @@ def normalise_key(expr: pl.Expr) -> pl.Expr:
 
 def normalise_value(expr: pl.Expr) -> pl.Expr:
     """Enumerated values compare without case, emphasis, quotes or a trailing period, with
-    `-`, `_` and spaces alike ("request changes" is "request-changes")."""
+    `-`, `_` and spaces alike ("request changes" is "request-changes"), and a whole number
+    written with zero decimals as it is without them (JSON's 2.0 is one of 1, 2 or 3)."""
     return (expr.str.strip_chars().str.strip_chars("`*_\"'“”‘’.").str.strip_chars()
-            .str.to_lowercase().str.replace_all(r"[\s_\-]+", "-"))
+            .str.to_lowercase().str.replace_all(r"[\s_\-]+", "-")
+            .str.replace(r"^(-?\d+)\.0+$", "${1}"))
 
 
 # ---- extraction, one family at a time over a long frame of clause parts ------------------

@@ -667,6 +667,8 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         .when(pl.col("json_kind") == "array").then(pl.col("json_len"))
         .when(pl.col("has_table")).then(pl.col("n_table_rows"))
         .when(lists > 0).then(lists)
+        # lines of one item each ("at least 3 email addresses, one per line"; v21: no list)
+        .when(pl.col("n_line_items") > 0).then(pl.col("n_line_items"))
     )
     what = (
         pl.when(inline).then(pl.format("values separated by “{}”", pl.col("inline_list")))
@@ -681,6 +683,7 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         .when(pl.col("json_kind") == "array").then(pl.lit("JSON array elements"))
         .when(pl.col("has_table")).then(pl.lit("table rows"))
         .when(lists > 0).then(pl.lit("list items"))
+        .when(pl.col("n_line_items") > 0).then(pl.lit("lines"))
     )
     return n.cast(pl.Int64), what
 
