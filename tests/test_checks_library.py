@@ -1169,7 +1169,7 @@ CASES = [
          "“name,email\nann,a@x.example”", select="`email`"),
     Case("fields-csv-column-fails", "a CSV with columns `name`, `phone`",
          "name,email\nann,a@x.example\n", "required_field", "failed", "partially_satisfied",
-         "no `phone` field, label or heading in `out`", select="`phone`"),
+         "no `phone` field, label or heading in `out`; it has: name, email", select="`phone`"),
     # a list the clause names that the output lacks holds no count: an upper bound is not
     # met by "0 items" (v14 passed it, and the clause was partially satisfied at 95)
     Case("no-named-list-no-count", "a numbered list of the queries issued, at most 12 entries",
@@ -1193,7 +1193,7 @@ CASES = [
          "Year: 1965”", select="`year`"),
     Case("fields-labels-fails", "a citation containing: title, author and year",
          "Title: Dune\nAuthor: Herbert", "required_field", "failed", "partially_satisfied",
-         "no `year` field, label or heading in `out`", select="`year`"),
+         "no `year` field, label or heading in `out`; it has: title, author", select="`year`"),
     Case("fields-mentioned-undecided", "a citation containing: title, author and year",
          "Title: Dune\nAuthor: Herbert, in the year 1965", "required_field", "undecided",
          "satisfied", "`year` is mentioned but not as a labelled field or heading",

@@ -488,7 +488,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      item (v21 counted the output's own items: none in an object, the clause met at 75);
 #      lines of one item each are counted where the output has no other list (v21: none to
 #      count in); a whole number with zero decimals is the number among values (v21: "2.0"
-#      was none of 1, 2 or 3).
+#      was none of 1, 2 or 3); a missing field of a text or CSV output is said so with the
+#      labels, headings or columns there are (v21: none).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -1345,7 +1345,13 @@ def required_field() -> Check:
         .when(mentioned).then(pl.format(
             "`{}` is mentioned but not as a labelled field or heading: {}", shown,
             around(plain_text, mention, 60)))
-        .otherwise(pl.format("no `{}` field, label or heading in {}", shown, label()))
+        # (with the labels and headings there are, as compared: v21 named none)
+        .otherwise(pl.format("no `{}` field, label or heading in {}; {}", shown, label(),
+                             pl.col("field_values").fill_null("").str.extract_all(r"(?m)^[^\t\n]+")
+                             .list.unique(maintain_order=True).list.head(12).list.join(", ")
+                             .pipe(lambda keys: pl.when(keys == "")
+                                   .then(pl.lit("it has none"))
+                                   .otherwise(pl.concat_str(pl.lit("it has: "), keys)))))
     )
     return Check(
         applies=NAMED, each="fields", let=let,
