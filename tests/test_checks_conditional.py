@@ -469,3 +469,25 @@ def test_an_error_declared_by_its_bare_name_opens_the_degraded_path(tmp_path, er
     kinds = dict(frame.select("clause_id", "kind").rows())
     assert {kinds[c]: v for c, v in tables["clause_verdicts"].select(
         "clause_id", "verdict").rows()} == {"ensures": "not_evaluable", "conditional": "satisfied"}
+
+
+def test_evidence_of_a_conditional_naming_no_output_quotes_one_output(tmp_path):
+    """Judged on all the service published, joined: its quotes stay within one file (v21
+    quoted the end of `a.md` and the start of `b.md` as one text), and a phrase split across
+    two files is not found."""
+    ensures = ('- `a`: a line\n- `b`: a line\n'
+               '- if the api is unavailable: the outputs say "served from stale cache"\n'
+               '- if the api is unavailable: the outputs say "stale cache"')
+    write_service_run(tmp_path, run_id(1), ensures=ensures,
+                      errors="- `api-unavailable`: the api did not answer",
+                      outputs={"a.md": "- x\n- y, served from", "b.md": "stale cache here"},
+                      error=("api-unavailable", "The API timed out."))
+    tables, frame = grade_folder(tmp_path)
+    cond = frame.filter(pl.col("kind") == "conditional").select("run_id", "clause_id")
+    checks = tables["checks"].join(cond, on=["run_id", "clause_id"])
+    literal = checks.filter(pl.col("check") == "literal").sort("outcome")
+    assert literal.select("outcome", "evidence").rows() == [
+        ("failed", "no “served from stale cache” in the outputs of `svc`"),
+        ("passed", "“stale cache here”")]
+    excerpts = checks.filter(pl.col("check") == "meets_description")["evidence"].to_list()
+    assert excerpts == ["“- x\n- y, served from…”"] * 2

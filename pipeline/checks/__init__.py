@@ -489,7 +489,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      lines of one item each are counted where the output has no other list (v21: none to
 #      count in); a whole number with zero decimals is the number among values (v21: "2.0"
 #      was none of 1, 2 or 3); a missing field of a text or CSV output is said so with the
-#      labels, headings or columns there are (v21: none).
+#      labels, headings or columns there are (v21: none); a quote of a service's outputs
+#      joined (a conditional naming no output) stays within one of them (v21 quoted the end
+#      of one file and the start of the next as one text).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

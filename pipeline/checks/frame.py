@@ -25,6 +25,14 @@ from ..tables import collect
 from .clause_analysis import clause_requirements
 from .output_analysis import output_facts
 
+# What joins a service's outputs into the one text a conditional naming no output is judged
+# on: a blank line, a line separator (U+2028: a space to every pattern, so no word, line or
+# paragraph is added; 3 characters more than the blank line alone), a blank line. A quote of
+# that text never crosses it (`excerpt`, `library.around`): v21 quoted the end of one file
+# and the start of the next as one text.
+JOINED_MARK = "\u2028"
+OUTPUTS_JOINED = "\n\n" + JOINED_MARK + "\n\n"
+
 # A service's error as messages name it: one the log records without a name (`---error …
 # timeout`) is still told apart.
 ERROR = pl.coalesce(pl.col("error_name"), pl.lit("(unnamed)"))
@@ -148,12 +156,12 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     service_text = pl.concat([
         nonempty.join(wide, on=["run_uri", "service"], how="semi")
         .group_by("run_uri", "service").agg(
-            pl.col("text").sort_by("name").str.join("\n\n").alias("_service_text"),
+            pl.col("text").sort_by("name").str.join(OUTPUTS_JOINED).alias("_service_text"),
             pl.col("truncated").any().alias("_service_cut")),
         nonempty.join(programs.join(wide.rename({"service": "program"}),
                                     on=["run_uri", "program"], how="semi"), on="run_uri")
         .group_by("run_uri", pl.col("program").alias("service"))
-        .agg(pl.col("text").sort_by("service", "name").str.join("\n\n")
+        .agg(pl.col("text").sort_by("service", "name").str.join(OUTPUTS_JOINED)
              .alias("_service_text"), pl.col("truncated").any().alias("_service_cut")),
     ])
     frame = (

@@ -33,6 +33,7 @@ from .contract import (
     part_read,
     quoted,
 )
+from .frame import JOINED_MARK
 from .grader import SECRET_PATTERNS, Check, Lets, check
 from .output_analysis import (
     WORDS,
@@ -181,7 +182,13 @@ def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = 
     match = pattern if literal else text.str.extract(pattern, 0)
     start = (before - width).clip(lower_bound=0)
     window = text.str.slice(start, before - start + match.str.len_chars() + width)
-    return quoted(window.str.strip_chars())
+    # (within the output the match is in, of several joined: OUTPUTS_JOINED)
+    joined = pl.when(window.str.contains(JOINED_MARK, literal=True)).then(text)
+    within = pl.concat_str(
+        joined.str.slice(start, before - start).str.extract("([^" + JOINED_MARK + "]*)$", 1),
+        match, joined.str.slice(before + match.str.len_chars(), width)
+        .str.extract("^([^" + JOINED_MARK + "]*)", 1))
+    return quoted(pl.coalesce(within, window).str.strip_chars())
 
 
 def _as_written(name: pl.Expr, joiner: str = r"[\s_\-]") -> pl.Expr:
