@@ -734,13 +734,21 @@ CASES = [
     ("a `name` field (required or optional)", (), {"enums": []}),
     ("a `text` field: English or French", (),
      {"enums": [], "unchecked_text": "English or French"}),
-    # a field's values name no format of the output; a format's name among them is asked
-    # (the field may hold the name, or text in that format; v21 required markdown of the
-    # JSON output)
+    # a field's values name no format of the output (v21 required markdown of the JSON
+    # output); a field naming a kind holds formats' names as values, another field may hold
+    # text in that format: asked
     ("a JSON object with a `format` field (markdown or html)", (),
-     {"formats": ["json"], "enums": [], "unchecked_text": "(markdown or html)"}),
+     {"formats": ["json"], "enums": [("format", ["markdown", "html"])], "unchecked_text": None}),
     ("a JSON object with a `syntax` key set to json or yaml", (),
-     {"formats": ["json"], "unchecked_text": "set to json or yaml"}),
+     {"formats": ["json"], "enums": [("syntax", ["json", "yaml"])], "unchecked_text": None}),
+    ("a JSON object with a `body` field (markdown or html)", (),
+     {"formats": ["json"], "enums": [], "unchecked_text": "(markdown or html)"}),
+    # an exception to what is forbidden is asked with it (v21 forbade it everywhere)
+    ('never mentions "Northwind" unless the ticket does', (),
+     {"literals": [], "unchecked_text": 'never mentions "Northwind" unless the ticket does'}),
+    ("does not name other customers, such as Northwind or Contoso, unless the ticket does", (),
+     {"literals": [], "unchecked_text": "does not name other customers, such as Northwind or "
+                                        "Contoso, unless the ticket does"}),
     ("a JSON object with an `items` field (a list of strings)", (), {"formats": ["json"]}),
     ("a markdown table with a `status` column (pass or fail)", (),
      {"formats": ["table"], "enums": [("status", ["pass", "fail"])]}),

@@ -553,6 +553,15 @@ CASES = [
          'a JSON object with a `status` key ("ok" or "error")',
          '{"result": {"status": "bad"}}', "enum_value", "failed", "partially_satisfied",
          "“bad” is not one of “ok”, “error”"),
+    # a field naming a kind holds a format's name (v21 required markdown of the output)
+    Case("kind-field-format-names-fail", "a JSON object with a `format` field (markdown or html)",
+         '{"format": "pdf"}', "enum_value", "failed", "partially_satisfied",
+         "“pdf” is not one of “markdown”, “html”"),
+    # an exception to what is forbidden is asked with it (v21: forbidden everywhere)
+    Case("forbidden-with-exception-is-asked", "a reply that does not name other customers, "
+         "such as Northwind or Contoso, unless the ticket does",
+         "As you mentioned, Northwind saw the same issue.", "meets_description", "undecided",
+         "not_evaluable", "As you mentioned"),
     # a null is no allowed value unless the clause says it may be (v21: "no value found")
     Case("ticked-field-of-values-null-fails",
          'a JSON object with a `status` key ("ok" or "error")', '{"status": null}',

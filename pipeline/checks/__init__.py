@@ -483,7 +483,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      forbids in parentheses ("(e.g. Zendesk, Intercom)"), after "avoids", "never uses" or
 #      "never names", are forbidden, and "avoids "x"", "never names "x"" forbid x (v21: asked);
 #      a named field's values name no format of the output ("a `format` field (markdown or
-#      html)": asked; v21 required the JSON output to be markdown); in a clause about JSON,
+#      html)": values, as a field naming a kind holds them; another field's are asked; v21
+#      required the JSON output to be markdown); what is forbidden with an exception
+#      ('never mentions "Northwind" unless the ticket does') is asked whole (v21 forbade it
+#      everywhere, and asked the exception alone); in a clause about JSON,
 #      "an empty `results` list", "whose `errors` list is empty" is the field's count of no
 #      item (v21 counted the output's own items: none in an object, the clause met at 75);
 #      lines of one item each are counted where the output has no other list (v21: none to

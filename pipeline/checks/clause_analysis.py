@@ -439,6 +439,9 @@ NOT_VALUES = ["more", "less", "fewer", "higher", "lower", "above", "below", "gre
               # formats and types are read as such ("markdown or JSON")
               "json", "yaml", "yml", "csv", "markdown", "table", "list", "html", "xml", "text",
               "prose", "number", "integer", "string", "url", "date"]
+# Fields whose values name a kind: a format's or a type's name among them is a value
+KIND_FIELDS = ["format", "type", "kind", "syntax", "language", "lang", "mode", "style",
+               "media-type", "content-type", "mime-type", "output-format", "file-type"]
 # Words that say whether a field is there, not what it holds ("`notes` (optional or null)")
 PRESENCE_WORDS = ["optional", "required", "mandatory", "null", "nullable", "omitted", "absent",
                   "present", "missing", "empty", "blank"]
@@ -1117,6 +1120,12 @@ ELEMENT_REWRITES = (
                     r"(integers|whole\s+numbers)\b", ELEMENTS),
 )
 UNREAD = "\ue00c"
+# A phrase that forbids, up to the exception it makes: 'never mentions "Northwind" unless the
+# ticket does', "does not name other customers, such as Contoso, except …"
+EXCEPTION = r"\b(?:unless|except|excepting|other\s+than|apart\s+from|save\s+for)\b"
+EXCEPTED = (r"(?i)\b(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|do\s+not"
+            r"|don't|cannot|can't|may\s+not|not|no|avoids?|avoiding)\s+[^.;\n]*?" + EXCEPTION
+            + r"[^.;\n]*")
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
                   r"|(?i)\b(?:starting|beginning|numbered)\s+(?:at|from|with)\s+\d+\b"
@@ -1132,7 +1141,10 @@ UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimite
                   r"|(?i)\b(?:in\s+the\s+(?:future|past)|(?:before|after)\s+today)\b"
                   # ... or a range of each of several numbers but a JSON array's ("a list of
                   # scores, each between 0 and 1"; v11 bounded the first number only)
-                  r"|" + EACH_BOUND)
+                  r"|" + EACH_BOUND
+                  # ... or what is forbidden save where an exception holds (v21 forbade it
+                  # everywhere, and asked the exception alone)
+                  + r"|" + EXCEPTED)
 # Marks a restored phrase: what no reader could read always reaches the judgment question,
 # whole (its commas are held as COMMA while the rest of the clause is cut into stretches).
 KEPT = "\ue002"
@@ -1655,9 +1667,15 @@ def _enums(df: pl.DataFrame) -> pl.DataFrame:
             # nor where the words are qualities ("concise or brief": judged, not matched)
             # (options named in parentheses after a value's noun are values, whatever they
             # say: "(positive, negative or neutral)")
-            choice = (said.is_not_null() & ~words.list.eval(pl.element().is_in(NOT_VALUES))
-                      .list.any() & (pl.lit(kind == "scalar_paren")
-                                     | ~said.str.contains(JUDGMENT_WORDS))
+            not_values = words.list.eval(pl.element().is_in(NOT_VALUES)).list.any()
+            if kind == "field_words":  # a field naming a kind holds formats' and types' names
+                # as values (``a `format` field (markdown or html)``; v21: asked)
+                kinds = normalise_key(said.str.extract(pattern, 1).str.strip_chars("` ")
+                                      ).is_in(KIND_FIELDS)
+                not_values = not_values & ~(kinds & ~words.list.eval(pl.element().is_in(
+                    NOT_VALUES[:NOT_VALUES.index("json")])).list.any()).fill_null(False)
+            choice = (said.is_not_null() & ~not_values
+                      & (pl.lit(kind == "scalar_paren") | ~said.str.contains(JUDGMENT_WORDS))
                       & ~said.str.contains(VAGUE_WORDS))
             if kind == "bare_or":  # "a list: bugs, fixes or features" names the list's items
                 choice = choice & (pl.col("formats").list.len() == 0)
@@ -2243,7 +2261,8 @@ def _negated_examples(df: pl.DataFrame) -> pl.DataFrame:
     """'does not mention competitors such as Zendesk or Freshdesk' read as 'does not mention
     "Zendesk" or "Freshdesk"; does not mention competitors': the examples forbidden each (a
     detector finds them), what they are examples of asked."""
-    t = pl.col("t")
+    # (not where the clause makes an exception: EXCEPTED, asked whole)
+    t = pl.when(~pl.col("t").str.contains("(?i)" + EXCEPTION)).then(pl.col("t"))
     found = t.str.extract_groups(NEGATED_EXAMPLES)
     verb, noun = found.struct.field("1"), found.struct.field("2")
     names = pl.coalesce(found.struct.field("3"), found.struct.field("4"))  # (in parentheses)
@@ -2253,7 +2272,7 @@ def _negated_examples(df: pl.DataFrame) -> pl.DataFrame:
     around = t.str.split(whole)  # (no pattern of a row's own in str.replace)
     return df.with_columns(pl.when(whole.is_not_null()).then(pl.concat_str(
         around.list.first(), verb, pl.lit(" "), quoted, pl.lit("; "), verb, pl.lit(" "), noun,
-        around.list.slice(1).list.join(whole))).otherwise(t).alias("t"))
+        around.list.slice(1).list.join(whole))).otherwise(pl.col("t")).alias("t"))
 
 
 def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
