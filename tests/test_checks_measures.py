@@ -222,13 +222,14 @@ def test_a_json_key_is_read_where_it_is_nearest_the_top():
     texts = ['{"status": "ok", "checks": [{"status": "failing", "name": "db"}]}',
              '[{"state": "open", "labels": [{"state": "active"}]}, 3, {"state": "closed"}]',
              '{"result": {"status": "ok", "tags": ["a", null, ["b"], {"c": 1}]}}',
-             '{"status": null, "n": 1.50}']
+             '{"status": null, "n": 1.50}', '{"n": 1.50, "o": {"n": 2}}']
     measured = output_facts(pl.DataFrame({"binding_text": texts}))
     assert [v.split("\n") for v in measured["field_values"]] == [
         ["status\tok", "checks\t[", "name\tdb"],
         ["state\topen", "labels\t[", "state\tclosed"],
         ["result\t{", "status\tok", "tags\t[", "c\t1"],
-        ["status\tnull", "n\t1.5"]]
+        # (a flat object's pairs as written; a nested one's parsed)
+        ["status\tnull", "n\t1.50"], ["n\t1.5", "o\t{"]]
 
 
 def test_a_label_is_at_most_41_characters_wherever_its_line_is():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..tables import MISSING_CONTRACT, UNREAD_ENSURES
-from .frame import ERROR, JOINED_MARK
+from .frame import ERROR
 from .grader import Check, check
 
 PASSED, FAILED, UNDECIDED = pl.lit("passed"), pl.lit("failed"), pl.lit("undecided")
@@ -41,7 +41,7 @@ def part_read(evidence: pl.Expr) -> pl.Expr:
 
 def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
     """The start of an output, trimmed, cut at `size` characters with an ellipsis when longer
-    (and at the end of the first output of several joined, OUTPUTS_JOINED).
+    (and, of several outputs joined, at the end of the first: see `grader.finished`).
 
     Only the excerpt is copied: the trimmed length comes from the whitespace at either end
     (found by anchored patterns), so a long output is never copied whole.
@@ -49,12 +49,9 @@ def excerpt(expr: pl.Expr, size: int = 240) -> pl.Expr:
     lead = expr.str.extract(r"^(\s*)", 1).str.len_chars().cast(pl.Int64)
     trail = expr.str.extract(r"(\s*)$", 1).str.len_chars().cast(pl.Int64)
     kept = (expr.str.len_chars().cast(pl.Int64) - lead - trail).clip(lower_bound=0)
-    cut = pl.when(kept > size).then(
+    return pl.when(kept > size).then(
         pl.concat_str(expr.str.slice(lead, size), pl.lit("…"))
     ).otherwise(expr.str.slice(lead, kept))
-    joined = pl.when(cut.str.contains(JOINED_MARK, literal=True)).then(cut)
-    return pl.coalesce(pl.concat_str(joined.str.extract(r"^(?s)(.*?)\s*" + JOINED_MARK, 1),
-                                     pl.lit("…")), cut)
 
 
 def quoted(expr: pl.Expr) -> pl.Expr:

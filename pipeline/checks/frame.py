@@ -28,8 +28,8 @@ from .output_analysis import output_facts
 # What joins a service's outputs into the one text a conditional naming no output is judged
 # on: a blank line, a line separator (U+2028: a space to every pattern, so no word, line or
 # paragraph is added; 3 characters more than the blank line alone), a blank line. A quote of
-# that text never crosses it (`excerpt`, `library.around`): v21 quoted the end of one file
-# and the start of the next as one text.
+# that text never crosses it (`library.around`, `grader.finished`): v21 quoted the end of one
+# file and the start of the next as one text.
 JOINED_MARK = "\u2028"
 OUTPUTS_JOINED = "\n\n" + JOINED_MARK + "\n\n"
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import polars as pl
 
 from ..tables import COLUMNS, OUTCOMES, collect, conform, empty
+from .frame import JOINED_MARK
 from .output_analysis import FACT_FAMILY, FAMILY, TEXT_ID, families_of, output_facts, with_text_ids
 
 GRADER_ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9_-]+)*\.grader/v[1-9][0-9]*$")
@@ -320,8 +321,14 @@ def finished(rows: pl.LazyFrame) -> pl.LazyFrame:
     EVIDENCE_CAP, confidence clipped to 0–100 and rounded, a null confidence 0 (a check whose
     confidence is a `when` without `otherwise` left a satisfied verdict with none, which the
     floor of 50 never met)."""
+    evidence = pl.col("evidence")
+    # a quote of several outputs joined (OUTPUTS_JOINED) ends where the first does: v21 quoted
+    # the end of one file and the start of the next as one text (`around` quotes the output
+    # its match is in); found by a plain search, the few such rows cut by a pattern
+    joined = pl.when(evidence.str.contains(JOINED_MARK, literal=True)).then(evidence)
     return rows.with_columns(
-        pl.col("evidence").str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
+        pl.coalesce(joined.str.replace_all(r"\s*" + JOINED_MARK + "[^”]*", "…"), evidence)
+        .str.replace_all(SECRET_PATTERNS, SECRET_MASK, literal=False)
         .str.slice(0, EVIDENCE_CAP),
         pl.col("confidence").clip(0, 100).round(0).cast(pl.Int64).fill_null(0))
 

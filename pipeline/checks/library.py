@@ -177,13 +177,19 @@ def around(text: pl.Expr, pattern: pl.Expr, width: int = 80, *, literal: bool = 
     Only the window is copied: the match is located (a byte offset, turned into characters
     by measuring the text before it) and the window sliced out.
     """
-    at = text.str.find(pattern, literal=literal)
-    before = text.cast(pl.Binary).bin.head(at).cast(pl.String).str.len_chars().cast(pl.Int64)
-    match = pattern if literal else text.str.extract(pattern, 0)
-    start = (before - width).clip(lower_bound=0)
+    def located(t: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+        """(characters before the match, the match, where its window starts) in `t`."""
+        at = t.str.find(pattern, literal=literal)
+        before = t.cast(pl.Binary).bin.head(at).cast(pl.String).str.len_chars().cast(pl.Int64)
+        match = pattern if literal else t.str.extract(pattern, 0)
+        return before, match, (before - width).clip(lower_bound=0)
+
+    before, match, start = located(text)
     window = text.str.slice(start, before - start + match.str.len_chars() + width)
-    # (within the output the match is in, of several joined: OUTPUTS_JOINED)
-    joined = pl.when(window.str.contains(JOINED_MARK, literal=True)).then(text)
+    # (within the output the match is in, of several joined: OUTPUTS_JOINED, only ever in a
+    # text of a service's outputs; located again on those rows alone)
+    joined = pl.when(pl.col("output_scope") == "service").then(text)
+    before, match, start = located(joined)
     within = pl.concat_str(
         joined.str.slice(start, before - start).str.extract("([^" + JOINED_MARK + "]*)$", 1),
         match, joined.str.slice(before + match.str.len_chars(), width)
@@ -584,8 +590,8 @@ def value_type() -> Check:
         value.str.replace(r"\s+(?:UTC|GMT)$", "")).otherwise(value)
     ok = let("_ok", typed.str.contains(pattern).fill_null(False))
     within = pl.col("value_within")
-    inside = let("_inside", pl.when(ok & within.is_not_null()).then(
-        _within_facts(value).str.contains(_within_mark(within), literal=True)))
+    inside = let("_inside", _within_facts(pl.when(ok & within.is_not_null()).then(value))
+                 .str.contains(_within_mark(within), literal=True))
     named = (pl.when((kind == "masked") & lead)
              .then(pl.format("a value written as {}", pl.col("value_mask")))
              .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
@@ -1354,7 +1360,9 @@ def required_field() -> Check:
             around(plain_text, mention, 60)))
         # (with the labels and headings there are, as compared: v21 named none)
         .otherwise(pl.format("no `{}` field, label or heading in {}; {}", shown, label(),
-                             pl.col("field_values").fill_null("").str.extract_all(r"(?m)^[^\t\n]+")
+                             pl.when((outcome == FAILED) & ~is_json & ~has_table)
+                             .then(pl.col("field_values")).fill_null("")
+                             .str.extract_all(r"(?m)^[^\t\n]+")
                              .list.unique(maintain_order=True).list.head(12).list.join(", ")
                              .pipe(lambda keys: pl.when(keys == "")
                                    .then(pl.lit("it has none"))
@@ -1551,16 +1559,18 @@ def field_type() -> Check:
     values = let("_values", _values_of(f.struct.field("key")).list.eval(pl.element().filter(
         (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
         .replace({"{": "{…} (an object)"})))
+    # ("… 14:35:22 UTC" is a timestamp, as value_type reads it)
+    timestamps = pl.when(kind.is_in(["datetime", "iso_datetime"])).then(values)
+    typed = let("_typed", pl.coalesce(timestamps.list.eval(
+        _trimmed_value(pl.element()).str.replace(r"\s+(?:UTC|GMT)$", "")), values))
     fits = pl.lit(None, pl.List(pl.Boolean))
     # a pattern per type: list.eval cannot read a pattern from the row
     for name, pattern in VALUE_PATTERNS.items():
-        value = _trimmed_value(pl.element())
-        if name in ("datetime", "iso_datetime"):  # ("… 14:35:22 UTC", as value_type reads it)
-            value = value.str.replace(r"\s+(?:UTC|GMT)$", "")
-        fits = pl.when(kind == name).then(values.list.eval(value.str.contains(pattern))
-                                          ).otherwise(fits)
+        fits = pl.when(kind == name).then(typed.list.eval(
+            _trimmed_value(pl.element()).str.contains(pattern))).otherwise(fits)
     # ... and within what the clause says: each value's facts hold the zone's mark
-    facts = values.list.eval(_within_facts(_trimmed_value(pl.element()))).list.join("")
+    facts = pl.when(within.is_not_null()).then(values).list.eval(
+        _within_facts(_trimmed_value(pl.element()))).list.join("")
     outside = let("_outside", pl.when(within.is_not_null() & fits.list.all()).then(
         values.list.len() - facts.str.count_matches(_within_mark(within), literal=True)))
     fits = let("_fits", fits)

@@ -812,11 +812,17 @@ def _json_string(value: pl.Expr) -> pl.Expr:
 
 def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
     """(_fv, k, v) of the pairs of each JSON object output, or of each object element of an
-    array output, parsed: a string decoded, a number as the parser writes it back, `null`,
-    `{` for an object, and for an array `[` and then each of its elements that is neither an
-    array nor an object."""
-    candidates = frame.filter(pl.col("json_kind").is_in(["object", "array"])).select(
-        pl.col("_fv"), pl.col("_json_text").alias("t"), "json_kind")
+    array output, that holds more than those pairs, parsed: a string decoded, a number as the
+    parser writes it back, `null`, `{` for an object, and for an array `[` and then each of
+    its elements that is neither an array nor an object."""
+    # (a flat object, or an array of flat objects, has no key but its top ones: its pairs
+    # are read by their pattern, numbers as written; only a bracket more sends it here)
+    t = pl.col("_json_text")
+    opened = t.str.count_matches("{", literal=True) + t.str.count_matches("[", literal=True)
+    candidates = frame.filter(pl.col("json_kind").is_in(["object", "array"])).filter(
+        opened > pl.when(pl.col("json_kind") == "object").then(1)
+        .otherwise(pl.col("json_len").fill_null(0) + 1)).select(
+        pl.col("_fv"), t.alias("t"), "json_kind")
     if candidates.is_empty():
         return pl.DataFrame(schema={"_fv": pl.UInt32, "k": pl.String, "v": pl.String})
     with scratch({"candidates": candidates}) as con:
