@@ -553,6 +553,49 @@ CASES = [
          'a JSON object with a `status` key ("ok" or "error")',
          '{"result": {"status": "bad"}}', "enum_value", "failed", "partially_satisfied",
          "“bad” is not one of “ok”, “error”"),
+    # a null of a field that may be absent is no value (v22 as first written: "null" failed)
+    Case("optional-field-null-is-no-value", "a JSON object with fields:",
+         '{"name": "x", "severity": null}', "enum_value", "undecided", "satisfied",
+         "no value of `severity` found",
+         details=("`name`: the name", '`severity`: "low", "medium" or "high" (optional)')),
+    Case("conditional-field-null-is-no-value", "a JSON object with fields:",
+         '{"resolution": null}', "enum_value", "undecided", "satisfied",
+         "no value of `resolution` found",
+         details=('`resolution`: "fixed" or "wontfix", if resolved',)),
+    Case("optional-typed-field-null-is-no-value", "a JSON object with fields:",
+         '{"id": 1, "closed_at": null}', "field_type", "undecided", "satisfied",
+         "no value of `closed_at` to read",
+         details=("`id`: the id", "`closed_at` (optional): an ISO 8601 timestamp in UTC")),
+    # a field inside another is read below the top (v22 as first written: the output's own)
+    Case("nested-sub-item-enum-reads-below-the-top", "a JSON object with fields:",
+         '{"status": "ok", "checks": [{"name": "a", "status": "broken"}]}', "enum_value",
+         "failed", "partially_satisfied", "“broken” is not one of “pass”, “fail”",
+         select="“pass”", details=('`status`: "ok" or "degraded"', '`checks`: a list of objects, '
+                                   'each with `name` and `status` ("pass" or "fail")')),
+    Case("contained-enum-reads-below-the-top", "a JSON object with a list of `services`, each "
+         "with `name` and `status` (up or down)",
+         '{"status": "degraded", "services": [{"name": "a", "status": "up"}]}', "enum_value",
+         "passed", "satisfied", "`status` values: up"),
+    # "never an empty `results` list" is at least one item (v22 as first written: none)
+    Case("never-an-empty-field-list-passes", "a JSON object, never an empty `results` list",
+         '{"results": [{"id": 1}]}', "field_length", "passed", "satisfied",
+         "1 array(s) under `results`"),
+    # "never uses more than 2 …" bounds them (v22 as first written: more than 2 required)
+    Case("never-uses-more-than-passes", "a reply that never uses more than 2 exclamation marks",
+         "Thanks! Done!", "count", "passed", "satisfied", "2 exclamation marks"),
+    # a label line opens a list of lines; a CSV's lines are no such list
+    Case("label-line-is-no-item", "a list of at most 3 hosts, one per line",
+         "Hosts:\nweb-1\nweb-2\nweb-3", "count", "passed", "satisfied", "`out` has 3 lines"),
+    Case("csv-lines-are-no-items", "a list of at least 3 customers",
+         "name,plan\nann,pro\nbob,free", "count", "undecided", "violated",
+         "no list, table or JSON array in `out`"),
+    # what is forbidden in one part only is asked (v22 as first written: the whole output)
+    Case("forbidden-in-one-part-is-asked", 'a reply that never names "Acme" in its first '
+         "sentence", "We shipped it. Acme helped.", "meets_description", "undecided",
+         "not_evaluable", "We shipped it."),
+    # a value not of its type is said so, not to be outside what it is within
+    Case("value-within-wrong-type-fails", "a date in 2026", "2026-03-17T10:00:00Z", "value_type",
+         "failed", "violated", "`out` is not a date: “2026-03-17T10:00:00Z”"),
     # a field naming a kind holds a format's name (v21 required markdown of the output)
     Case("kind-field-format-names-fail", "a JSON object with a `format` field (markdown or html)",
          '{"format": "pdf"}', "enum_value", "failed", "partially_satisfied",

@@ -205,18 +205,22 @@ def test_field_values_split_each_json_pair_at_its_key_and_decode_its_strings():
     lines = ['a"b\tx: "y" z', "count\t12", "list\t[", "url\thttps://e.example/a:b",
              "path\tC:\\dir\\", 'quote\tends "quoted"', "café\tcafé ✓", "lines\tone two three",
              "slash\ta/b"]
-    # the output's own keys, parsed (an array's elements follow it); nested ones, read by
-    # their pattern where no key of the output has their name
+    # every pair by its pattern, nested ones too; the output's own keys parsed, an array's
+    # elements after it (a flat object's pairs are the pattern's alone)
     texts = [json.dumps(doc).replace("a/b", "a\\/b")  # "\/" is JSON for "/" too
-             for doc in (pairs, {"outer": pairs})]
+             for doc in (pairs, {"outer": pairs}, {"flat": 1})]
     measured = output_facts(pl.DataFrame({"binding_text": texts}))
-    assert measured["field_values"][0].split("\n") == [*lines[:3], "list\t1", *lines[3:]]
+    assert measured["field_values"][0].split("\n") == lines
     assert measured["field_values"][1].split("\n") == ["outer\t{", *lines]
+    assert measured["json_top_values"][0].split("\n") == [*lines[:3], "list\t1", *lines[3:]]
+    assert measured["json_top_values"].to_list()[1:] == ["outer\t{", None]
 
 
 def test_a_json_key_is_read_where_it_is_nearest_the_top():
     """A key among the output's own (or its object elements') keys is read there, and only
-    there; one nested alone is read where it is."""
+    there; one nested alone is read where it is; one the clause says is nested, below the
+    top."""
+    from pipeline.checks.library import _values_of
     from pipeline.checks.output_analysis import output_facts
 
     texts = ['{"status": "ok", "checks": [{"status": "failing", "name": "db"}]}',
@@ -224,12 +228,18 @@ def test_a_json_key_is_read_where_it_is_nearest_the_top():
              '{"result": {"status": "ok", "tags": ["a", null, ["b"], {"c": 1}]}}',
              '{"status": null, "n": 1.50}', '{"n": 1.50, "o": {"n": 2}}']
     measured = output_facts(pl.DataFrame({"binding_text": texts}))
-    assert [v.split("\n") for v in measured["field_values"]] == [
-        ["status\tok", "checks\t[", "name\tdb"],
-        ["state\topen", "labels\t[", "state\tclosed"],
-        ["result\t{", "status\tok", "tags\t[", "c\t1"],
-        # (a flat object's pairs as written; a nested one's parsed)
-        ["status\tnull", "n\t1.50"], ["n\t1.5", "o\t{"]]
+
+    def values(key: str, nested: bool | None = None) -> list[list[str]]:
+        flag = None if nested is None else pl.lit(nested)
+        return measured.select(_values_of(pl.lit(key), flag).alias("v"))["v"].to_list()
+
+    assert values("status") == [["ok"], [], ["ok"], ["null"], []]
+    # (a flat object tells no depth: its pairs are all there is)
+    assert values("status", nested=True) == [["failing"], [], ["ok"], ["null"], []]
+    assert values("state") == [[], ["open", "closed"], [], [], []]
+    assert values("tags")[2] == ["["]
+    # (a flat object's numbers as written, a nested one's parsed)
+    assert [v for v in values("n")] == [[], [], [], ["1.50"], ["1.5"]]
 
 
 def test_a_label_is_at_most_41_characters_wherever_its_line_is():

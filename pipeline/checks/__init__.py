@@ -471,9 +471,12 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      examples of what a clause forbids ("does not mention competitors such as Zendesk")
 #      are forbidden (v20: dropped as examples).
 # v22: a key of a JSON output is read where it is nearest the top (v21: at every depth, so
-#      a nested `status` of "failing" failed the output's own `status` of "ok"); a field's
-#      JSON array holds its elements as values (v21: none, "no value"), a JSON null is no
-#      allowed value unless the clause says it may be null or missing (v21: no value);
+#      a nested `status` of "failing" failed the output's own `status` of "ok"), and one the
+#      clause puts inside another ("`checks`: … each with `status` …") below the top (new
+#      measure `json_top_values`, enums' `nested`); a field's JSON array holds its elements
+#      as values (v21: none, "no value"), a JSON null is no allowed value of a field the
+#      clause requires and does not say may be null, missing or there only at times (v21:
+#      no value);
 #      "never an empty list", "must not be an empty array" is a count of at least one item
 #      (v21: a list ruled out, and "empty array" counted as what was asked); a time zone, a
 #      year or a domain closing a value's clause ("an ISO 8601 timestamp in UTC", "a date in
@@ -494,7 +497,10 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      was none of 1, 2 or 3); a missing field of a text or CSV output is said so with the
 #      labels, headings or columns there are (v21: none); a quote of a service's outputs
 #      joined (a conditional naming no output) stays within one of them (v21 quoted the end
-#      of one file and the start of the next as one text).
+#      of one file and the start of the next as one text); "never uses more than 2 …" bounds
+#      them (v21 required more than 2); a label line opening lines of one item each is none
+#      of them, and a CSV's lines are no such list; what is forbidden in one part of the
+#      output ("in its first sentence", "whose subject line does not mention …") is asked.
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -76,8 +76,9 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             are; chronological: by the ISO date each item holds ("in
                             chronological order", "newest first")
   alternative    str        "..., or the single line "none"": an output equal to it is enough
-  enums          list[struct{field, values, phrase, key}]  '"low", "medium" or "high"'; field
-                            null means the whole output must be one of the values
+  enums          list[struct{field, values, phrase, nested, key}]  '"low", "medium" or
+                            "high"'; field null means the whole output must be one of the
+                            values; nested: the field is inside another the clause names
   fields         list[struct{name, key, nested, phrase}]  from sub-items and from "with fields
                             `a`, `b`", "containing: a, b and c", "each has: x, y"
   ranges         list[struct{field, lo, hi, phrase, lo_exclusive, hi_exclusive, key}]  numeric
@@ -214,10 +215,11 @@ MEASURES = {
        for noun in ("section", "heading", "header")},
 }
 
-# A negation and the verb it may take before a bound ("is not", "never has", "does not").
+# A negation and the verb it may take before a bound ("is not", "never has", "does not",
+# "never uses": v22 as first written read "never uses more than 2 …" as more than 2).
 NEGATION = (r"(?:(?:(?:does|do|did|must|should|shall|will|would|can|may|is|are|was)\s*)?"
             r"(?:not|n't)|never|cannot|won't|without)\s+(?:(?:be|is|are|has|have|contain|"
-            r"contains|run|runs|go|goes|get|gets)\s+)?")
+            r"contains|include|includes|use|uses|run|runs|go|goes|get|gets)\s+)?")
 # (kind, pattern): group 1 = scope, 2 = first number, 3 = second number, 4 = unit.
 QUANTITY_FORMS = [
     ("range", START + SCOPE + r"(?:between\s+)?" + NUM
@@ -1120,12 +1122,18 @@ ELEMENT_REWRITES = (
                     r"(integers|whole\s+numbers)\b", ELEMENTS),
 )
 UNREAD = "\ue00c"
-# A phrase that forbids, up to the exception it makes: 'never mentions "Northwind" unless the
-# ticket does', "does not name other customers, such as Contoso, except …"
-EXCEPTION = r"\b(?:unless|except|excepting|other\s+than|apart\s+from|save\s+for)\b"
+# A phrase that forbids, up to the exception it makes or the part it is about: 'never
+# mentions "Northwind" unless the ticket does', "does not name other customers, such as
+# Contoso, except …", 'never names "Acme" in its first sentence', "whose subject line does
+# not mention competitors (e.g. Zendesk)": asked whole, the output searched through by no
+# detector
+EXCEPTION = (r"\b(?:unless|except|excepting|other\s+than|apart\s+from|save\s+for)\b"
+             r"|\b(?:in|within)\s+(?:its|the)\s+(?:first|last|opening|closing|final)\b")
+SCOPED_NEGATION = (r"\bwhose\s+(?:[\p{L}\-`_]+\s+){1,3}?(?:does\s+not|doesn't|do\s+not|never"
+                   r"|must\s+not|should\s+not)\b")
 EXCEPTED = (r"(?i)\b(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|do\s+not"
-            r"|don't|cannot|can't|may\s+not|not|no|avoids?|avoiding)\s+[^.;\n]*?" + EXCEPTION
-            + r"[^.;\n]*")
+            r"|don't|cannot|can't|may\s+not|not|no|avoids?|avoiding)\s+[^.;\n]*?(?:" + EXCEPTION
+            + r")[^.;\n]*|(?i)" + SCOPED_NEGATION + r"[^.;\n]*")
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
                   r"|(?i)\b(?:starting|beginning|numbered)\s+(?:at|from|with)\s+\d+\b"
@@ -2141,6 +2149,13 @@ FIELD_VERB_BOUND = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){0,3
 NON_EMPTY = ((r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bnot|n't|\bcannot)"
               r"\s+(?:be\s+)?(?:an?\s+)?empty\s+((?:json\s+)?(?:array|list))\b",
               "with at least one item"),  # "never an empty list" (v21: a list ruled out)
+             # "never an empty `results` list", "must not have an empty `results` array",
+             # "whose `results` list is never empty" (v22 as first written: none)
+             (r"(?i)(?:\b(?:that|which)\s+)?(?:\b(?:must|should|can|will|is|are|may)\s*)?"
+              r"(?:\bnever|\bnot|n't|\bcannot|\bwithout)\s+(?:[\p{L}\-]+\s+){0,2}?(?:an?\s+)?"
+              r"empty\s+(" + TICKED + r"\s+(?:array|list))\b", "with a ${1} of at least one item"),
+             (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+(?:never"
+              r"|not)\s+empty\b", "${1} of at least one item"),
              (r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
               + r"\s+(?:array|list))\b", "${1} of at least one item"),
              (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+non[\s\-]?"
@@ -2262,7 +2277,8 @@ def _negated_examples(df: pl.DataFrame) -> pl.DataFrame:
     "Zendesk" or "Freshdesk"; does not mention competitors': the examples forbidden each (a
     detector finds them), what they are examples of asked."""
     # (not where the clause makes an exception: EXCEPTED, asked whole)
-    t = pl.when(~pl.col("t").str.contains("(?i)" + EXCEPTION)).then(pl.col("t"))
+    t = pl.when(~pl.col("t").str.contains("(?i)" + EXCEPTION + "|" + SCOPED_NEGATION)).then(
+        pl.col("t"))
     found = t.str.extract_groups(NEGATED_EXAMPLES)
     verb, noun = found.struct.field("1"), found.struct.field("2")
     names = pl.coalesce(found.struct.field("3"), found.struct.field("4"))  # (in parentheses)
@@ -2656,10 +2672,25 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
                       .otherwise(pl.col("judgments")).alias("_judged"))
               .group_by("_row", maintain_order=True).agg("_judged"))
     scoped = {}
+    # an enumeration of a field inside another ("- `checks`: a list of objects, each with
+    # `name` and `status` ("pass" or "fail")", "a list of `services`, each with `status` (up
+    # or down)") is of the nested field, not of a field of the output's own of that name
+    # (v22 as first written read the output's own `status`)
+    contained = frame.select("_row", pl.col("description").fill_null("").str.contains(
+        "(?i)" + TICKED + r"[^.;\n]{0,60}?\beach\s+(?:with|has|having|containing|including)\b")
+        .alias("_contained"))
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
-                .drop_nulls(family)
-                .with_columns(pl.col(family).struct.with_fields(
+                .drop_nulls(family))
+        if family == "enums":
+            own = pl.col(family).struct.field("field")
+            long = long.join(contained, on="_row", how="left").with_columns(
+                pl.col(family).struct.with_fields(
+                    (own.is_not_null() & pl.when(pl.col("_part") > 0).then(
+                        normalise_key(own) != normalise_key(pl.col("_field")))
+                     .otherwise(pl.col("_contained"))).fill_null(False).alias("nested")))
+            long = long.drop("_contained")
+        long = (long.with_columns(pl.col(family).struct.with_fields(
                     pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
                 .with_columns(pl.col(family).struct.with_fields(
                     normalise_key(pl.field("field")).alias("key"))))

@@ -218,9 +218,21 @@ def _array_lengths(key: pl.Expr) -> pl.Expr:
             .list.eval(pl.element().str.replace(r"^[^\t]*\t", "").cast(pl.Int64)))
 
 
-def _values_of(key: pl.Expr) -> pl.Expr:
-    return pl.col("field_values").fill_null("").str.extract_all(_key_line(key)).list.eval(
-        pl.element().str.replace(r"^[^\t]*\t", ""))
+def _values_of(key: pl.Expr, nested: pl.Expr | None = None) -> pl.Expr:
+    """The values of a (normalised) key: a JSON output's where the key is nearest the top,
+    among its own keys (an array's elements too) where it is one of them, else at any depth
+    (`{"status": "ok", "checks": [{"status": "failing"}]}` has one `status`, "ok"; v21 read
+    both); where `nested` holds (a field inside another, "`checks`: … each with `status`"),
+    those below the top (v22 as first written read the output's own)."""
+    def lines(column: str) -> pl.Expr:
+        return pl.col(column).fill_null("").str.extract_all(_key_line(key)).list.eval(
+            pl.element().str.replace(r"^[^\t]*\t", ""))
+
+    every, top = lines("field_values"), lines("json_top_values")
+    nearest = pl.when(top.list.len() > 0).then(top).otherwise(every)
+    if nested is None:
+        return nearest
+    return pl.when(nested).then(every.list.set_difference(top)).otherwise(nearest)
 
 
 # ---- format -------------------------------------------------------------------------------
@@ -590,14 +602,17 @@ def value_type() -> Check:
         value.str.replace(r"\s+(?:UTC|GMT)$", "")).otherwise(value)
     ok = let("_ok", typed.str.contains(pattern).fill_null(False))
     within = pl.col("value_within")
-    inside = let("_inside", _within_facts(pl.when(ok & within.is_not_null()).then(value))
-                 .str.contains(_within_mark(within), literal=True))
-    named = (pl.when((kind == "masked") & lead)
-             .then(pl.format("a value written as {}", pl.col("value_mask")))
-             .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
-             .when(kind == "digits").then(pl.format("{} digits", n_digits))
-             .otherwise(kind.replace_strict(VALUE_NAMES, default=kind)))
-    named = pl.when(within.is_not_null()).then(pl.format("{} {}", named, within)).otherwise(named)
+    # (null where the value is not of its type: it is not said to be outside)
+    judged = ok & within.is_not_null()
+    inside = let("_inside", pl.when(judged).then(_within_facts(pl.when(judged).then(value))
+                                                 .str.contains(_within_mark(within), literal=True)))
+    typed_name = (pl.when((kind == "masked") & lead)
+                  .then(pl.format("a value written as {}", pl.col("value_mask")))
+                  .when(kind == "masked").then(pl.format("written as {}", pl.col("value_mask")))
+                  .when(kind == "digits").then(pl.format("{} digits", n_digits))
+                  .otherwise(kind.replace_strict(VALUE_NAMES, default=kind)))
+    named = (pl.when(within.is_not_null()).then(pl.format("{} {}", typed_name, within))
+             .otherwise(typed_name))
     verb = pl.when(lead).then(pl.lit("opens with")).otherwise(pl.lit("is"))
     negated = pl.when(lead).then(pl.lit("does not open with")).otherwise(pl.lit("is not"))
     shown = quoted(excerpt(pl.col("output_text"), 120))
@@ -605,11 +620,12 @@ def value_type() -> Check:
         applies=NAMED & kind.is_not_null(), let=let,
         outcome=pl.when(ok & inside.fill_null(True)).then(PASSED).otherwise(FAILED),
         detail=pl.format("{} {} {}", label(), verb, named),
+        # (a value not of its type is said so; one of its type outside what it must be
+        # within, so: "`out` is a URL, not on github.com")
         evidence=pl.when(inside.not_()).then(pl.format(
-            "{} {} {}, not {}: {}", label(), verb,
-            kind.replace_strict(VALUE_NAMES, default=kind), within, shown))
-        .otherwise(pl.format("{} {} {}: {}", label(), pl.when(ok).then(verb).otherwise(negated),
-                             named, shown)),
+            "{} {} {}, not {}: {}", label(), verb, typed_name, within, shown))
+        .when(ok).then(pl.format("{} {} {}: {}", label(), verb, named, shown))
+        .otherwise(pl.format("{} {} {}: {}", label(), negated, typed_name, shown)),
         confidence=pl.lit(95),
     )
 
@@ -1223,24 +1239,35 @@ def no_secrets() -> Check:
 
 # ---- values, fields and numbers ------------------------------------------------------------
 
-# A clause saying a value may be missing or null
-MAY_BE_NULL = (r"(?i)\b(?:null(?:able)?|nil|none|optional(?:ly)?|omitted|absent|missing|empty"
-               r"|blank|may\s+be\s+left\s+out)\b")
+# A clause saying a value may be missing or null, or is there only at times ("if known",
+# "when applicable", "or nothing if the check was skipped")
+MAY_BE_NULL = (r"(?i)\b(?:null(?:able)?|nil|none|nothing|optional(?:ly)?|omitted|absent|missing"
+               r"|empty|blank|may\s+be\s+left\s+out|if|when|where|unless|n/a)\b")
+
+
+def _nullable(key: pl.Expr) -> pl.Expr:
+    """Whether a (normalised) key's JSON null is no value: the key is no field the clause
+    requires (a sub-item that may be absent, "(optional)", "if known"), or the clause or its
+    sub-items say a value may be null, missing or there only at times."""
+    required = pl.col("fields").list.eval(pl.element().struct.field("key")).list.contains(key)
+    said = pl.concat_str(pl.col("description").fill_null(""),
+                         pl.col("details").fill_null([]).list.join("\n"), separator="\n")
+    return ~required.fill_null(False) | said.str.contains(MAY_BE_NULL)
 
 
 @check("enum_value")
 def enum_value() -> Check:
     """A value the clause enumerates is one of the allowed values (per field, or the output)."""
     e = pl.col("enums")
-    field, allowed = e.struct.field("field"), e.struct.field("values")
+    field, allowed, key = e.struct.field("field"), e.struct.field("values"), e.struct.field("key")
     let = Lets()
     # the values as written (shown), and as compared: a JSON array's are its elements; a
-    # JSON null is a value where the clause does not say the field may be null or missing
-    # (v21 passed `"status": null` as no value found)
-    nullable = pl.col("description").str.contains(MAY_BE_NULL)
-    raw = let("_raw", pl.when(nullable).then(_values_of(e.struct.field("key")).list.eval(
+    # JSON null is a value of a field that must be there (v21 passed `"status": null` as no
+    # value found), none of one that may be absent or null
+    values = let("_values", _values_of(key, e.struct.field("nested")))
+    raw = let("_raw", pl.when(_nullable(key)).then(values.list.eval(
         pl.element().filter(~normalise_value(pl.element()).is_in(["null"]))))
-        .otherwise(_values_of(e.struct.field("key"))).list.eval(pl.element().filter(
+        .otherwise(values).list.eval(pl.element().filter(
             (normalise_value(pl.element()).str.len_chars() > 0)
             & ~normalise_value(pl.element()).is_in(["[", "{"]))))
     observed = let("_observed", raw.list.eval(normalise_value(pl.element())))
@@ -1556,8 +1583,11 @@ def field_type() -> Check:
     field, kind = f.struct.field("field"), f.struct.field("type")
     within = f.struct.field("within")
     let = Lets()
-    values = let("_values", _values_of(f.struct.field("key")).list.eval(pl.element().filter(
-        (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
+    # (a JSON null is none of a field that may be absent or null: see enum_value)
+    values = let("_values", pl.when(_nullable(f.struct.field("key"))).then(
+        _values_of(f.struct.field("key")).list.eval(pl.element().filter(pl.element() != "null")))
+        .otherwise(_values_of(f.struct.field("key"))).list.eval(pl.element().filter(
+            (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
         .replace({"{": "{…} (an object)"})))
     # ("… 14:35:22 UTC" is a timestamp, as value_type reads it)
     timestamps = pl.when(kind.is_in(["datetime", "iso_datetime"])).then(values)

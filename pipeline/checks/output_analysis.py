@@ -47,6 +47,10 @@ or where no check needs them: see the families below):
   field_values      one line per named value, 'key<TAB>value': JSON pairs (scalars; '[' or '{'
                     for nested values), table and CSV cells under their column, 'label: value'
                     lines and headings (with an empty value)
+  json_top_values   the same lines of a JSON output's own keys (an array's: its object
+                    elements' keys), parsed: a string decoded, a number as written back,
+                    'null', and an array's elements after its '['; null where the output
+                    holds no more than those pairs (field_values are then the same)
 
 JSON is parsed by DuckDB's json functions (vectorized, never Python's json per row).
 
@@ -70,7 +74,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
                  json_element_kinds
   json_arrays    json_array_lens (after json)
   json_items     element_texts, element_urls (after json)
-  fields         field_values (after json, table and headings)
+  fields         field_values, json_top_values (after json, table and headings)
   sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
                  and lines)
 `output_facts(frame, demand)` measures a family only on the rows its demand selects; the
@@ -140,6 +144,8 @@ JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$'
 # on one line, "https://b.example" on the next): a list without markers. A line that starts
 # like markdown (a heading, quote, table, fence, rule or JSON bracket) is no such item.
 LINE_ITEM = r"[^\s`\[\]{}#>|\-*+=_~]\S*"
+# A label opening such a list, on a line of its own ("Hosts:", "**Emails:**"): no item
+LABEL_LINE = r"^[ \t]*(?:\*\*|__)?[\p{L}][^\n:]*:(?:\*\*|__)?[ \t]*\r?\n"
 PLAIN_LINES = r"^" + LINE_ITEM + r"(?:[ \t]*\r?\n\s*" + LINE_ITEM + r")+$"
 BLOCK = "\x1e"
 # A cell of a CSV line, with the comma before it: quoted ("a, b" and "" inside) or bare.
@@ -328,9 +334,10 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
         .cast(pl.UInt32)
     text = pl.col("output_text")
     # no list marker, but one item on each line: the lines are the items (null elsewhere, so
-    # only those outputs are split)
-    plain = pl.when((raw.list.len() == 0) & text.str.contains(PLAIN_LINES)).then(text) \
-        .str.extract_all(r"\S+")
+    # only those outputs are split), after a label line ("Hosts:"); not a CSV's lines
+    body = pl.when(raw.list.len() == 0).then(text).str.replace(LABEL_LINE, "")
+    plain = pl.when(body.str.contains(PLAIN_LINES) & ~body.str.contains(r"^[^\n]*,")).then(
+        body).str.extract_all(r"\S+")
     return (
         df.with_columns(top_level_items(text).alias("_items"))
         .with_columns(plain.alias("_lines"))
@@ -539,7 +546,8 @@ FAMILIES = (
            _json),
     Family("json_arrays", ("json_array_lens",), _json_arrays, after=("json",)),
     Family("json_items", ("element_texts", "element_urls"), _json_items, after=("json",)),
-    Family("fields", ("field_values",), _fields, after=("json", "table", "headings")),
+    Family("fields", ("field_values", "json_top_values"), _fields,
+           after=("json", "table", "headings")),
     Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
            _sentences_each, after=("lists", "prose", "lines")),
 )
@@ -852,17 +860,13 @@ def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add field_values: 'key<TAB>value' lines from JSON pairs, table cells, labels, headings.
-
-    A key of a JSON output is read where it is nearest the top: among the output's own keys
-    (an array's: its object elements' keys) where it is one of them, parsed (`_top_pairs`),
-    else wherever it is nested. `{"status": "ok", "checks": [{"status": "failing"}]}` has one
-    `status`, "ok" (v21 read both)."""
+    """Add field_values: 'key<TAB>value' lines from JSON pairs (at any depth), table cells,
+    labels, headings; and json_top_values: the same lines of the pairs of a JSON output's own
+    keys (`_top_pairs`), where it holds more than those."""
     frame = frame.with_row_index("_fv")
     lazy = frame.lazy()  # one query: a shard's few outputs cost a plan, not thirty
     rows = _table_parts(pl.col("output_text"))[2]
-    top = _top_pairs(frame).lazy()
-    json_pairs = pl.concat([top, (
+    json_pairs = (
         lazy.filter(pl.col("json_kind").is_in(["object", "array"]))
         .select("_fv", pl.col("_json_text").str.extract_all(JSON_PAIR).alias("p"))
         .explode("p").drop_nulls("p")
@@ -870,8 +874,7 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         # groups of JSON_PAIR steps its slow engine through every character of the value)
         .select("_fv", normalise_key(_json_string(pl.col("p").str.extract(JSON_KEY, 0)))
                 .alias("k"), _json_string(pl.col("p").str.replace(JSON_KEY_COLON, "")).alias("v"))
-        .join(top.select("_fv", "k").unique(), on=["_fv", "k"], how="anti")
-    )])
+    )
     cells = (
         lazy.filter(pl.col("has_table"))
         .select("_fv", "table_header", rows.alias("r"))
@@ -893,7 +896,9 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         text.select("_fv", pl.col("output_text").str.extract_all(LABEL).alias("p"))
         .explode("p").drop_nulls("p")
         .select("_fv", pl.col("p").str.extract_groups(LABEL).alias("g"))
-        .filter(pl.col("g").struct.field("1").str.len_chars() <= LABEL_CHARS)
+        # (not a URL's scheme: "See https://…" labels nothing)
+        .filter((pl.col("g").struct.field("1").str.len_chars() <= LABEL_CHARS)
+                & ~pl.col("g").struct.field("2").str.starts_with("//"))
         .select("_fv", normalise_key(pl.col("g").struct.field("1")).alias("k"),
                 pl.col("g").struct.field("2").str.strip_chars().str.strip_chars("*_ ")
                 .alias("v"))
@@ -906,9 +911,15 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
     lines = (
         pl.concat([json_pairs, cells, csv, labels, headings])
         .filter(pl.col("k").str.len_chars() > 0)
-        .group_by("_fv", maintain_order=True)
-        .agg(pl.format("{}\t{}", "k", pl.col("v").str.replace_all(r"[\t\n]", " "))
-             .str.join("\n").alias("field_values"))
+        .group_by("_fv", maintain_order=True).agg(_joined_lines("field_values"))
     )
-    return collect(lazy.join(lines, on="_fv", how="left").sort("_fv")
-                   .drop("_fv", "_json_text"))
+    top = _top_pairs(frame).lazy().group_by("_fv", maintain_order=True).agg(
+        _joined_lines("json_top_values"))
+    return collect(lazy.join(lines, on="_fv", how="left").join(top, on="_fv", how="left")
+                   .sort("_fv").drop("_fv", "_json_text"))
+
+
+def _joined_lines(name: str) -> pl.Expr:
+    """The (k, v) rows of a group as one text `name`: a 'k<TAB>v' line each."""
+    return (pl.format("{}\t{}", "k", pl.col("v").str.replace_all(r"[\t\n]", " "))
+            .str.join("\n").alias(name))
