@@ -212,6 +212,15 @@ CASES = [
      {"field_lengths": [("results", 0, 0, "items")], "unchecked_text": None}),
     ("a JSON object with an empty `results` list if nothing matched", (),
      {"field_lengths": [], "quantities": []}),
+    # ... and never empty: at least one (v22 as first written: none, or the output's items)
+    ("a JSON object, never an empty `results` list", (),
+     {"field_lengths": [("results", 1, None, "items")], "unchecked_text": None}),
+    ("a JSON object whose `results` list is never empty", (),
+     {"field_lengths": [("results", 1, None, "items")], "unchecked_text": None}),
+    ("a JSON object with a `tags` array, never an empty list", (),
+     {"field_lengths": [("tags", 1, None, "items")], "quantities": []}),
+    # "write "none" if there are none": an alternative (v22 as first written: asked)
+    ("a list of blockers (write “none” if there are none)", (), {"alternative": "none"}),
     # a range of each of several numbers is asked (v11 bounded the first number only) ...
     ("a list of scores, each between 0 and 1", (),
      {"ranges": [], "unchecked_text": "list of scores … each between 0 and 1"}),

@@ -500,7 +500,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      of one file and the start of the next as one text); "never uses more than 2 …" bounds
 #      them (v21 required more than 2); a label line opening lines of one item each is none
 #      of them, and a CSV's lines are no such list; what is forbidden in one part of the
-#      output ("in its first sentence", "whose subject line does not mention …") is asked.
+#      output ("in its first sentence", "whose subject line does not mention …") is asked;
+#      "a `tags` array, never an empty list" is the field's count of at least one item, and
+#      '(write "none" if there are none)' an alternative output (v21: asked).
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

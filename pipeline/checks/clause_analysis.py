@@ -490,6 +490,10 @@ LITERAL_FORMS = [
      r"(?:exactly\s+)?" + LIT_FILLER + QUOTED),
     # "or the single line "none"", "or just "none"", ', or "none" if nothing was found' (a
     # quoted list after "or" is an enumeration, read before)
+    # '(write "none" if there are none)': an alternative too (v22 as first written: asked)
+    ("alternative", r"(?i)\b(?:write|say|return|output|print|answer)\s+(?:just\s+|only\s+|simply"
+     r"\s+)?(?:the\s+)?(?:(?:single\s+|exact\s+)?(?:line|word|text|string|value|phrase)\s+)?"
+     + QUOTED + r"\s+(?:if|when)\b"),
     ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+|simply\s+)?(?:the\s+)?(?:(?:single\s+|"
      r"exact\s+)?(?:line|word|text|string|value|phrase)\s+)?" + QUOTED),
     ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
@@ -2146,7 +2150,10 @@ FIELD_VERB_BOUND = (r"(?i)((" + TICKED + r"))(?:\s+(?:" + _LINK_WORDS + r")){0,3
 # list" too): "a non-empty JSON array", "a non-empty `items` array", "`items` (a non-empty
 # array)", "whose `tags` list is non-empty" are read "… array of at least one item" before
 # anything else (v11: asked)
-NON_EMPTY = ((r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bnot|n't|\bcannot)"
+NON_EMPTY = ((r"(?i)(" + TICKED + r"\s+(?:array|list))\s*,?\s*(?:never|not)\s+(?:an?\s+)?empty"
+              r"(?:\s+(?:json\s+)?(?:array|list))?\b", "${1} of at least one item"),
+             # ("a `tags` array, never an empty list", before the list's own, next)
+             (r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bnot|n't|\bcannot)"
               r"\s+(?:be\s+)?(?:an?\s+)?empty\s+((?:json\s+)?(?:array|list))\b",
               "with at least one item"),  # "never an empty list" (v21: a list ruled out)
              # "never an empty `results` list", "must not have an empty `results` array",
