@@ -1584,9 +1584,10 @@ def field_type() -> Check:
     within = f.struct.field("within")
     let = Lets()
     # (a JSON null is none of a field that may be absent or null: see enum_value)
+    read = let("_read", _values_of(f.struct.field("key")))
     values = let("_values", pl.when(_nullable(f.struct.field("key"))).then(
-        _values_of(f.struct.field("key")).list.eval(pl.element().filter(pl.element() != "null")))
-        .otherwise(_values_of(f.struct.field("key"))).list.eval(pl.element().filter(
+        read.list.eval(pl.element().filter(pl.element() != "null"))).otherwise(read)
+        .list.eval(pl.element().filter(
             (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
         .replace({"{": "{…} (an object)"})))
     # ("… 14:35:22 UTC" is a timestamp, as value_type reads it)
