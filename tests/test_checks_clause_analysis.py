@@ -215,6 +215,7 @@ CASES = [
     # ... and never empty: at least one (v22 as first written: none, or the output's items)
     ("a JSON object, never an empty `results` list", (),
      {"field_lengths": [("results", 1, None, "items")], "unchecked_text": None}),
+    ("if there are none, not null but an empty `warnings` list", (), {"field_lengths": []}),
     ("a JSON object whose `results` list is never empty", (),
      {"field_lengths": [("results", 1, None, "items")], "unchecked_text": None}),
     ("a JSON object with a `tags` array, never an empty list", (),
@@ -752,6 +753,9 @@ CASES = [
      {"formats": ["json"], "enums": [("syntax", ["json", "yaml"])], "unchecked_text": None}),
     ("a JSON object with a `body` field (markdown or html)", (),
      {"formats": ["json"], "enums": [], "unchecked_text": "(markdown or html)"}),
+    # ... nor a format a field is written in (v22 as first written: the output's)
+    ("a JSON object with a `body` in markdown", (), {"formats": ["json"]}),
+    ("a JSON object whose `description` is written in markdown", (), {"formats": ["json"]}),
     # an exception to what is forbidden is asked with it (v21 forbade it everywhere)
     ('never mentions "Northwind" unless the ticket does', (),
      {"literals": [], "unchecked_text": 'never mentions "Northwind" unless the ticket does'}),

@@ -566,6 +566,28 @@ CASES = [
          '{"id": 1, "closed_at": null}', "field_type", "undecided", "satisfied",
          "no value of `closed_at` to read",
          details=("`id`: the id", "`closed_at` (optional): an ISO 8601 timestamp in UTC")),
+    # ... but of a required one, it is a wrong value, whatever "if" or "when" the clause says
+    # elsewhere (v22 as first written: no value, the clause met at 75)
+    Case("required-field-null-fails-beside-when", 'a JSON object with a `status` key ("ok" or '
+         '"error") that says when the job ran', '{"status": null}', "enum_value", "failed",
+         "partially_satisfied", "“null” is not one of “ok”, “error”"),
+    Case("required-sub-item-null-fails-beside-if", "a JSON object with fields:",
+         '{"priority": null, "assignee": null}', "enum_value", "failed", "partially_satisfied",
+         "“null” is not one of “p1”, “p2”, “p3”",
+         details=('`priority`: "P1", "P2" or "P3"', "`assignee`: an email address, if assigned")),
+    # the output's own field, said before another's "each with" (v22 as first written read
+    # it below the top)
+    Case("top-enum-before-each-with-reads-the-top", 'a JSON object with an overall `status` ("ok" '
+         'or "error"). It also has `checks`, each with a `name` and a `status`.',
+         '{"status": "ok", "checks": [{"name": "db", "status": "passing"}]}', "enum_value",
+         "passed", "satisfied", "`status` values: ok"),
+    Case("top-enum-before-each-with-fails", 'a `verdict` ("approve" or "reject") and `comments`, '
+         "each with a `line` and a `text`",
+         '{"verdict": "maybe", "comments": [{"line": 1, "text": "x"}]}', "enum_value", "failed",
+         "violated", "“maybe” is not one of"),
+    # numbers with a thousands separator are lines of one item (v22 as first written: a CSV)
+    Case("count-of-number-lines-fails", "a list of at most 2 invoice amounts, one per line",
+         "1,200\n3,400\n560", "count", "failed", "violated", "`out` has 3 lines"),
     # a field inside another is read below the top (v22 as first written: the output's own)
     Case("nested-sub-item-enum-reads-below-the-top", "a JSON object with fields:",
          '{"status": "ok", "checks": [{"name": "a", "status": "broken"}]}', "enum_value",

@@ -474,9 +474,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      a nested `status` of "failing" failed the output's own `status` of "ok"), and one the
 #      clause puts inside another ("`checks`: … each with `status` …") below the top (new
 #      measure `json_top_values`, enums' `nested`); a field's JSON array holds its elements
-#      as values (v21: none, "no value"), a JSON null is no allowed value of a field the
-#      clause requires and does not say may be null, missing or there only at times (v21:
-#      no value);
+#      as values (v21: none, "no value"), a JSON null is a wrong value unless the field's
+#      sub-item says it may be absent or null ("(optional)", "if resolved"), or the clause
+#      says its values may be null (new clause column `nullable_fields`; v21: no value);
 #      "never an empty list", "must not be an empty array" is a count of at least one item
 #      (v21: a list ruled out, and "empty array" counted as what was asked); a time zone, a
 #      year or a domain closing a value's clause ("an ISO 8601 timestamp in UTC", "a date in
@@ -502,7 +502,8 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      of them, and a CSV's lines are no such list; what is forbidden in one part of the
 #      output ("in its first sentence", "whose subject line does not mention …") is asked;
 #      "a `tags` array, never an empty list" is the field's count of at least one item, and
-#      '(write "none" if there are none)' an alternative output (v21: asked).
+#      '(write "none" if there are none)' an alternative output (v21: asked); a field
+#      written in a format ("a `body` in markdown") names no format of the output.
 DEFAULT_GRADER_ID = "prose.contract.grader/v22"
 
 

@@ -99,6 +99,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   judgments      list[str]  quality words that need judgment ("critically evaluated")
   vague_words    list[str]  words that state no property ("a good report")
   forbids_secrets bool      the clause forbids secrets, keys, passwords or tokens
+  nullable_fields list[str]  the (normalised) fields whose JSON null is no value: sub-items
+                            that may be absent ("(optional)", "if known") or say "null"
   only_fields    bool       the output has the named fields and no other ("exactly the keys
                             `a` and `b`", "only these fields:", "no other columns")
   unchecked_text str        what is left of the clause once every recognised requirement is
@@ -1886,8 +1888,13 @@ def _excluded_formats(df: pl.DataFrame) -> pl.DataFrame:
 
 
 # A named field's values, which name no format of the output: ``a `format` field (markdown
-# or html)``, ``a `syntax` key set to json or yaml`` (v21 required markdown of the output)
-FIELD_VALUES_SAID = (r"(?i)" + TICKED + r"(?:" + NAMED_FIELD_NOUN + r"\s*\([^()\n]*\)|\s*\([^()\n]*"
+# or html)``, ``a `syntax` key set to json or yaml`` (v21 required markdown of the output);
+# and a field written in a format (``a `body` in markdown``, ``whose `description` is written
+# in markdown``: v22 as first written required the JSON output to be markdown)
+FIELD_VALUES_SAID = (r"(?i)" + TICKED + NAMED_FIELD_NOUN + r"?\s+(?:(?:is|must\s+be|should"
+                     r"\s+be)\s+)?(?:(?:written|formatted)\s+)?(?:in|as)\s+(?:markdown|html|json|yaml|csv"
+                     r"|plain\s+text)\b|(?i)" + TICKED + r"(?:" + NAMED_FIELD_NOUN
+                     + r"\s*\([^()\n]*\)|\s*\([^()\n]*"
                      r"\bor\b[^()\n]*\)|" + NAMED_FIELD_NOUN + r"?(?:\s*:\s*|\s+" + FIELD_WORDS_VERB
                      + r")[\p{L}\p{N}_\-]+(?:\s*,\s*[\p{L}\p{N}_\-]+)*\s*,?\s+or\s+"
                      r"[\p{L}\p{N}_\-]+)")
@@ -2159,8 +2166,10 @@ NON_EMPTY = ((r"(?i)(" + TICKED + r"\s+(?:array|list))\s*,?\s*(?:never|not)\s+(?
              # "never an empty `results` list", "must not have an empty `results` array",
              # "whose `results` list is never empty" (v22 as first written: none)
              (r"(?i)(?:\b(?:that|which)\s+)?(?:\b(?:must|should|can|will|is|are|may)\s*)?"
-              r"(?:\bnever|\bnot|n't|\bcannot|\bwithout)\s+(?:[\p{L}\-]+\s+){0,2}?(?:an?\s+)?"
-              r"empty\s+(" + TICKED + r"\s+(?:array|list))\b", "with a ${1} of at least one item"),
+              r"(?:\bnever|\bnot|n't|\bcannot|\bwithout)\s+(?:(?:have|has|be|return|returns|give"
+              r"|gives|contain|contains|include|includes|output|outputs|produce|produces)\s+)?"
+              r"(?:an?\s+)?empty\s+(" + TICKED + r"\s+(?:array|list))\b",
+              "with a ${1} of at least one item"),
              (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+(?:never"
               r"|not)\s+empty\b", "${1} of at least one item"),
              (r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
@@ -2595,8 +2604,11 @@ def _read(new: pl.DataFrame) -> pl.DataFrame:
 
 # A sub-item whose field may be absent: "`code`: optional, an integer", "`retry_after`: an
 # integer, only when status is "error"" (v11 required the field: an output without it failed)
+# Words saying a value may be null ("`reason`: null when it passed", "nullable")
+NULL_SAID = r"(?i)\b(?:null|nullable|nil)\b"
 OPTIONAL = (r"(?i)\b(?:optional(?:ly)?|only\s+(?:when|if)|if\s+(?:any|present|applicable|available"
-            r"|known|needed)|when\s+(?:present|applicable|available|known)|(?:may|can)\s+be\s+"
+            r"|known|needed|resolved|assigned|set|relevant|provided|given|found)|when\s+(?:present"
+            r"|applicable|available|known|set)|where\s+known|or\s+nothing|(?:may|can)\s+be\s+"
             r"(?:omitted|absent|missing|null|left\s+out)|nullable|omitted\s+(?:when|if|otherwise)"
             r")\b")
 
@@ -2612,6 +2624,14 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         "_row", "_part", pl.col("details").str.extract(r"^\s*`([^`]+)`", 1).alias("_field"),
         pl.col("details").str.extract(r"(?i)\b(only\s+(?:when|if)\b[^;\n]*)", 1)
         .str.strip_chars(" .,;").alias("phrase")).drop_nulls("phrase")
+    # the fields whose JSON null is no value: a sub-item that may be absent, or says null
+    nullable = (optional.select("_row", "details")
+                .vstack(frame.select("_row", "details").explode("details").drop_nulls("details")
+                        .filter(pl.col("details").str.contains(NULL_SAID)))
+                .select("_row", normalise_key(pl.col("details").str.extract(r"^\s*`([^`]+)`", 1))
+                        .alias("_k")).drop_nulls("_k")
+                .group_by("_row", maintain_order=True)
+                .agg(pl.col("_k").unique(maintain_order=True).alias("nullable_fields")))
     optional = optional.select("_row", "_part")
     clause = parts.filter(pl.col("_part") == 0).drop("_part", "_field", "t", "_each_nested",
                                                      "_sub_said")
@@ -2683,20 +2703,24 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     # `name` and `status` ("pass" or "fail")", "a list of `services`, each with `status` (up
     # or down)") is of the nested field, not of a field of the output's own of that name
     # (v22 as first written read the output's own `status`)
-    contained = frame.select("_row", pl.col("description").fill_null("").str.contains(
-        "(?i)" + TICKED + r"[^.;\n]{0,60}?\beach\s+(?:with|has|having|containing|including)\b")
-        .alias("_contained"))
+    # (in the clause itself, where the enumeration is said after "`x` …, each with": the
+    # elements of a field `x`; a JSON array's own elements are its top)
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
                 .drop_nulls(family))
         if family == "enums":
             own = pl.col(family).struct.field("field")
-            long = long.join(contained, on="_row", how="left").with_columns(
-                pl.col(family).struct.with_fields(
-                    (own.is_not_null() & pl.when(pl.col("_part") > 0).then(
-                        normalise_key(own) != normalise_key(pl.col("_field")))
-                     .otherwise(pl.col("_contained"))).fill_null(False).alias("nested")))
-            long = long.drop("_contained")
+            said = pl.col(family).struct.field("phrase").str.extract(r"(`[^`]+`.*)$", 1)
+            contained = pl.col("_description").str.contains(pl.concat_str(
+                pl.lit(r"(?i)" + TICKED + r"[^.;\n]*?\beach\s+(?:with|has|having|containing"
+                       r"|including)\b[^.;\n]*?"),
+                said.str.escape_regex()))
+            long = long.join(frame.select("_row", pl.col("description").fill_null("")
+                                          .alias("_description")), on="_row", how="left")
+            long = long.with_columns(pl.col(family).struct.with_fields(
+                (own.is_not_null() & pl.when(pl.col("_part") > 0).then(
+                    normalise_key(own) != normalise_key(pl.col("_field")))
+                 .otherwise(contained)).fill_null(False).alias("nested"))).drop("_description")
         long = (long.with_columns(pl.col(family).struct.with_fields(
                     pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
                 .with_columns(pl.col(family).struct.with_fields(
@@ -2712,6 +2736,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         .join(lengths, on="_row", how="left")
         .join(types, on="_row", how="left")
         .join(open_counts, on="_row", how="left")
+        .join(nullable, on="_row", how="left")
         .join(judged, on="_row", how="left")
         .with_columns(pl.concat_list("judgments", pl.col("_judged").fill_null(NO_TEXTS))
                       .list.unique(maintain_order=True).alias("judgments"))
@@ -2735,6 +2760,7 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("fields").fill_null(pl.lit([], dtype=pl.List(fields.schema["field"]))),
         pl.col("field_lengths").fill_null(pl.lit([], dtype=lengths.schema["field_lengths"])),
         pl.col("field_types").fill_null(pl.lit([], dtype=types.schema["field_types"])),
+        pl.col("nullable_fields").fill_null(NO_TEXTS),
     )
     decidable = (
         (pl.col("formats").list.len() > 0) | (pl.col("excluded_formats").list.len() > 0)

@@ -1239,20 +1239,17 @@ def no_secrets() -> Check:
 
 # ---- values, fields and numbers ------------------------------------------------------------
 
-# A clause saying a value may be missing or null, or is there only at times ("if known",
-# "when applicable", "or nothing if the check was skipped")
-MAY_BE_NULL = (r"(?i)\b(?:null(?:able)?|nil|none|nothing|optional(?:ly)?|omitted|absent|missing"
-               r"|empty|blank|may\s+be\s+left\s+out|if|when|where|unless|n/a)\b")
+# A clause saying its values may be null
+MAY_BE_NULL = r"(?i)\b(?:null|nullable|nil|optional(?:ly)?)\b"
 
 
 def _nullable(key: pl.Expr) -> pl.Expr:
-    """Whether a (normalised) key's JSON null is no value: the key is no field the clause
-    requires (a sub-item that may be absent, "(optional)", "if known"), or the clause or its
-    sub-items say a value may be null, missing or there only at times."""
-    required = pl.col("fields").list.eval(pl.element().struct.field("key")).list.contains(key)
-    said = pl.concat_str(pl.col("description").fill_null(""),
-                         pl.col("details").fill_null([]).list.join("\n"), separator="\n")
-    return ~required.fill_null(False) | said.str.contains(MAY_BE_NULL)
+    """Whether a (normalised) key's JSON null is no value: a sub-item that may be absent
+    ("(optional)", "if resolved") or says null (`nullable_fields`), or a clause that says its
+    values may be null (v22 as first written: any field not required, or any "if" or "when"
+    of the clause)."""
+    return (pl.col("nullable_fields").list.contains(key)
+            | pl.col("description").fill_null("").str.contains(MAY_BE_NULL))
 
 
 @check("enum_value")

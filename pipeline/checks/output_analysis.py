@@ -334,10 +334,11 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
         .cast(pl.UInt32)
     text = pl.col("output_text")
     # no list marker, but one item on each line: the lines are the items (null elsewhere, so
-    # only those outputs are split), after a label line ("Hosts:"); not a CSV's lines
+    # only those outputs are split), after a label line ("Hosts:"); not a CSV's lines (a
+    # comma on the first line but between digits: "1,200" is a number)
     body = pl.when(raw.list.len() == 0).then(text).str.replace(LABEL_LINE, "")
-    plain = pl.when(body.str.contains(PLAIN_LINES) & ~body.str.contains(r"^[^\n]*,")).then(
-        body).str.extract_all(r"\S+")
+    plain = pl.when(body.str.contains(PLAIN_LINES) & ~body.str.contains(r"^[^\n]*(?:\D,|,\D)")
+                    ).then(body).str.extract_all(r"\S+")
     return (
         df.with_columns(top_level_items(text).alias("_items"))
         .with_columns(plain.alias("_lines"))
