@@ -566,6 +566,12 @@ CASES = [
          '{"id": 1, "closed_at": null}', "field_type", "undecided", "satisfied",
          "no value of `closed_at` to read",
          details=("`id`: the id", "`closed_at` (optional): an ISO 8601 timestamp in UTC")),
+    Case("field-said-absent-null-is-no-value", 'a JSON object with a `resolution` field ("fixed" '
+         'or "wontfix"), or nothing if the check was skipped', '{"resolution": null}',
+         "enum_value", "undecided", "satisfied", "no value of `resolution` found"),
+    Case("other-field-said-empty-null-fails", 'a JSON object with a `verdict` ("approve" or '
+         '"reject") and a `reasons` list (may be empty)', '{"verdict": null, "reasons": []}',
+         "enum_value", "failed", "partially_satisfied", "“null” is not one of"),
     # ... but of a required one, it is a wrong value, whatever "if" or "when" the clause says
     # elsewhere (v22 as first written: no value, the clause met at 75)
     Case("required-field-null-fails-beside-when", 'a JSON object with a `status` key ("ok" or '

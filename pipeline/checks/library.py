@@ -19,6 +19,7 @@ import polars as pl
 from .clause_analysis import (
     FENCE_LANGUAGES,
     JUDGMENT_ADVICE,
+    OPTIONAL,
     VAGUE_WORDS,
     VERSION_MASK,
     normalise_value,
@@ -1240,16 +1241,26 @@ def no_secrets() -> Check:
 # ---- values, fields and numbers ------------------------------------------------------------
 
 # A clause saying its values may be null
-MAY_BE_NULL = r"(?i)\b(?:null|nullable|nil|optional(?:ly)?)\b"
+MAY_BE_NULL = r"(?i)\b(?:null|nullable|nil)\b"
+# ... or, after a field's name and before another's, that the field may be absent or empty
+# ("a `resolution` field ("fixed" or "wontfix"), or nothing if the check was skipped", "…,
+# if known", "…, empty for open tickets")
+MAY_BE_ABSENT = (r"(?:" + OPTIONAL.removeprefix("(?i)") + r"|\b(?:may|can)\s+be\s+(?:empty|blank)"
+                 r"|\bleft\s+(?:blank|empty|out)|\b(?:empty|blank)\s+(?:for|when|while|if|until)\b"
+                 r"|\bor\s+(?:none|nothing|empty)\b|\bn/a\b)")
 
 
-def _nullable(key: pl.Expr) -> pl.Expr:
-    """Whether a (normalised) key's JSON null is no value: a sub-item that may be absent
-    ("(optional)", "if resolved") or says null (`nullable_fields`), or a clause that says its
-    values may be null (v22 as first written: any field not required, or any "if" or "when"
-    of the clause)."""
-    return (pl.col("nullable_fields").list.contains(key)
-            | pl.col("description").fill_null("").str.contains(MAY_BE_NULL))
+def _nullable(key: pl.Expr, name: pl.Expr) -> pl.Expr:
+    """Whether a field's JSON null is no value (its normalised `key`, its `name` as the clause
+    writes it): a sub-item that may be absent ("(optional)", "if resolved") or says null
+    (`nullable_fields`), a clause that says its values may be null, or one that says so of
+    the field after its name (v22 as first written: any field not required, or any "if" or
+    "when" of the clause)."""
+    after_name = pl.concat_str(pl.lit("(?i)`"), name.str.escape_regex(),
+                               pl.lit("`[^`]*?" + MAY_BE_ABSENT))
+    described = pl.col("description").fill_null("")
+    return (pl.col("nullable_fields").list.contains(key) | described.str.contains(MAY_BE_NULL)
+            | described.str.contains(after_name).fill_null(False))
 
 
 @check("enum_value")
@@ -1262,7 +1273,7 @@ def enum_value() -> Check:
     # JSON null is a value of a field that must be there (v21 passed `"status": null` as no
     # value found), none of one that may be absent or null
     values = let("_values", _values_of(key, e.struct.field("nested")))
-    raw = let("_raw", pl.when(_nullable(key)).then(values.list.eval(
+    raw = let("_raw", pl.when(_nullable(key, field)).then(values.list.eval(
         pl.element().filter(~normalise_value(pl.element()).is_in(["null"]))))
         .otherwise(values).list.eval(pl.element().filter(
             (normalise_value(pl.element()).str.len_chars() > 0)
@@ -1582,7 +1593,7 @@ def field_type() -> Check:
     let = Lets()
     # (a JSON null is none of a field that may be absent or null: see enum_value)
     read = let("_read", _values_of(f.struct.field("key")))
-    values = let("_values", pl.when(_nullable(f.struct.field("key"))).then(
+    values = let("_values", pl.when(_nullable(f.struct.field("key"), field)).then(
         read.list.eval(pl.element().filter(pl.element() != "null"))).otherwise(read)
         .list.eval(pl.element().filter(
             (pl.element().str.strip_chars().str.len_chars() > 0) & (pl.element() != "["))
