@@ -23,7 +23,7 @@ STAGE_BENCH = BENCH.with_name("stage_bench.py")
 
 def test_bench_script_runs_end_to_end(tmp_path: Path):
     done = subprocess.run([sys.executable, str(BENCH), "--runs", "30", "--big-runs", "45",
-                           "--dir", str(tmp_path), "--workers", "2", "--repeat", "2",
+                           "--dir", str(tmp_path), "--workers", "2", "--repeat", "1",
                            "--shard-runs", "10"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
