@@ -478,6 +478,12 @@ END_MARK = r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(?:a\s+|an\s+)?" + MARK_NAME
 FILE_EXTENSION = r"\.[\p{L}\p{N}]{1,10}\b"
 EXTENSION = (r"(?i)(?:" + ENDS + r")\s+(?:with|in)\s+(" + FILE_EXTENSION + r")|\b(?:a|an|the)\s+("
              + FILE_EXTENSION + r")\s+extension\b")
+# The words before an alternative output's text ("or just the line "none"")
+ALTERNATIVE_TEXT = (r"(?:just\s+|only\s+|simply\s+)?(?:the\s+)?(?:(?:single\s+|exact\s+)?"
+                    r"(?:line|word|text|string|value|phrase)\s+)?" + QUOTED)
+# The words that forbid what follows them ("must not", "never", "doesn't")
+FORBIDDING = (r"(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|do\s+not"
+              r"|don't|cannot|can't|may\s+not|not|no)")
 # (mode, cue): a literal right after its cue is a requirement; other quotes are not. After a
 # cue of absence a quoted list ('never mentions "a" or "b"') forbids each of its phrases.
 LITERAL_FORMS = [
@@ -493,13 +499,10 @@ LITERAL_FORMS = [
     # "or the single line "none"", "or just "none"", ', or "none" if nothing was found' (a
     # quoted list after "or" is an enumeration, read before)
     # '(write "none" if there are none)': an alternative too (v22 as first written: asked)
-    ("alternative", r"(?i)\b(?:write|say|return|output|print|answer)\s+(?:just\s+|only\s+|simply"
-     r"\s+)?(?:the\s+)?(?:(?:single\s+|exact\s+)?(?:line|word|text|string|value|phrase)\s+)?"
-     + QUOTED + r"\s+(?:if|when)\b"),
-    ("alternative", r"(?i)\bor\s+(?:just\s+|only\s+|simply\s+)?(?:the\s+)?(?:(?:single\s+|"
-     r"exact\s+)?(?:line|word|text|string|value|phrase)\s+)?" + QUOTED),
-    ("absent", r"(?i)(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|"
-     r"do\s+not|don't|cannot|can't|may\s+not|not|no)\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
+    ("alternative", r"(?i)\b(?:write|say|return|output|print|answer)\s+" + ALTERNATIVE_TEXT
+     + r"\s+(?:if|when)\b"),
+    ("alternative", r"(?i)\bor\s+" + ALTERNATIVE_TEXT),
+    ("absent", r"(?i)" + FORBIDDING + r"\s+(?:" + LETTERS + r"\s+){0,2}?(?:contain|"
      r"include|mention|say|use|name|reveal|leak|print|output|show|state|repeat|echo|quote|expose|"
      r"disclose)\w*\s+(?:(?:the|a|an|any)\s+)?(?:(?:word|phrase|string|text|literal|value|"
      r"password|secret|token|key|name)\s+)?" + QUOTED_LIST),
@@ -1137,8 +1140,7 @@ EXCEPTION = (r"\b(?:unless|except|excepting|other\s+than|apart\s+from|save\s+for
              r"|\b(?:in|within)\s+(?:its|the)\s+(?:first|last|opening|closing|final)\b")
 SCOPED_NEGATION = (r"\bwhose\s+(?:[\p{L}\-`_]+\s+){1,3}?(?:does\s+not|doesn't|do\s+not|never"
                    r"|must\s+not|should\s+not)\b")
-EXCEPTED = (r"(?i)\b(?:never|must\s+not|mustn't|should\s+not|shouldn't|does\s+not|doesn't|do\s+not"
-            r"|don't|cannot|can't|may\s+not|not|no|avoids?|avoiding)\s+[^.;\n]*?(?:" + EXCEPTION
+EXCEPTED = (r"(?i)\b(?:" + FORBIDDING + r"|avoids?|avoiding)\s+[^.;\n]*?(?:" + EXCEPTION
             + r")[^.;\n]*|(?i)" + SCOPED_NEGATION + r"[^.;\n]*")
 UNREAD_PHRASES = (r"(?i)\b(?:json[\s\-]?lines|jsonl|ndjson|newline[\s\-]delimited\s+json|html"
                   r"\s+tables?)\b(?:\s+(?:file|document|output|stream|format))?(?:\s*\([^()\n]*\))?"
@@ -2163,19 +2165,18 @@ NON_EMPTY = ((r"(?i)(" + TICKED + r"\s+(?:array|list))\s*,?\s*(?:never|not)\s+(?
              (r"(?i)(?:\b(?:must|should|can|will|is|are|may)\s*)?(?:\bnever|\bnot|n't|\bcannot)"
               r"\s+(?:be\s+)?(?:an?\s+)?empty\s+((?:json\s+)?(?:array|list))\b",
               "with at least one item"),  # "never an empty list" (v21: a list ruled out)
-             # "never an empty `results` list", "must not have an empty `results` array",
-             # "whose `results` list is never empty" (v22 as first written: none)
+             # "never an empty `results` list", "must not have an empty `results` array" (v22
+             # as first written: none)
              (r"(?i)(?:\b(?:that|which)\s+)?(?:\b(?:must|should|can|will|is|are|may)\s*)?"
               r"(?:\bnever|\bnot|n't|\bcannot|\bwithout)\s+(?:(?:have|has|be|return|returns|give"
               r"|gives|contain|contains|include|includes|output|outputs|produce|produces)\s+)?"
               r"(?:an?\s+)?empty\s+(" + TICKED + r"\s+(?:array|list))\b",
               "with a ${1} of at least one item"),
-             (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+(?:never"
-              r"|not)\s+empty\b", "${1} of at least one item"),
              (r"(?i)\b(?:(?:a|an)\s+)?non[\s\-]?empty\s+((?:json\s+)?(?:array|list)|" + TICKED
               + r"\s+(?:array|list))\b", "${1} of at least one item"),
-             (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+non[\s\-]?"
-              r"empty\b", "${1} of at least one item"))
+             # (and "whose `results` list is never empty")
+             (r"(?i)(" + TICKED + r"\s+(?:array|list))\s+(?:is|must\s+be|should\s+be)\s+(?:never\s+"
+              r"|not\s+|non[\s\-]?)empty\b", "${1} of at least one item"))
 
 
 # "A JSON object with an empty `results` list", "whose `errors` list is empty", "with

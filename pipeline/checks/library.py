@@ -598,9 +598,8 @@ def value_type() -> Check:
     let = Lets()
     value = let("_value", pl.when(lead).then(text.str.strip_chars().str.strip_chars_start(
         "`\"'*_")).otherwise(_trimmed_value(text)))
-    # a time zone said after a timestamp ("2026-03-17 14:35:22 UTC"; v21: no timestamp)
     typed = pl.when(kind.is_in(["datetime", "iso_datetime"]) & ~lead).then(
-        value.str.replace(r"\s+(?:UTC|GMT)$", "")).otherwise(value)
+        _zone_dropped(value)).otherwise(value)
     ok = let("_ok", typed.str.contains(pattern).fill_null(False))
     within = pl.col("value_within")
     # (null where the value is not of its type: it is not said to be outside)
@@ -629,6 +628,12 @@ def value_type() -> Check:
         .otherwise(pl.format("{} {} {}: {}", label(), negated, typed_name, shown)),
         confidence=pl.lit(95),
     )
+
+
+def _zone_dropped(value: pl.Expr) -> pl.Expr:
+    """A timestamp without the zone named after it ("2026-03-17 14:35:22 UTC"): what the
+    timestamp patterns read (v21: no timestamp)."""
+    return value.str.replace(r"\s+(?:UTC|GMT)$", "")
 
 
 def _within_facts(value: pl.Expr) -> pl.Expr:
@@ -1601,7 +1606,7 @@ def field_type() -> Check:
     # ("… 14:35:22 UTC" is a timestamp, as value_type reads it)
     timestamps = pl.when(kind.is_in(["datetime", "iso_datetime"])).then(values)
     typed = let("_typed", pl.coalesce(timestamps.list.eval(
-        _trimmed_value(pl.element()).str.replace(r"\s+(?:UTC|GMT)$", "")), values))
+        _zone_dropped(_trimmed_value(pl.element()))), values))
     fits = pl.lit(None, pl.List(pl.Boolean))
     # a pattern per type: list.eval cannot read a pattern from the row
     for name, pattern in VALUE_PATTERNS.items():

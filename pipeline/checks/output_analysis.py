@@ -336,7 +336,10 @@ def _lists(df: pl.DataFrame) -> pl.DataFrame:
     # no list marker, but one item on each line: the lines are the items (null elsewhere, so
     # only those outputs are split), after a label line ("Hosts:"); not a CSV's lines (a
     # comma on the first line but between digits: "1,200" is a number)
-    body = pl.when(raw.list.len() == 0).then(text).str.replace(LABEL_LINE, "")
+    # (the label replaced only where there is one: a replace copies every text it reads)
+    unlisted = raw.list.len() == 0
+    body = pl.coalesce(pl.when(unlisted & text.str.contains(LABEL_LINE)).then(text)
+                       .str.replace(LABEL_LINE, ""), pl.when(unlisted).then(text))
     plain = pl.when(body.str.contains(PLAIN_LINES) & ~body.str.contains(r"^[^\n]*(?:\D,|,\D)")
                     ).then(body).str.extract_all(r"\S+")
     return (
