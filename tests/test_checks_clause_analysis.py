@@ -236,10 +236,23 @@ CASES = [
     ("a JSON array of non-negative numbers, each at most 10", (),
      {"ranges": [("[]", 0.0, None), ("[]", None, 10.0)]}),
     ("a JSON list of negative integers", (), {"ranges": [("[]", None, 0.0, "<")]}),
-    # ... not a length of each ("each at most 50 characters" counts), nor a sub-item's array
+    # ... not a length of each ("each at most 50 characters" counts)
     ("a JSON array of strings, each at most 50 characters", (),
      {"ranges": [], "quantities": [q(None, 50, "chars", "each")]}),
+    # a sub-item's array's elements are its field's values (v22: nothing read), and so are
+    # those of a field the clause names (v22: asked, or the output's first number bounded)
     ("a JSON object with fields:", ("`scores`: a JSON array of numbers, each between 0 and 1",),
+     {"ranges": [("scores", 0.0, 1.0)]}),
+    ("a JSON object with fields:", ("`counts`: an array of positive integers",),
+     {"ranges": [("counts", 1.0, None)]}),
+    ("a JSON object with a `scores` array, each score between 0 and 1", (),
+     {"ranges": [("scores", 0.0, 1.0)], "unchecked_text": None}),
+    ("a JSON object whose `scores` are each at most 5", (),
+     {"ranges": [("scores", None, 5.0)], "unchecked_text": None}),
+    ("a JSON object with a `weights` list of numbers between 0 and 1, and a `total`", (),
+     {"ranges": [("weights", 0.0, 1.0)]}),
+    # ... not a length of each of them ("each at least 2 sources" counts)
+    ("a JSON object with a `findings` array, each with at least 2 sources", (),
      {"ranges": []}),
     ("a bulleted list, each under 25 words", (), {"quantities": [q(None, 24, "words", "each")],
                                                   "ranges": []}),

@@ -622,8 +622,61 @@ CASES = [
          "sentence", "We shipped it. Acme helped.", "meets_description", "undecided",
          "not_evaluable", "We shipped it."),
     # a value not of its type is said so, not to be outside what it is within
-    Case("value-within-wrong-type-fails", "a date in 2026", "2026-03-17T10:00:00Z", "value_type",
-         "failed", "violated", "`out` is not a date: “2026-03-17T10:00:00Z”"),
+    Case("value-within-wrong-type-fails", "a date in 2026", "Q1 2026", "value_type",
+         "failed", "violated", "`out` is not a date: “Q1 2026”"),
+    # a date with its time is a date (v22: not a date) ...
+    Case("date-with-time-is-a-date", "a JSON object with a `created` field (a date)",
+         '{"created": "2026-12-05T10:00:00Z"}', "field_type", "passed", "satisfied",
+         "each a date; first: “2026-12-05T10:00:00Z”"),
+    Case("date-time-within-year", "a date in 2026", "2025-12-31 23:00 UTC", "value_type",
+         "failed", "violated", "`out` is a date, not in 2026"),
+    # ... and an address after a display name is an email address (v22: none), its host
+    # that of the address
+    Case("email-display-name-passes", "a JSON object with an `owner` field (an email address)",
+         '{"owner": "Ann Lee <ann@example.com>"}', "field_type", "passed", "satisfied",
+         "each an email address"),
+    Case("email-display-name-host", "an email address at the acme.com domain",
+         "Ann Lee <ann@acme.co>", "value_type", "failed", "violated",
+         "`out` is an email address, not at acme.com"),
+    # a markdown link is the URL it leads to (v22: no URL) ...
+    Case("url-markdown-link-passes", "a URL on github.com",
+         "[PR #3](https://github.com/acme/app/pull/3)", "value_type", "passed", "satisfied",
+         "`out` is a URL on github.com"),
+    Case("url-markdown-link-host", "a URL on github.com",
+         "[PR #3](https://gitlab.com/acme/app/pull/3)", "value_type", "failed", "violated",
+         "`out` is a URL, not on github.com"),
+    # ... and a mail header's date and time a timestamp, its zone read (v22: no timestamp)
+    Case("rfc-2822-timestamp-in-utc", "a timestamp in UTC", "Tue, 17 Mar 2026 14:35:22 +0000",
+         "value_type", "passed", "satisfied", "in UTC: “Tue, 17 Mar 2026 14:35:22 +0000”"),
+    Case("rfc-2822-timestamp-not-utc", "a timestamp in UTC", "Tue, 17 Mar 2026 14:35:22 +0100",
+         "value_type", "failed", "violated", "not in UTC"),
+    # a CSV of one column is a CSV, its header no row (v22: no CSV, and 4 lines)
+    Case("one-column-csv-is-csv", "a CSV with one column `name`, exactly 3 rows",
+         "name\nalpha\nbeta\ngamma\n", "count", "passed", "satisfied",
+         "`out` has 3 CSV data rows", file="out.csv"),
+    Case("one-column-csv-column-missing", "a CSV with one column `email`",
+         "name\nalpha\nbeta\n", "required_field", "failed", "partially_satisfied",
+         "`out` is a CSV of one column, headed “name”", file="out.csv"),
+    Case("one-column-csv-not-in-md", "a CSV with exactly 3 rows", "alpha\nbeta\ngamma\n",
+         "format", "failed", "partially_satisfied", "no CSV in `out`"),
+    # each element of a named field's array is bounded (v22: asked), not its length
+    # a field inside another is read inside it where the output holds it at its top (v22
+    # read every one below the top: the `summary`'s "mixed" failed the checks')
+    Case("nested-field-read-in-its-container",
+         'a JSON object with a `checks` array, each with a `status` ("pass" or "fail")',
+         '{"summary": {"status": "mixed"}, "checks": [{"name": "a", "status": "pass"}]}',
+         "enum_value", "passed", "satisfied", "`status` values: pass"),
+    Case("nested-field-wrong-in-its-container", "a JSON object with fields:",
+         '{"summary": {"status": "done"}, "checks": [{"name": "a", "status": "skip"}]}',
+         "enum_value", "failed", "partially_satisfied", "“skip” is not one of “pass”, “fail”",
+         file="out.json", details=('`checks`: a list of objects, each with `name` and `status` '
+                                   '("pass" or "fail")',)),
+    Case("field-elements-each-bounded", "a JSON object with a `counts` list, each at least 1",
+         '{"counts": [0, 3]}', "numeric_range", "failed", "partially_satisfied",
+         "`counts` values: 0, 3"),
+    Case("field-elements-each-in-range", "a JSON object whose `scores` are each between 0 and 1",
+         '{"scores": [0.2, 0.9]}', "numeric_range", "passed", "satisfied",
+         "`scores` values: 0.2, 0.9"),
     # a field naming a kind holds a format's name (v21 required markdown of the output)
     Case("kind-field-format-names-fail", "a JSON object with a `format` field (markdown or html)",
          '{"format": "pdf"}', "enum_value", "failed", "partially_satisfied",

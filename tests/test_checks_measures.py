@@ -214,6 +214,16 @@ def test_field_values_split_each_json_pair_at_its_key_and_decode_its_strings():
     assert measured["field_values"][1].split("\n") == ["outer\t{", *lines]
     assert measured["json_top_values"][0].split("\n") == [*lines[:3], "list\t1", *lines[3:]]
     assert measured["json_top_values"].to_list()[1:] == ["outer\t{", None]
+    # ... and those one level below, by the key that holds them (its array's too)
+    inner = [f"outer\x1f{line}" for line in (*lines[:3], "list\t1", *lines[3:])]
+    assert measured["json_child_values"][1].split("\n") == inner
+    assert measured["json_child_values"].to_list()[2] is None
+    nested = output_facts(pl.DataFrame({"binding_text": [json.dumps(
+        {"summary": {"status": "mixed"}, "checks": [{"status": "pass"}, 3, {"status": "fail"}],
+         "tags": ["x"], "deep": {"more": {"status": "no"}}})]}))
+    assert nested["json_child_values"][0].split("\n") == [
+        "summary\x1fstatus\tmixed", "checks\x1fstatus\tpass", "checks\x1fstatus\tfail",
+        "deep\x1fmore\t{"]
 
 
 def test_a_json_key_is_read_where_it_is_nearest_the_top():

@@ -76,9 +76,10 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             are; chronological: by the ISO date each item holds ("in
                             chronological order", "newest first")
   alternative    str        "..., or the single line "none"": an output equal to it is enough
-  enums          list[struct{field, values, phrase, nested, key}]  '"low", "medium" or
-                            "high"'; field null means the whole output must be one of the
-                            values; nested: the field is inside another the clause names
+  enums          list[struct{field, values, phrase, nested, key, parent}]  '"low", "medium"
+                            or "high"'; field null means the whole output must be one of the
+                            values; nested: the field is inside another the clause names,
+                            parent that field's key
   fields         list[struct{name, key, nested, phrase}]  from sub-items and from "with fields
                             `a`, `b`", "containing: a, b and c", "each has: x, y"
   ranges         list[struct{field, lo, hi, phrase, lo_exclusive, hi_exclusive, key}]  numeric
@@ -925,7 +926,8 @@ TYPED_RANGE_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WO
 # number (v11 bounded the output's first number)
 TYPED_BOUND_FIELD = (r"(?i)(" + TICKED + r")\s*\(\s*(?:(?:a|an)\s+)?(" + TYPE_WORDS
                      + r")(?:\s*,)?\s*(" + VALUE_BOUND + r")\s*(-?\d+(?:\.\d+)?)\s*\)")
-FIELD_BOUND = (r"(?i)(" + TICKED + r")\s*\(\s*(" + VALUE_BOUND + r")\s*(-?\d+(?:\.\d+)?)\s*\)")
+FIELD_BOUND = (r"(?i)(" + TICKED + r")\s*\(\s*(" + VALUE_BOUND + r")\s*(-?\d+(?:\.\d+)?)"
+               r"(?:\s+each)?\s*\)")  # ("`counts` (at least 1 each)": of each element)
 # A field's noun before its parentheses ("a `count` field (a positive integer)", "a `score` key
 # (0-100)") is moved after them, so the forms above read the field (v11 read the output's first
 # number, or dropped the type and the range unread)
@@ -1119,6 +1121,25 @@ EACH_BOUND = (r"(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|e
               r"\s+(?:(?:is|are|must\s+be|should\s+be|lies|lie|falls?)\s+)?((?:between|from)"
               r"\s+-?\d+(?:\.\d+)?\s*(?:-|–|—|to|and)\s*-?\d+(?:\.\d+)?|(?:" + VALUE_BOUND
               + r")\s*-?\d+(?:\.\d+)?)(\s*$|\s*[,;.:()\]]|\s+(?:inclusive|and|or|but)\b)")
+# ... of a named field's elements: "a `scores` array, each between 0 and 1", "whose `scores`
+# are each at least 0", "a `weights` list of numbers between 0 and 1": read as "`scores`
+# between 0 and 1" and "`scores` (at least 0 each)", a range or bound of the field's values,
+# its array's elements, not of its length (v22 asked the first two, and bounded the output's
+# first number by the third)
+FIELD_NUMBERS = (r"\s+of\s+(?:numbers|integers|whole\s+numbers|decimals|floats|scores|values"
+                 r"|ratings|probabilities|weights)\b")
+FIELD_EACH = (r"(?i)(" + TICKED + r")(?:\s+(?:array|list|field))?(?:" + FIELD_NUMBERS
+              + r")?\s*,?\s*(?:(?:with|where|and|are|must\s+be|should\s+be)\s+)?(?:each|every"
+              r"|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?\s+(?:(?:is|are|must"
+              r"\s+be|should\s+be|lies|lie|falls?)\s+)?")
+FIELD_OF_NUMBERS = r"(?i)(" + TICKED + r")\s+(?:array|list)" + FIELD_NUMBERS + r"\s+"
+BETWEEN_NUMBERS = (r"(?:between|from)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*"
+                   r"(-?\d+(?:\.\d+)?)")
+ONE_BOUND = r"((?:" + VALUE_BOUND + r")\s*-?\d+(?:\.\d+)?)(\s*$|\s*[,;.:()\]]|\s+(?:and|or|but)\b)"
+FIELD_ELEMENT_REWRITES = tuple(
+    (start + bound, replacement) for start in (FIELD_EACH, FIELD_OF_NUMBERS)
+    for bound, replacement in ((BETWEEN_NUMBERS, "${1} between ${2} and ${3}"),
+                               (ONE_BOUND, "${1} (${2} each)${3}")))
 # In a clause about a JSON array, such a bound, or a sign said of its elements' type ("a JSON
 # array of at most 3 positive integers"), bounds each element: the bound is marked with
 # ELEMENTS, which the range readers take with it (a range of the field "[]", each element of
@@ -2322,7 +2343,11 @@ def _analyse_parts(parts: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col("t").str.replace_all(EXAMPLES, " ").str.replace_all(
         r"(?i)\b(no|without(?:\s+any)?)\s+markdown\s+(headings?)\b", "$1 $2"))
     df = df.with_columns(_several_parts(pl.col("t")).alias("_parts_joined"))
-    df = df.with_columns(pl.when((pl.col("_part") == 0) & pl.col("t").str.contains(JSON_ARRAY))
+    df = df.with_columns(_rewritten(pl.col("t"), FIELD_ELEMENT_REWRITES))
+    # (a sub-item's: each element of its field's array, "`scores`: numbers, each between 0 and
+    # 1"; v22 read nothing)
+    df = df.with_columns(pl.when(((pl.col("_part") == 0) & pl.col("t").str.contains(JSON_ARRAY))
+                                 | (pl.col("_part") > 0))
                          .then(_rewritten(pl.col("t"), ELEMENT_REWRITES)).otherwise(pl.col("t")))
     df = _take(df, "_unread", UNREAD_PHRASES, keep=UNREAD)
     df = df.with_columns(_rewritten(pl.col("t"), CLAUSE_REWRITES))
@@ -2712,18 +2737,28 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
         if family == "enums":
             own = pl.col(family).struct.field("field")
             said = pl.col(family).struct.field("phrase").str.extract(r"(`[^`]+`.*)$", 1)
-            contained = pl.col("_description").str.contains(pl.concat_str(
-                pl.lit(r"(?i)" + TICKED + r"[^.;\n]*?\beach\s+(?:with|has|having|containing"
+            # (the field that holds it: the last named before "each with")
+            container = pl.col("_description").str.extract(pl.concat_str(
+                pl.lit(r"(?i)(" + TICKED + r")[^`.;\n]*?\beach\s+(?:with|has|having|containing"
                        r"|including)\b[^.;\n]*?"),
-                said.str.escape_regex()))
+                said.str.escape_regex()), 1)
             long = long.join(frame.select("_row", pl.col("description").fill_null("")
                                           .alias("_description")), on="_row", how="left")
+            inside = own.is_not_null() & pl.when(pl.col("_part") > 0).then(
+                normalise_key(own) != normalise_key(pl.col("_field"))).otherwise(
+                container.is_not_null())
             long = long.with_columns(pl.col(family).struct.with_fields(
-                (own.is_not_null() & pl.when(pl.col("_part") > 0).then(
-                    normalise_key(own) != normalise_key(pl.col("_field")))
-                 .otherwise(contained)).fill_null(False).alias("nested"))).drop("_description")
+                inside.fill_null(False).alias("nested"),
+                pl.when(inside).then(normalise_key(pl.when(pl.col("_part") > 0)
+                                                   .then(pl.col("_field"))
+                                                   .otherwise(container)))
+                .alias("parent"))).drop("_description")
+        # (each element of a sub-item's field is the field's: its values are its elements)
         long = (long.with_columns(pl.col(family).struct.with_fields(
-                    pl.coalesce(pl.field("field"), pl.col("_field")).alias("field")))
+                    pl.when((pl.field("field") == "[]") & (pl.col("_part") > 0))
+                    .then(pl.col("_field")).otherwise(pl.coalesce(pl.field("field"),
+                                                                  pl.col("_field")))
+                    .alias("field")))
                 .with_columns(pl.col(family).struct.with_fields(
                     normalise_key(pl.field("field")).alias("key"))))
         scoped[family] = (long.sort("_row", "_part", maintain_order=True)

@@ -22,6 +22,7 @@ from .clause_analysis import (
     OPTIONAL,
     VAGUE_WORDS,
     VERSION_MASK,
+    normalise_key,
     normalise_value,
 )
 from .contract import (
@@ -37,6 +38,7 @@ from .contract import (
 from .frame import JOINED_MARK
 from .grader import SECRET_PATTERNS, Check, Lets, check
 from .output_analysis import (
+    CHILD_OF,
     WORDS,
     csv_commas,
     csv_unquoted,
@@ -219,24 +221,40 @@ def _array_lengths(key: pl.Expr) -> pl.Expr:
             .list.eval(pl.element().str.replace(r"^[^\t]*\t", "").cast(pl.Int64)))
 
 
-def _values_of(key: pl.Expr, nested: pl.Expr | None = None) -> pl.Expr:
+def _values_of(key: pl.Expr, nested: pl.Expr | None = None, parent: pl.Expr | None = None
+               ) -> pl.Expr:
     """The values of a (normalised) key: a JSON output's where the key is nearest the top,
     among its own keys (an array's elements too) where it is one of them, else at any depth
     (`{"status": "ok", "checks": [{"status": "failing"}]}` has one `status`, "ok"; v21 read
     both); where `nested` holds (a field inside another, "`checks`: … each with `status`"),
-    those below the top (v22 as first written read the output's own)."""
-    def lines(column: str) -> pl.Expr:
-        return pl.col(column).fill_null("").str.extract_all(_key_line(key)).list.eval(
+    those inside the field `parent` where the output has it at its top (v22 read every one
+    below the top, a `summary`'s `status` too), else those below the top (v22 as first
+    written read the output's own)."""
+    def lines(column: str, of: pl.Expr = key) -> pl.Expr:
+        return pl.col(column).fill_null("").str.extract_all(_key_line(of)).list.eval(
             pl.element().str.replace(r"^[^\t]*\t", ""))
 
     every, top = lines("field_values"), lines("json_top_values")
     nearest = pl.when(top.list.len() > 0).then(top).otherwise(every)
     if nested is None:
         return nearest
-    return pl.when(nested).then(every.list.set_difference(top)).otherwise(nearest)
+    below = every.list.set_difference(top)
+    if parent is not None:
+        inside = lines("json_child_values", pl.concat_str(parent, pl.lit(CHILD_OF), key))
+        below = pl.when(inside.list.len() > 0).then(inside).otherwise(below)
+    return pl.when(nested).then(below).otherwise(nearest)
 
 
 # ---- format -------------------------------------------------------------------------------
+
+# A `.csv` output of one column: no comma parts its cells (v22 read no CSV in
+# "name\nalpha\nbeta", and counted its header line as a row). (Its text searched only where
+# the file is a CSV: a search of every output's text would cost a pass over each.)
+CSV_FILE = pl.col("binding_extension") == "csv"
+ONE_COLUMN_CSV = (CSV_FILE & ~csv_unquoted(pl.when(CSV_FILE).then(pl.col("output_text")))
+                  .str.contains(",", literal=True)).fill_null(False)
+# A CSV: lines of as many cells each (`csv_like`), or one column of a `.csv` file
+IS_CSV = pl.col("csv_like").fill_null(False) | ONE_COLUMN_CSV
 
 # An output that is a JSON array and no list of markers or lines: a list, its elements the items
 JSON_LIST = ((pl.col("n_bullets") + pl.col("n_numbered") + pl.col("n_line_items") == 0)
@@ -257,7 +275,7 @@ def _format_found(fmt: pl.Expr, *, lenient: bool) -> pl.Expr:
     return (
         pl.when(fmt == "json").then(pl.col("json_kind").is_not_null())
         .when(fmt == "yaml").then(yaml)
-        .when(fmt == "csv").then(pl.col("csv_like"))
+        .when(fmt == "csv").then(IS_CSV)
         .when(fmt == "table").then(pl.col("has_table"))
         .when(fmt == "numbered_list").then(pl.col("n_numbered") > 0)
         .when(fmt == "bulleted_list").then(pl.col("n_bullets") > 0)
@@ -442,6 +460,11 @@ MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 ISO_DATE = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
 ISO_DATETIME = (ISO_DATE + r"[Tt ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
                 r"(?:[Zz]|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?")
+EMAIL_ADDRESS = r"[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+"
+# A date and time as mail headers write it (RFC 2822: "Tue, 17 Mar 2026 14:35:22 +0000"), its
+# zone left out once a zone name after it is dropped (`_zone_dropped`)
+RFC_2822 = (r"(?i:(?:(?:mon|tue|wed|thu|fri|sat|sun),?\s+)?\d{1,2}\s+" + MONTH + r"\s+\d{4}\s+"
+            r"(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s*(?:[+-]\d{4}|z|utc|gmt))?)")
 VALUE_PATTERNS = {
     "integer": r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$",
     "number": r"^[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?$",
@@ -450,21 +473,25 @@ VALUE_PATTERNS = {
     "iso_date": "^" + ISO_DATE + "$",
     "iso_datetime": "^" + ISO_DATETIME + "$",
     # an ISO 8601 date and time (a space for the T too), or Unix seconds or milliseconds
-    "datetime": "^(?:" + ISO_DATETIME + r"|\d{9,10}|\d{12,13})$",
+    "datetime": "^(?:" + ISO_DATETIME + "|" + RFC_2822 + r"|\d{9,10}|\d{12,13})$",
     "uuid": r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
-    "email": r"^[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+$",
+    # an address, alone or after a display name ("Ann Lee <ann@example.com>"; v22: no address)
+    "email": "^(?:" + EMAIL_ADDRESS + r"|[^@<>\n]*<" + EMAIL_ADDRESS + ">)$",
     # "45%", "12.5 %", "30 percent", or the number alone (a JSON field's 45 or 0.45)
     "percentage": r"(?i)^[+-]?(?:\d+(?:\.\d+)?|\.\d+)(?:\s?%|\s+percent)?$",
-    "date": ("(?i)^(?:" + ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
-             + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4})$"),
+    # (a date and time too: "2026-12-05T10:00:00Z" is a date with its time; v22: no date)
+    "date": ("(?i)^(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|" + ISO_DATE
+             + r"|\d{1,2}\s+"
+             + MONTH + r",?\s+\d{4}|" + MONTH + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}"
+             r"|\d{1,2}/\d{1,2}/\d{2,4})$"),
 }
 # What may follow a value that opens a longer output
 VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
                "date": "a date", "iso_datetime": "an ISO 8601 date and time "
-               "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 date and time, or "
-               "Unix seconds)", "uuid": "a UUID", "email": "an email address",
+               "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 or RFC 2822 date "
+               "and time, or Unix seconds)", "uuid": "a UUID", "email": "an email address",
                "percentage": "a percentage",
                "emoji": "an emoji"}
 
@@ -482,7 +509,7 @@ def csv_header() -> Check:
     numbers = let("_numbers", cells.list.eval(
         pl.element().str.contains(r"^[+-]?(?:\d+(?:[.,]\d+)*|\.\d+)%?$")).list.sum())
     empty = let("_empty", cells.list.eval(pl.element() == "").list.sum())
-    is_csv = let("_is_csv", pl.col("csv_like").fill_null(False))
+    is_csv = let("_is_csv", IS_CSV)
     outcome = let("_outcome", pl.when(~is_csv).then(UNDECIDED)
                   .when((numbers == 0) & (empty == 0)).then(PASSED)
                   .when(numbers == n).then(FAILED).otherwise(UNDECIDED))
@@ -493,7 +520,9 @@ def csv_header() -> Check:
         outcome=outcome,
         detail=pl.format("{} opens with a header row", label()),
         evidence=pl.when(~is_csv).then(pl.format("no CSV in {} to find a header row in", label()))
-        .when(outcome == PASSED).then(pl.format("first line, {} named columns: {}", n, first))
+        .when(outcome == PASSED).then(pl.format(
+            "first line, {} named column{}: {}", n,
+            pl.when(n == 1).then(pl.lit("")).otherwise(pl.lit("s")), first))
         .when(outcome == FAILED).then(pl.format("the first line is data, every cell a number: {}",
                                                first))
         .otherwise(pl.format("{} of the {} cells of the first line are numbers or empty: {}",
@@ -526,10 +555,17 @@ def blank_line() -> Check:
     )
 
 
+# A markdown link and nothing else ("[PR #3](https://github.com/acme/app/pull/3)"): group 1
+# is where it leads
+LINK_ONLY = r"^\[[^\]\n]*\]\(\s*<?([^\s()<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)$"
+
+
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
-    """A value without surrounding whitespace, quotes, backticks, emphasis or a final period."""
-    return text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
+    """A value without surrounding whitespace, quotes, backticks, emphasis or a final period;
+    of a markdown link, where it leads (v22 read the link: "a URL" failed)."""
+    value = text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
         r"\.$", "")
+    return pl.coalesce(value.str.extract(LINK_ONLY, 1), value)
 
 
 def _mask_pattern(mask: pl.Expr) -> pl.Expr:
@@ -647,8 +683,10 @@ def _within_facts(value: pl.Expr) -> pl.Expr:
         pl.from_epoch(pl.when(epoch < 10**11).then(epoch).otherwise(epoch // 1000),
                       time_unit="s").dt.year().cast(pl.String),
         value.str.extract(r"(?:^|\D)(\d{4})(?:\D|$)", 1))
-    host = pl.coalesce(value.str.extract(r"(?i)^https?://(?:[^@/\s]*@)?([^/:?#\s]+)", 1),
-                       value.str.extract(r"@([^@\s]+)$", 1)).str.to_lowercase().str.strip_chars(".")
+    host = pl.coalesce(
+        value.str.extract(r"(?i)^https?://(?:[^@/\s]*@)?([^/:?#\s]+)", 1),
+        # (an address's, after a display name too: "Ann <ann@acme.com>")
+        value.str.extract(r"@([^@\s<>]+)>?$", 1)).str.to_lowercase().str.strip_chars(".")
     utc = value.str.contains(r"(?:[Zz]|[+-]00:?00|\s(?:UTC|GMT))$|^\d{9,13}$")
     return pl.concat_str(pl.lit("."), pl.when(utc).then(pl.lit("UTC")).otherwise(pl.lit("-")),
                          pl.lit("|."), year.fill_null("-"), pl.lit("|."), host.fill_null("-"),
@@ -666,7 +704,7 @@ def _within_mark(within: pl.Expr) -> pl.Expr:
 
 def _csv_counted() -> pl.Expr:
     """A CSV the clause names, whose lines below the header are its items."""
-    return pl.col("formats").list.contains("csv") & pl.col("csv_like").fill_null(False)
+    return pl.col("formats").list.contains("csv") & IS_CSV
 
 
 def _some(count: pl.Expr) -> pl.Expr:
@@ -778,7 +816,7 @@ def count() -> Check:
         # a markdown table's header cells, else a CSV's first line's (quoted commas apart)
         .when(measure == "columns").then(
             pl.when(pl.col("has_table")).then(pl.col("table_header").list.len())
-            .when(pl.col("csv_like").fill_null(False)).then(csv_commas(pl.col("first_line")) + 1))
+            .when(IS_CSV).then(csv_commas(pl.col("first_line")) + 1))
         .when(measure == "keys").then(  # of a JSON object, else a table's columns
             pl.when(pl.col("json_kind") == "object").then(pl.col("json_keys").list.len())
             .when(pl.col("has_table")).then(pl.col("table_header").list.len()))
@@ -800,7 +838,7 @@ def count() -> Check:
         .when(below_title).then(pl.lit("sections (headings below its # title)"))
         .when((measure == "keys") & (pl.col("json_kind") != "object").fill_null(True))
         .then(pl.lit("table columns"))
-        .when((measure == "columns") & ~pl.col("has_table") & pl.col("csv_like").fill_null(False))
+        .when((measure == "columns") & ~pl.col("has_table") & IS_CSV)
         .then(pl.lit("CSV columns"))
         .otherwise(measure.replace_strict(MEASURE_NAMES, default=measure))
     ).fill_null(q.struct.field("unit")))
@@ -1277,7 +1315,7 @@ def enum_value() -> Check:
     # the values as written (shown), and as compared: a JSON array's are its elements; a
     # JSON null is a value of a field that must be there (v21 passed `"status": null` as no
     # value found), none of one that may be absent or null
-    values = let("_values", _values_of(key, e.struct.field("nested")))
+    values = let("_values", _values_of(key, e.struct.field("nested"), e.struct.field("parent")))
     raw = let("_raw", pl.when(_nullable(key, field)).then(values.list.eval(
         pl.element().filter(~normalise_value(pl.element()).is_in(["null"]))))
         .otherwise(values).list.eval(pl.element().filter(
@@ -1311,6 +1349,7 @@ def enum_value() -> Check:
     return Check(
         applies=NAMED, each="enums", let=let,
         needs={"fields": field.is_not_null(), "json": field.is_not_null(),
+               "json_children": e.struct.field("parent").is_not_null(),
                "table": field.is_not_null()},
         outcome=outcome,
         detail=pl.when(field.is_null()).then(pl.format("{} is one of {}", label(), allowed_text))
@@ -1348,6 +1387,7 @@ def required_field() -> Check:
         pl.format("(?m)^{}\t", _escaped(name))))
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
+    header = normalise_key(pl.col("first_line"))  # (of a one-column CSV)
     written = _as_written(name)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
     # each text search reads only the outputs of the rows whose branch it serves
@@ -1369,6 +1409,7 @@ def required_field() -> Check:
         .when(pl.col("has_table")).then(
             pl.when(pl.col("table_header").list.contains(name) | in_values).then(PASSED)
             .otherwise(FAILED))
+        .when(ONE_COLUMN_CSV).then(pl.when(header == name).then(PASSED).otherwise(FAILED))
         .when(empty).then(FAILED)
         .when(in_values).then(PASSED)
         .when(mentioned).then(UNDECIDED)
@@ -1391,6 +1432,8 @@ def required_field() -> Check:
         .when(pl.col("has_table")).then(pl.format(
             "no column `{}` among the table columns: {}", shown,
             pl.col("table_columns").list.join(", ")))
+        .when(ONE_COLUMN_CSV).then(pl.format(
+            "{} is a CSV of one column, headed {}", label(), quoted(pl.col("first_line"))))
         .when(empty).then(pl.format(
             "the heading `{}` of {} has nothing under it before the next heading or the end",
             shown, label()))
@@ -1502,9 +1545,11 @@ def numeric_range() -> Check:
             pl.element().str.extract("(" + WRITTEN_NUMBER + ")", 1)).list.drop_nulls()))
     # a one-sided whole bound without a unit on a field that holds JSON arrays ("`tags` (at
     # least 2)", "whose `items` is at most 5") counts their elements (v12: undecided); a range
-    # ("`scores` (0-100)") bounds numbers, each element's (v21: undecided)
+    # ("`scores` (0-100)") bounds numbers, each element's (v21: undecided), as does a bound
+    # of each ("`counts` (at least 1 each)", "a `counts` list, each at least 1")
     bound = pl.coalesce(lo, hi)
-    countable = named & (lo.is_null() != hi.is_null()) & (bound == bound.floor())
+    countable = (named & (lo.is_null() != hi.is_null()) & (bound == bound.floor())
+                 & ~r.struct.field("phrase").str.contains(r"(?i)\beach\b"))
     arrays = let("_arrays", pl.when(countable).then(_array_lengths(key)))
     counted = let("_counted", arrays.list.len() > 0)
     field_texts = let("_field_texts", pl.when(counted).then(

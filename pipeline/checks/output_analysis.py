@@ -51,6 +51,10 @@ or where no check needs them: see the families below):
                     elements' keys), parsed: a string decoded, a number as written back,
                     'null', and an array's elements after its '['; null where the output
                     holds no more than those pairs (field_values are then the same)
+  json_child_values the lines of the pairs one level below those, each key written
+                    'container<US>key' (US: CHILD_OF, U+001F; the container's normalised key):
+                    of an object, or of the object elements of an array, its own keys hold;
+                    null where json_top_values is
 
 JSON is parsed by DuckDB's json functions (vectorized, never Python's json per row).
 
@@ -75,6 +79,7 @@ Measures come in families (FAMILIES below), computed together once per distinct 
   json_arrays    json_array_lens (after json)
   json_items     element_texts, element_urls (after json)
   fields         field_values, json_top_values (after json, table and headings)
+  json_children  json_child_values (after json)
   sentences_each item_sentences, paragraph_sentences, line_sentences (after lists, prose
                  and lines)
 `output_facts(frame, demand)` measures a family only on the rows its demand selects; the
@@ -438,6 +443,17 @@ def _fields(df: pl.DataFrame) -> pl.DataFrame:
     return _field_values(_with_json_text(df))
 
 
+def _json_children(df: pl.DataFrame) -> pl.DataFrame:
+    """Add json_child_values: the lines of the pairs one level below a JSON output's own
+    (`_top_pairs`), each key 'container<CHILD_OF>key'."""
+    frame = _with_json_text(df).with_row_index("_fv")
+    child = (_top_pairs(frame, below=True).lazy()
+             .with_columns(pl.format("{}" + CHILD_OF + "{}", "p", "k").alias("k"))
+             .group_by("_fv", maintain_order=True).agg(_joined_lines("json_child_values")))
+    return collect(frame.lazy().join(child, on="_fv", how="left").sort("_fv")
+                   .drop("_fv", "_json_text"))
+
+
 def _json_measured(frame: pl.DataFrame, kinds: list[str], sql: str,
                    columns: dict[str, pl.DataType]) -> pl.DataFrame:
     """`frame` with `columns`, selected by `sql` (with `_tid`) in DuckDB from the table
@@ -552,6 +568,7 @@ FAMILIES = (
     Family("json_items", ("element_texts", "element_urls"), _json_items, after=("json",)),
     Family("fields", ("field_values", "json_top_values"), _fields,
            after=("json", "table", "headings")),
+    Family("json_children", ("json_child_values",), _json_children, after=("json",)),
     Family("sentences_each", ("item_sentences", "paragraph_sentences", "line_sentences"),
            _sentences_each, after=("lists", "prose", "lines")),
 )
@@ -822,11 +839,26 @@ def _json_string(value: pl.Expr) -> pl.Expr:
     return pl.coalesce(decoded, value.str.strip_chars('"'))
 
 
-def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
-    """(_fv, k, v) of the pairs of each JSON object output, or of each object element of an
-    array output, that holds more than those pairs, parsed: a string decoded, a number as the
-    parser writes it back, `null`, `{` for an object, and for an array `[` and then each of
-    its elements that is neither an array nor an object."""
+# A JSON value as the pairs' lines hold it: a string decoded, a number as the parser writes it
+# back, `null`, `{` for an object, and for an array `[` and then each of its elements that is
+# neither an array nor an object (a DuckDB expression of the value `j`)
+_PAIR_VALUE = """case json_type(j)
+        when 'NULL' then ['null']
+        when 'OBJECT' then ['{']
+        when 'ARRAY' then list_concat(['['], list_transform(list_filter(
+            list_zip(json_extract_string(j, '$[*]'), json_type(j, '$[*]')),
+            lambda e: e[2] not in ('ARRAY', 'OBJECT', 'NULL')), lambda e: e[1]))
+        else [json_extract_string(j, '$')]
+    end"""
+# What parts a container's key from a key inside it, in json_child_values' keys
+CHILD_OF = "\x1f"
+
+
+def _top_pairs(frame: pl.DataFrame, below: bool = False) -> pl.DataFrame:
+    """(_fv, p, k, v) of the pairs of each JSON object output, or of each object element of an
+    array output, that holds more than those pairs (`p` null); with `below`, of the pairs one
+    level below them instead (`p` the key of the object, or of the array of objects, that
+    holds them); parsed (see _PAIR_VALUE)."""
     # (a flat object, or an array of flat objects, has no key but its top ones: its pairs
     # are read by their pattern, numbers as written; only a bracket more sends it here)
     t = pl.col("_json_text")
@@ -836,10 +868,11 @@ def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("json_len").fill_null(0) + 1)).select(
         pl.col("_fv"), t.alias("t"), "json_kind")
     if candidates.is_empty():
-        return pl.DataFrame(schema={"_fv": pl.UInt32, "k": pl.String, "v": pl.String})
+        return pl.DataFrame(schema={"_fv": pl.UInt32, "p": pl.String, "k": pl.String,
+                                    "v": pl.String})
     with scratch({"candidates": candidates}) as con:
         # (the paths `$.*` and `$[*].*` step into objects only, in the order of their keys)
-        pairs = con.sql("""
+        pairs = con.sql(f"""
             with pairs as (
                 select _fv,
                     unnest(case when json_kind = 'object' then json_keys(t)
@@ -847,20 +880,21 @@ def _top_pairs(frame: pl.DataFrame) -> pl.DataFrame:
                     unnest(case when json_kind = 'object' then json_extract(t, '$.*')
                         else json_extract(t, '$[*].*') end) as j
                 from candidates
+            ), children as (
+                select _fv, k as p,
+                    unnest(case json_type(j) when 'OBJECT' then json_keys(j)
+                        else flatten(json_keys(j, '$[*]')) end) as k,
+                    unnest(case json_type(j) when 'OBJECT' then json_extract(j, '$.*')
+                        else json_extract(j, '$[*].*') end) as j
+                from pairs where json_type(j) in ('OBJECT', 'ARRAY')
             )
 
-            select _fv, k, case json_type(j)
-                    when 'NULL' then ['null']
-                    when 'OBJECT' then ['{']
-                    when 'ARRAY' then list_concat(['['], list_transform(list_filter(
-                        list_zip(json_extract_string(j, '$[*]'), json_type(j, '$[*]')),
-                        lambda e: e[2] not in ('ARRAY', 'OBJECT', 'NULL')), lambda e: e[1]))
-                    else [json_extract_string(j, '$')]
-                end as v
-            from pairs
+            select _fv, {"p" if below else "null::varchar as p"}, k, {_PAIR_VALUE} as v
+            from {"children" if below else "pairs"}
         """).pl()
-    return pairs.explode("v").select(pl.col("_fv").cast(pl.UInt32),
-                                     normalise_key(pl.col("k")).alias("k"), "v")
+    return pairs.explode("v").select(
+        pl.col("_fv").cast(pl.UInt32), normalise_key(pl.col("p")).alias("p"),
+        normalise_key(pl.col("k")).alias("k"), "v")
 
 
 def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
@@ -921,6 +955,7 @@ def _field_values(frame: pl.DataFrame) -> pl.DataFrame:
         _joined_lines("json_top_values"))
     return collect(lazy.join(lines, on="_fv", how="left").join(top, on="_fv", how="left")
                    .sort("_fv").drop("_fv", "_json_text"))
+
 
 
 def _joined_lines(name: str) -> pl.Expr:
