@@ -650,6 +650,28 @@ CASES = [
          "value_type", "passed", "satisfied", "in UTC: “Tue, 17 Mar 2026 14:35:22 +0000”"),
     Case("rfc-2822-timestamp-not-utc", "a timestamp in UTC", "Tue, 17 Mar 2026 14:35:22 +0100",
          "value_type", "failed", "violated", "not in UTC"),
+    # ... but a link in a JSON field is no URL (its reader needs the address), nor a sentence
+    # before an address a display name; an address in angle brackets is a URL
+    Case("url-angle-brackets-passes", "a URL", "<https://github.com/acme/app>", "value_type",
+         "passed", "satisfied", "`out` is a URL"),
+    Case("url-link-in-json-field-fails", "a JSON object with an `evidence_url` field (a URL)",
+         '{"evidence_url": "[source](https://x.org/1)"}', "field_type", "failed",
+         "partially_satisfied", "“[source](https://x.org/1)” is not a URL"),
+    Case("email-after-sentence-fails", "an email address",
+         "Please write to the on-call team at <ops@acme.com>", "value_type", "failed",
+         "violated", "`out` is not an email address"),
+    Case("email-quoted-display-name-passes", "an email address", '"Lee, Ann" <ann@acme.com>',
+         "value_type", "passed", "satisfied", "`out` is an email address"),
+    # a date said without its time has none, in the clause or a sub-item; "in ISO format" is
+    # ISO 8601 (v23 as first written: any date with a time, an RFC 2822 timestamp)
+    Case("date-only-no-time", "a date only, without the time", "2026-12-05T10:00:00Z",
+         "value_type", "failed", "violated", "`out` is not a date without its time"),
+    Case("date-only-sub-item", "a JSON object with:", '{"due": "2026-12-05T10:00:00Z"}',
+         "field_type", "failed", "partially_satisfied", "is not a date without its time",
+         file="out.json", details=("`due`: a date (no time)",)),
+    Case("timestamp-iso-format-words", "a timestamp in ISO format",
+         "Tue, 17 Mar 2026 14:35:22 +0000", "value_type", "failed", "violated",
+         "`out` is not an ISO 8601 date and time"),
     # a CSV of one column is a CSV, its header no row (v22: no CSV, and 4 lines)
     Case("one-column-csv-is-csv", "a CSV with one column `name`, exactly 3 rows",
          "name\nalpha\nbeta\ngamma\n", "count", "passed", "satisfied",
@@ -657,6 +679,9 @@ CASES = [
     Case("one-column-csv-column-missing", "a CSV with one column `email`",
          "name\nalpha\nbeta\n", "required_field", "failed", "partially_satisfied",
          "`out` is a CSV of one column, headed “name”", file="out.csv"),
+    Case("one-column-csv-not-a-message", "a CSV file of the exported accounts",
+         "Export failed: the database timed out.\nRetry later.", "format", "failed", "violated",
+         "no CSV in `out`", file="out.csv"),
     Case("one-column-csv-not-in-md", "a CSV with exactly 3 rows", "alpha\nbeta\ngamma\n",
          "format", "failed", "partially_satisfied", "no CSV in `out`"),
     # each element of a named field's array is bounded (v22: asked), not its length
@@ -671,6 +696,42 @@ CASES = [
          "enum_value", "failed", "partially_satisfied", "“skip” is not one of “pass”, “fail”",
          file="out.json", details=('`checks`: a list of objects, each with `name` and `status` '
                                    '("pass" or "fail")',)),
+    # ... after other words that put it there too, the last such before it (v23 as first
+    # written: only after "`x` …, each with")
+    Case("nested-field-each-object-with",
+         'a JSON object with a `results` array, each object with a `status` ("confirmed" or '
+         '"disputed")', '{"status": "partial", "results": [{"status": "confirmed"}]}',
+         "enum_value", "passed", "satisfied", "`status` values: confirmed"),
+    Case("nested-field-each-in-container", 'each check in `checks` has a `status` of "pass" or '
+         '"fail"', '{"status": "degraded", "checks": [{"status": "pass"}, {"status": "fail"}]}',
+         "enum_value", "passed", "satisfied", "`status` values: pass, fail"),
+    Case("nested-field-array-own-elements",
+         'a JSON array of services, each with a `state` ("up" or "down")',
+         '[{"name": "api", "state": "up", "deps": [{"state": "unknown"}]}]', "enum_value",
+         "passed", "satisfied", "`state` values: up"),
+    Case("nested-field-two-containers",
+         'a JSON object with a `services` list, each with a `status` ("up" or "down"), and a '
+         '`checks` list, each with a `status` ("pass" or "fail")',
+         '{"services": [{"status": "up"}], "checks": [{"status": "skip"}]}', "enum_value",
+         "failed", "partially_satisfied", "“skip” is not one of “pass”, “fail”",
+         select="“pass”"),
+    # ... and so are its range and its type (v23 as first written read the output's own)
+    Case("nested-field-range-in-container",
+         "a JSON object with a `score` from 0 to 100 and a `results` array, each with a "
+         "`score` between 0 and 1", '{"score": 82, "results": [{"score": 0.8}]}',
+         "numeric_range", "passed", "satisfied", "`score` values: 0.8",
+         select="between 0 and 1"),
+    Case("nested-field-type-in-container", "a JSON object with:",
+         '{"checked_at": "yesterday", "checks": [{"name": "a", "checked_at": '
+         '"2026-03-17T14:35:22Z"}]}', "field_type", "passed", "satisfied",
+         "first: “2026-03-17T14:35:22Z”", file="out.json",
+         details=("`checks`: a list, each with `name` and `checked_at` (an ISO 8601 timestamp)",)),
+    Case("field-elements-whose-each-bound", "a JSON object whose `counts` are each at least 1",
+         '{"counts": [2, 0]}', "numeric_range", "failed", "partially_satisfied",
+         "`counts` values: 2, 0"),
+    Case("field-elements-signed-type", "a JSON object with a `counts` array of positive integers",
+         '{"counts": [2, 0]}', "numeric_range", "failed", "partially_satisfied",
+         "`counts` values: 2, 0"),
     Case("field-elements-each-bounded", "a JSON object with a `counts` list, each at least 1",
          '{"counts": [0, 3]}', "numeric_range", "failed", "partially_satisfied",
          "`counts` values: 0, 3"),

@@ -397,8 +397,10 @@ ENUM_FORMS = [
     ("field_holds", r"(?i)(" + TICKED + r")\s+(?:column|field|key|value|cell)s?\s+(?:only\s+)?"
      r"(?:holds?|contains?|has|have|is|are|takes?|must\s+be|can\s+only\s+be)\s+(?:only\s+)?"
      r"(?:(?:exactly\s+)?one\s+of\s+|either\s+)?:?\s*" + QUOTED_OR),
-    # "each finding with a severity of "low", "medium" or "high"": the field is named
-    ("with_of", r"(?i)\bwith\s+(?:a|an|the)\s+(" + TICKED + "|" + IDENT + r")\s+of\s+"
+    # "each finding with a severity of "low", "medium" or "high"", "each check has a `status`
+    # of …": the field is named
+    ("with_of", r"(?i)\b(?:with|has|have|having)\s+(?:a|an|the)\s+(" + TICKED + "|" + IDENT
+     + r")\s+of\s+"
      r"(?:(?:exactly\s+)?one\s+of\s+|either\s+)?:?\s*" + QUOTED_OR),
     ("one_of", r"(?i)" + FIELD_PREFIX + r"(?:(?:exactly\s+)?one\s+of|any\s+of|either)\s*:?\s*"
      r"\(?\s*" + QUOTED_LIST + r"(?:\s*\))?"),
@@ -902,7 +904,8 @@ FIELD_FORMS = [
 # pattern, so the groups are the same either way
 BARE_RANGE_FIELD = (r"\b(?:where|whose)\s+(?:the\s+|each\s+|every\s+)?" + IDENT
                     + r"(?:\s+(?:column|field|value|key))?(?:\s+(?:is|are|lies|falls))?\s+")
-RANGE_AFTER_FIELD = (r"\s*(?:\(\s*(?:from\s+)?|(?:(?:is|must\s+be|of)\s+)?(?:between|from)\s+)"
+RANGE_AFTER_FIELD = (r"\s*(?:\(\s*(?:from\s+|between\s+)?|(?:(?:is|must\s+be|of)\s+)?"
+                     r"(?:between|from)\s+)"
                      r"(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*(-?\d+(?:\.\d+)?)(?:\s*\))?")
 FIELD_RANGE = r"(?i)(" + TICKED + "|" + BARE_RANGE_FIELD + ")" + RANGE_AFTER_FIELD
 # the bare form leaves nothing behind (a ticked name stays for the field lists)
@@ -1136,10 +1139,21 @@ FIELD_OF_NUMBERS = r"(?i)(" + TICKED + r")\s+(?:array|list)" + FIELD_NUMBERS + r
 BETWEEN_NUMBERS = (r"(?:between|from)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*"
                    r"(-?\d+(?:\.\d+)?)")
 ONE_BOUND = r"((?:" + VALUE_BOUND + r")\s*-?\d+(?:\.\d+)?)(\s*$|\s*[,;.:()\]]|\s+(?:and|or|but)\b)"
-FIELD_ELEMENT_REWRITES = tuple(
-    (start + bound, replacement) for start in (FIELD_EACH, FIELD_OF_NUMBERS)
-    for bound, replacement in ((BETWEEN_NUMBERS, "${1} between ${2} and ${3}"),
-                               (ONE_BOUND, "${1} (${2} each)${3}")))
+# ... and a sign of its elements' type ("a `counts` array of positive integers": "`counts`
+# (≥ 1 each) array"; v22 asked it)
+_NUMBERS = r"(?:numbers|decimals|floats)\b"
+_INTEGERS = r"(?:integers|whole\s+numbers)\b"
+FIELD_SIGNS = ((r"non[\s\-]?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", "≥ 0"),
+               (r"non[\s\-]?positive\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", "≤ 0"),
+               (r"(?:strictly\s+)?positive\s+" + _INTEGERS, "≥ 1"),
+               (r"(?:strictly\s+)?positive\s+" + _NUMBERS, "> 0"),
+               (r"(?:strictly\s+)?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", "< 0"))
+FIELD_ELEMENT_REWRITES = (
+    *((start + bound, replacement) for start in (FIELD_EACH, FIELD_OF_NUMBERS)
+      for bound, replacement in ((BETWEEN_NUMBERS, "${1} between ${2} and ${3}"),
+                                 (ONE_BOUND, "${1} (${2} each)${3}"))),
+    *((r"(?i)(" + TICKED + r")\s+(array|list)\s+of\s+" + sign, "${1} (" + bound + " each) ${2}")
+      for sign, bound in FIELD_SIGNS))
 # In a clause about a JSON array, such a bound, or a sign said of its elements' type ("a JSON
 # array of at most 3 positive integers"), bounds each element: the bound is marked with
 # ELEMENTS, which the range readers take with it (a range of the field "[]", each element of
@@ -2005,6 +2019,11 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
             .when((kind == "datetime") & iso).then(pl.lit("iso_datetime")).otherwise(kind))
 
 
+# A clause saying its value is written as ISO 8601 has it: "ISO 8601", "in ISO format",
+# "YYYY-MM-DD" (v23 as first written took "in ISO format" for any timestamp, RFC 2822's too)
+ISO_SAID = r"(?i)\bISO[\s\-]?8601\b|\bISO[\s\-]+format|YYYY-MM-DD"
+
+
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | percentage | boolean | url | date | iso_date |
     datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their
@@ -2028,7 +2047,7 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
                 | t.str.replace(VALUE_TYPE, "").str.contains(VALUE_IN_SOMETHING)).then(None)
         .otherwise(_type_of(t.str.extract(VALUE_TYPE, 3),
                             t.str.extract(VALUE_TYPE, 2).is_not_null()
-                            | t.str.contains(r"(?i)\bISO[\s\-]?8601\b|YYYY-MM-DD")))
+                            | t.str.contains(ISO_SAID)))
         .alias("_said"),
         written.alias("_written"),
         pl.when(noun.str.to_lowercase() == "date").then(~standard.str.contains("(?i)HH"))
@@ -2270,9 +2289,14 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     for i, (pattern, keep, json_only) in enumerate(INLINE_FIELD_LENGTHS if ticked else ()):
         # each reads what the ones before left
         e = pl.element()
+        bound = e.str.extract(pattern, 3).str.strip_chars()
+        if pattern in (FIELD_WHOSE_BOUND, FIELD_VERB_BOUND):
+            # "whose `counts` are each at least 1": a bound of each element (the sub-item's
+            # "each at least 1"; v22 bounded the array's length)
+            bound = pl.when(e.str.contains(r"(?i)\beach\b")).then(
+                pl.concat_str(pl.lit("each "), bound)).otherwise(bound)
         found = text.str.extract_all(pattern).list.eval(pl.struct(
-            e.str.extract(pattern, 2).str.strip_chars("`").alias("_field"),
-            e.str.extract(pattern, 3).str.strip_chars().alias("t")))
+            e.str.extract(pattern, 2).str.strip_chars("`").alias("_field"), bound.alias("t")))
         kept = text.str.replace_all(pattern, keep)
         if json_only:
             found = pl.when("_json").then(found).otherwise(found.list.head(0))
@@ -2628,6 +2652,16 @@ def _read(new: pl.DataFrame) -> pl.DataFrame:
         return _requirements(new.with_row_index("_row")).drop("description", "details")
 
 
+# What puts the fields said after it inside another field: "`checks` …, each with", "`checks`
+# each have", "each check in `checks` has", "every item has", "a `results` array of objects
+# with". Group 1 or 2 is that field, where named ("each check in `checks`": 2), or 3.
+CONTAINS = (r"(?i)(?:(" + TICKED + r")[^`.;\n]*?)?\b(?:each|every)\b(?:\s+[\p{L}\-]+){0,2}?"
+            r"(?:\s+(?:in|of)\s+(" + TICKED + r"))?\s+(?:with|has|have|having|containing"
+            r"|including|holding|carrying)\b|(" + TICKED + r")\s+(?:arrays?|lists?)\s+of\s+"
+            r"(?:objects|items|entries|records|maps|dicts)\s*,?\s+(?:each\s+)?(?:with|having"
+            r"|containing|including)\b")
+
+
 # A sub-item whose field may be absent: "`code`: optional, an integer", "`retry_after`: an
 # integer, only when status is "error"" (v11 required the field: an output without it failed)
 # Words saying a value may be null ("`reason`: null when it passed", "nullable")
@@ -2698,20 +2732,28 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     lengths, open_counts = _sub_item_counts(sub, json_rows, conditions)
     # "`total` (a number)" in any part, beside the sub-items' own types
     phrase = pl.col("_field_types")
-    inline = (parts.select("_row", "_part", "_field_types").explode("_field_types")
-              .drop_nulls("_field_types")
+    # (in a sub-item, of a field other than the sub-item's: inside the sub-item's field, "`checks`:
+    # a list, each with `checked_at` (an ISO 8601 timestamp)"; v23 as first written read the
+    # output's own `checked_at`)
+    inline = (parts.select("_row", "_part", pl.col("_field").alias("_holder"), "_field_types")
+              .explode("_field_types").drop_nulls("_field_types")
               .select("_row", "_part",
                       phrase.str.extract(FIELD_TYPE, 1).str.strip_chars("`").alias("_field"),
                       _type_of(phrase.str.extract(FIELD_TYPE, 3),
                                phrase.str.extract(FIELD_TYPE, 2).is_not_null())
-                      .alias("value_type")))
+                      .alias("value_type"), "_holder")
+              .with_columns(pl.when((pl.col("_part") > 0) & (normalise_key(pl.col("_holder"))
+                                                             != normalise_key(pl.col("_field"))))
+                            .then(normalise_key(pl.col("_holder"))).alias("_parent")))
     typed = pl.concat([sub.select("_row", "_part", "_field", "value_type", "value_within"),
-                       inline], how="diagonal_relaxed").sort("_row", "_part", maintain_order=True)
+                       inline.drop("_holder")], how="diagonal_relaxed").sort(
+        "_row", "_part", maintain_order=True)
     types = (typed.filter(pl.col("value_type").is_not_null() & pl.col("_field").is_not_null())
              .select("_row", pl.struct(
                  pl.col("_field").alias("field"), normalise_key(pl.col("_field")).alias("key"),
-                 pl.col("value_type").alias("type"), pl.col("value_within").alias("within"))
-                     .alias("field_types"))
+                 pl.col("value_type").alias("type"), pl.col("value_within").alias("within"),
+                 pl.col("_parent").is_not_null().alias("nested"),
+                 pl.col("_parent").alias("parent")).alias("field_types"))
              .group_by("_row", maintain_order=True).agg("field_types"))
     # a sub-item's quality words ("`summary`: a concise summary") are judged as the clause's;
     # not its verbs, which describe what the field holds ("`url`: the address", "`why`:
@@ -2729,30 +2771,37 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
     # `name` and `status` ("pass" or "fail")", "a list of `services`, each with `status` (up
     # or down)") is of the nested field, not of a field of the output's own of that name
     # (v22 as first written read the output's own `status`)
-    # (in the clause itself, where the enumeration is said after "`x` …, each with": the
-    # elements of a field `x`; a JSON array's own elements are its top)
+    # (in the clause itself, where the enumeration or range is said after "`x` …, each with",
+    # "each check in `x` has", "`x` array of objects with" (CONTAINS): the elements of a field
+    # `x`; after "whose items each have", of a field below the top; a JSON array's own
+    # elements are its top)
     for family in ("enums", "ranges"):
         long = (parts.select("_row", "_part", "_field", family).explode(family)
                 .drop_nulls(family))
-        if family == "enums":
-            own = pl.col(family).struct.field("field")
-            said = pl.col(family).struct.field("phrase").str.extract(r"(`[^`]+`.*)$", 1)
-            # (the field that holds it: the last named before "each with")
-            container = pl.col("_description").str.extract(pl.concat_str(
-                pl.lit(r"(?i)(" + TICKED + r")[^`.;\n]*?\beach\s+(?:with|has|having|containing"
-                       r"|including)\b[^.;\n]*?"),
-                said.str.escape_regex()), 1)
-            long = long.join(frame.select("_row", pl.col("description").fill_null("")
-                                          .alias("_description")), on="_row", how="left")
-            inside = own.is_not_null() & pl.when(pl.col("_part") > 0).then(
-                normalise_key(own) != normalise_key(pl.col("_field"))).otherwise(
-                container.is_not_null())
-            long = long.with_columns(pl.col(family).struct.with_fields(
-                inside.fill_null(False).alias("nested"),
-                pl.when(inside).then(normalise_key(pl.when(pl.col("_part") > 0)
-                                                   .then(pl.col("_field"))
-                                                   .otherwise(container)))
-                .alias("parent"))).drop("_description")
+        own = pl.col(family).struct.field("field")
+        said = pl.col(family).struct.field("phrase").str.extract(r"(`[^`]+`.*)$", 1)
+        # the sentence before it, up to where the clause says it (a byte offset)
+        at = pl.col("_description").str.find(said, literal=True)
+        before = (pl.col("_description").cast(pl.Binary).bin.head(at).cast(pl.String)
+                  .str.extract(r"([^.;\n]*)$", 1))
+        # (the last such words before it: "a `services` list, each with a `status` (…), and a
+        # `checks` list, each with a `status` (…)" puts the second in `checks`)
+        holder = before.str.extract_all(CONTAINS).list.last()
+        container = pl.coalesce(holder.str.extract(CONTAINS, 2), holder.str.extract(CONTAINS, 1),
+                                holder.str.extract(CONTAINS, 3))
+        long = long.join(frame.select("_row", pl.col("description").fill_null("")
+                                      .alias("_description")), on="_row", how="left")
+        # (each of a JSON array's own elements, "a JSON array of objects, each with a `state`",
+        # is at its top: a holder is named, or the sentence names no array or list of them)
+        inside = (own.is_not_null() & (own != "[]") & pl.when(pl.col("_part") > 0).then(
+            normalise_key(own) != normalise_key(pl.col("_field"))).otherwise(
+            holder.is_not_null() & (container.is_not_null() | ~before.str.contains(
+                r"(?i)\b(?:arrays?|lists?)\s+of\b"))))
+        long = long.with_columns(pl.col(family).struct.with_fields(
+            inside.fill_null(False).alias("nested"),
+            pl.when(inside).then(normalise_key(pl.when(pl.col("_part") > 0)
+                                               .then(pl.col("_field")).otherwise(container)))
+            .alias("parent"))).drop("_description")
         # (each element of a sub-item's field is the field's: its values are its elements)
         long = (long.with_columns(pl.col(family).struct.with_fields(
                     pl.when((pl.field("field") == "[]") & (pl.col("_part") > 0))

@@ -248,11 +248,15 @@ def _values_of(key: pl.Expr, nested: pl.Expr | None = None, parent: pl.Expr | No
 # ---- format -------------------------------------------------------------------------------
 
 # A `.csv` output of one column: no comma parts its cells (v22 read no CSV in
-# "name\nalpha\nbeta", and counted its header line as a row). (Its text searched only where
-# the file is a CSV: a search of every output's text would cost a pass over each.)
+# "name\nalpha\nbeta", and counted its header line as a row); its first line a header (no
+# sentence, no JSON, markdown or HTML), a row below it, and no table's bar: an error message,
+# a markdown table or JSON in a `.csv` file is none. (Its text searched only where the file is
+# a CSV: a search of every output's text would cost a pass over each.)
 CSV_FILE = pl.col("binding_extension") == "csv"
-ONE_COLUMN_CSV = (CSV_FILE & ~csv_unquoted(pl.when(CSV_FILE).then(pl.col("output_text")))
-                  .str.contains(",", literal=True)).fill_null(False)
+ONE_COLUMN = r"^[^\s{\[#|<>](?:[^\n|]{0,78}[^\s|.!?:;])?[ \t]*\r?\n[^|]*\S[^|]*$"
+_CSV_TEXT = pl.when(CSV_FILE).then(pl.col("output_text"))
+ONE_COLUMN_CSV = (_CSV_TEXT.str.contains(ONE_COLUMN)
+                  & ~csv_unquoted(_CSV_TEXT).str.contains(",", literal=True)).fill_null(False)
 # A CSV: lines of as many cells each (`csv_like`), or one column of a `.csv` file
 IS_CSV = pl.col("csv_like").fill_null(False) | ONE_COLUMN_CSV
 
@@ -463,7 +467,8 @@ ISO_DATETIME = (ISO_DATE + r"[Tt ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+
 EMAIL_ADDRESS = r"[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+"
 # A date and time as mail headers write it (RFC 2822: "Tue, 17 Mar 2026 14:35:22 +0000"), its
 # zone left out once a zone name after it is dropped (`_zone_dropped`)
-RFC_2822 = (r"(?i:(?:(?:mon|tue|wed|thu|fri|sat|sun),?\s+)?\d{1,2}\s+" + MONTH + r"\s+\d{4}\s+"
+RFC_2822 = (r"(?i:(?:(?:mon|tue|wed|thu|fri|sat|sun),?\s+)?(?:0?[1-9]|[12]\d|3[01])\s+" + MONTH
+            + r"\s+\d{4}\s+"
             r"(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s*(?:[+-]\d{4}|z|utc|gmt))?)")
 VALUE_PATTERNS = {
     "integer": r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$",
@@ -475,21 +480,30 @@ VALUE_PATTERNS = {
     # an ISO 8601 date and time (a space for the T too), or Unix seconds or milliseconds
     "datetime": "^(?:" + ISO_DATETIME + "|" + RFC_2822 + r"|\d{9,10}|\d{12,13})$",
     "uuid": r"(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
-    # an address, alone or after a display name ("Ann Lee <ann@example.com>"; v22: no address)
-    "email": "^(?:" + EMAIL_ADDRESS + r"|[^@<>\n]*<" + EMAIL_ADDRESS + ">)$",
+    # an address, alone or after a display name of a few words, or quoted ("Ann Lee
+    # <ann@example.com>"; v22: no address; not a sentence before it; the value's opening
+    # quote is trimmed, see `_trimmed_value`)
+    "email": ("^(?:" + EMAIL_ADDRESS + r"|(?:\"?[^\"<>\n]{1,80}\"|[\p{L}\p{M}'.\-]+(?:[ \t]+"
+              r"[\p{L}\p{M}'.\-]+){0,3})?[ \t]*<" + EMAIL_ADDRESS + ">)$"),
     # "45%", "12.5 %", "30 percent", or the number alone (a JSON field's 45 or 0.45)
     "percentage": r"(?i)^[+-]?(?:\d+(?:\.\d+)?|\.\d+)(?:\s?%|\s+percent)?$",
-    # (a date and time too: "2026-12-05T10:00:00Z" is a date with its time; v22: no date)
+    # (a date and time too: "2026-12-05T10:00:00Z" is a date with its time; v22: no date) ...
     "date": ("(?i)^(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|" + ISO_DATE
              + r"|\d{1,2}\s+"
              + MONTH + r",?\s+\d{4}|" + MONTH + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}"
              r"|\d{1,2}/\d{1,2}/\d{2,4})$"),
 }
+# ... but not where the clause says the date goes without its time ("a date only", "no time")
+DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without\s+(?:a|the|any)?)"
+             r"\s*time\b|\bnot\s+(?:a\s+)?(?:timestamp|date[\s\-]?time)\b")
+VALUE_PATTERNS["date_only"] = VALUE_PATTERNS["date"].replace(
+    "(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|", "(?:", 1)
 # What may follow a value that opens a longer output
 VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
                "false)", "url": "a URL", "iso_date": "an ISO 8601 date (YYYY-MM-DD)",
-               "date": "a date", "iso_datetime": "an ISO 8601 date and time "
+               "date": "a date", "date_only": "a date without its time",
+               "iso_datetime": "an ISO 8601 date and time "
                "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 or RFC 2822 date "
                "and time, or Unix seconds)", "uuid": "a UUID", "email": "an email address",
                "percentage": "a percentage",
@@ -555,17 +569,24 @@ def blank_line() -> Check:
     )
 
 
-# A markdown link and nothing else ("[PR #3](https://github.com/acme/app/pull/3)"): group 1
-# is where it leads
-LINK_ONLY = r"^\[[^\]\n]*\]\(\s*<?([^\s()<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)$"
+# A markdown link and nothing else ("[PR #3](https://github.com/acme/app/pull/3)", a URL of
+# its own in angle brackets, "<https://…>"): groups 1 and 2 are where it leads (one is empty)
+LINK_ONLY = (r"^(?:\[[^\]\n]*\]\(\s*<?(\S+?)>?(?:\s+\"[^\"\n]*\")?\s*\)|<(https?://[^\s<>]+)>)$")
 
 
 def _trimmed_value(text: pl.Expr) -> pl.Expr:
-    """A value without surrounding whitespace, quotes, backticks, emphasis or a final period;
-    of a markdown link, where it leads (v22 read the link: "a URL" failed)."""
-    value = text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
+    """A value without surrounding whitespace, quotes, backticks, emphasis or a final period."""
+    return text.str.strip_chars().str.strip_chars("`\"'*_").str.strip_chars().str.replace(
         r"\.$", "")
-    return pl.coalesce(value.str.extract(LINK_ONLY, 1), value)
+
+
+def _typed_kind(kind: pl.Expr) -> pl.Expr:
+    """The value type a check compares with: "date" is "date_only" where the clause or a
+    sub-item says the date goes without its time (DATE_ONLY)."""
+    said = pl.concat_str(pl.col("description").fill_null(""),
+                         pl.col("details").list.join("\n"), separator="\n")
+    return pl.when((kind == "date") & pl.when(kind == "date").then(said).str.contains(
+        DATE_ONLY)).then(pl.lit("date_only")).otherwise(kind)
 
 
 def _mask_pattern(mask: pl.Expr) -> pl.Expr:
@@ -617,7 +638,7 @@ def value_type() -> Check:
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
     period; or, where the output goes on ("an integer followed by a one-line note"), its
     first word."""
-    kind = pl.col("value_type")
+    kind = _typed_kind(pl.col("value_type"))
     # one search per row, with the pattern of its type (or of its mask)
     n_digits = pl.col("value_mask").str.len_chars()
     pattern = (pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask")))
@@ -632,8 +653,10 @@ def value_type() -> Check:
     pattern = pl.when(lead).then(pattern.str.replace(r"\$$", VALUE_LEAD_END)).otherwise(pattern)
     text = pl.col("output_text")
     let = Lets()
+    # (a URL's: where a link that is the whole output leads; v22 read the link, no URL)
     value = let("_value", pl.when(lead).then(text.str.strip_chars().str.strip_chars_start(
-        "`\"'*_")).otherwise(_trimmed_value(text)))
+        "`\"'*_")).when(kind == "url").then(_trimmed_value(text).str.replace(LINK_ONLY, "${1}${2}"))
+        .otherwise(_trimmed_value(text)))
     typed = pl.when(kind.is_in(["datetime", "iso_datetime"]) & ~lead).then(
         _zone_dropped(value)).otherwise(value)
     ok = let("_ok", typed.str.contains(pattern).fill_null(False))
@@ -1541,7 +1564,7 @@ def numeric_range() -> Check:
     said = let("_said", pl.when(elements).then(
         pl.col("element_texts").list.eval(pl.element().filter(
             pl.element().str.contains("^" + NUMBER + "$"))))
-        .otherwise(_values_of(key).list.eval(
+        .otherwise(_values_of(key, r.struct.field("nested"), r.struct.field("parent")).list.eval(
             pl.element().str.extract("(" + WRITTEN_NUMBER + ")", 1)).list.drop_nulls()))
     # a one-sided whole bound without a unit on a field that holds JSON arrays ("`tags` (at
     # least 2)", "whose `items` is at most 5") counts their elements (v12: undecided); a range
@@ -1638,11 +1661,12 @@ def field_type() -> Check:
     YYYY-MM-DD; v21 read none). A value within a zone, year or domain ("`released_on`: a date
     in 2026") is within it too (v21: never read)."""
     f = pl.col("field_types")
-    field, kind = f.struct.field("field"), f.struct.field("type")
+    field, kind = f.struct.field("field"), _typed_kind(f.struct.field("type"))
     within = f.struct.field("within")
     let = Lets()
     # (a JSON null is none of a field that may be absent or null: see enum_value)
-    read = let("_read", _values_of(f.struct.field("key")))
+    read = let("_read", _values_of(f.struct.field("key"), f.struct.field("nested"),
+                                   f.struct.field("parent")))
     values = let("_values", pl.when(_nullable(f.struct.field("key"), field)).then(
         read.list.eval(pl.element().filter(pl.element() != "null"))).otherwise(read)
         .list.eval(pl.element().filter(
