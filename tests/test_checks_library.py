@@ -732,6 +732,16 @@ CASES = [
     Case("field-elements-signed-type", "a JSON object with a `counts` array of positive integers",
          '{"counts": [2, 0]}', "numeric_range", "failed", "partially_satisfied",
          "`counts` values: 2, 0"),
+    # a length said of each of a named field's elements is each value's (v22 measured the
+    # output's lines: two 30-word summaries had 61 words on their line)
+    Case("field-elements-each-length-passes",
+         "a JSON object with a `summaries` array, each under 50 words",
+         '{"summaries": ["' + "word " * 29 + 'word", "' + "word " * 29 + 'word"]}',
+         "field_length", "passed", "satisfied", "the longest has 30 words"),
+    Case("field-elements-each-length-fails",
+         "a JSON object with a `summaries` array, each under 50 words",
+         '{"summaries": ["' + "word " * 29 + 'word", "' + "word " * 59 + 'word"]}',
+         "field_length", "failed", "partially_satisfied", "one has 60 words"),
     Case("field-elements-each-bounded", "a JSON object with a `counts` list, each at least 1",
          '{"counts": [0, 3]}', "numeric_range", "failed", "partially_satisfied",
          "`counts` values: 0, 3"),

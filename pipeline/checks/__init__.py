@@ -504,17 +504,23 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      "a `tags` array, never an empty list" is the field's count of at least one item, and
 #      '(write "none" if there are none)' an alternative output (v21: asked); a field
 #      written in a format ("a `body` in markdown") names no format of the output.
-# v23: a field the clause puts inside another is read inside that field where the output
-#      holds it at its top (new measure `json_child_values`, enums' `parent`; v22 read every
-#      one below the top: a `summary`'s `status` of "mixed" failed the checks' "pass" or
-#      "fail"); each element of a named field's array is bounded where the clause says so ("a
-#      `scores` array, each between 0 and 1", "whose `counts` are each at least 1", "a
-#      `weights` list of numbers between 0 and 1", a sub-item's "an array of numbers, each
-#      between 0 and 1"; v22 asked it, or bounded the output's first number, or nothing);
-#      a `.csv` output of one column is a CSV, its header no row (v22: no CSV, the header
-#      counted); an address after a display name is an email address, a date with its time
-#      a date, a mail header's date and time (RFC 2822) a timestamp, and a markdown link the
-#      URL it leads to (v22: none of them).
+# v23: a field the clause puts inside another ("`checks` …, each with", "each object with",
+#      "each check in `checks` has", "`x` array of objects with") is read inside the last
+#      such field named before it, where the output holds that field at its top (new measure
+#      `json_child_values`; enums', ranges' and field_types' `parent`; v22 read every one
+#      below the top: a `summary`'s `status` of "mixed" failed the checks' "pass" or
+#      "fail"); "has a `status` of …" names the field (v22: the whole output); each element
+#      of a named field's array is bounded where the clause says so ("a `scores` array, each
+#      between 0 and 1", "whose `counts` are each at least 1", "a `counts` array of positive
+#      integers", a sub-item's "an array of numbers, each between 0 and 1"; v22 asked it,
+#      bounded the output's first number or the array's length, or read nothing), and
+#      measured where its length is said ("a `summaries` array, each under 50 words"; v22
+#      measured the output's lines); a `.csv` output of one column is a CSV, its header no
+#      row (v22: no CSV, the header counted); an address after a short display name is an
+#      email address, a date with its time a date (not where the clause says without its
+#      time), a mail header's date and time (RFC 2822) a timestamp (not where the clause says
+#      ISO), and a markdown link that is the whole output the URL it leads to (v22: none of
+#      them).
 DEFAULT_GRADER_ID = "prose.contract.grader/v23"
 
 

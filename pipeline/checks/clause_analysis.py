@@ -2180,6 +2180,15 @@ FIELD_WHOSE_LENGTH = (r"(?i)\b(?:whose|where|its)\s+((" + TICKED + r")(?:\s+" + 
 FIELD_NOUN_LENGTH = r"(?i)((" + TICKED + r")\s+" + _FIELD_NOUN + ")" + _LINKED_LENGTH
 FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a|an|the|its))?"
                      r"\s+(" + TICKED + "))" + _LINKED_LENGTH)
+# - said of each of a named field's elements: "a `summaries` array, each under 50 words",
+#   "`titles`, each at most 80 characters" (read as "`summaries` (under 50 words)": the
+#   length of each of the field's values, in a clause about JSON; v22 measured the output's
+#   lines); (the length's pattern takes the space before it)
+FIELD_EACH_LENGTH = (r"(?i)(?P<f>" + TICKED + r")(?:\s+(?:array|list|field))?(?:\s+of\s+"
+                     r"[\p{L}\-]+)?\s*,?\s*(?:(?:with|where|and|are|must\s+be|should\s+be)\s+)?"
+                     r"(?:each|every\s+one)(?:\s+(?:one|value|element|item|entry|string|summary"
+                     r"|title|tag|name))?(?:\s+(?:is|are|must\s+be|should\s+be|of))?(?P<len>"
+                     + PART_LENGTH + ")")
 # - a count in parentheses after the name: "`reason` (one sentence)", "`tags` (2-5 strings)";
 FIELD_PAREN_LENGTH = r"(?i)((" + TICKED + r"))\s*(" + FIELD_COUNT + r")\s*\)"
 # - or an array's count: "`items` (an array of at most 3 objects)";
@@ -2286,6 +2295,10 @@ def _parts(frame: pl.DataFrame) -> pl.DataFrame:
     # every one names a field in backticks: with no backtick in any clause, none can match,
     # and their patterns (six of about 20,000 characters) are not compiled
     ticked = steps.select(text.str.contains("`", literal=True).any()).item()
+    if ticked:  # (in a clause about JSON: "a bulleted list of `commands`, each under 10 words"
+        # counts the list's items)
+        steps = steps.with_columns(pl.when("_json").then(
+            text.str.replace_all(FIELD_EACH_LENGTH, "${f} (${len} )")).otherwise(text))
     for i, (pattern, keep, json_only) in enumerate(INLINE_FIELD_LENGTHS if ticked else ()):
         # each reads what the ones before left
         e = pl.element()
