@@ -729,6 +729,9 @@ CASES = [
     Case("field-elements-whose-each-bound", "a JSON object whose `counts` are each at least 1",
          '{"counts": [2, 0]}', "numeric_range", "failed", "partially_satisfied",
          "`counts` values: 2, 0"),
+    Case("field-elements-none-above", "a JSON object with a `retries` list of integers, none "
+         "above 3", '{"retries": [1, 5]}', "numeric_range", "failed", "partially_satisfied",
+         "`retries` values: 1, 5"),
     Case("field-elements-signed-type", "a JSON object with a `counts` array of positive integers",
          '{"counts": [2, 0]}', "numeric_range", "failed", "partially_satisfied",
          "`counts` values: 2, 0"),

@@ -512,15 +512,15 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      "fail"); "has a `status` of …" names the field (v22: the whole output); each element
 #      of a named field's array is bounded where the clause says so ("a `scores` array, each
 #      between 0 and 1", "whose `counts` are each at least 1", "a `counts` array of positive
-#      integers", a sub-item's "an array of numbers, each between 0 and 1"; v22 asked it,
-#      bounded the output's first number or the array's length, or read nothing), and
-#      measured where its length is said ("a `summaries` array, each under 50 words"; v22
-#      measured the output's lines); a `.csv` output of one column is a CSV, its header no
-#      row (v22: no CSV, the header counted); an address after a short display name is an
-#      email address, a date with its time a date (not where the clause says without its
-#      time), a mail header's date and time (RFC 2822) a timestamp (not where the clause says
-#      ISO), and a markdown link that is the whole output the URL it leads to (v22: none of
-#      them).
+#      integers", "a `retries` list, none above 3", a sub-item's "an array of numbers, each
+#      between 0 and 1"; v22 asked it, bounded the output's first number or the array's
+#      length, or read nothing), and measured where its length is said ("a `summaries`
+#      array, each under 50 words"; v22 measured the output's lines); a `.csv` output of
+#      one column is a CSV, its header no row (v22: no CSV, the header counted); an address
+#      after a short display name is an email address, a date with its time a date (not
+#      where the clause says without its time), a mail header's date and time (RFC 2822) a
+#      timestamp (not where the clause says ISO), and a markdown link that is the whole
+#      output the URL it leads to (v22: none of them).
 DEFAULT_GRADER_ID = "prose.contract.grader/v23"
 
 

@@ -1148,12 +1148,20 @@ FIELD_SIGNS = ((r"non[\s\-]?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", 
                (r"(?:strictly\s+)?positive\s+" + _INTEGERS, "≥ 1"),
                (r"(?:strictly\s+)?positive\s+" + _NUMBERS, "> 0"),
                (r"(?:strictly\s+)?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", "< 0"))
+# ... and "none above 3", "none below 0" ("a `retries` list of integers, none above 3": "`retries`
+# (at most 3 each)"; v22 bounded the output's first number)
+FIELD_NONE = (r"(?i)(" + TICKED + r")(?:\s+(?:array|list|field))?(?:\s+of\s+[\p{L}\-]+)?\s*,?\s*"
+              r"(?:with\s+|and\s+)?none\s+(?:of\s+them\s+)?(?:is\s+|are\s+)?")
+NONE_BOUNDS = ((r"(?:above|over|greater\s+than|more\s+than|higher\s+than|exceeding)", "at most"),
+               (r"(?:below|under|less\s+than|lower\s+than|smaller\s+than)", "at least"))
 FIELD_ELEMENT_REWRITES = (
     *((start + bound, replacement) for start in (FIELD_EACH, FIELD_OF_NUMBERS)
       for bound, replacement in ((BETWEEN_NUMBERS, "${1} between ${2} and ${3}"),
                                  (ONE_BOUND, "${1} (${2} each)${3}"))),
     *((r"(?i)(" + TICKED + r")\s+(array|list)\s+of\s+" + sign, "${1} (" + bound + " each) ${2}")
-      for sign, bound in FIELD_SIGNS))
+      for sign, bound in FIELD_SIGNS),
+    *((FIELD_NONE + words + r"\s*(-?\d+(?:\.\d+)?)(\s*$|\s*[,;.:()\]]|\s+(?:and|or|but)\b)",
+       "${1} (" + bound + " ${2} each)${3}") for words, bound in NONE_BOUNDS))
 # In a clause about a JSON array, such a bound, or a sign said of its elements' type ("a JSON
 # array of at most 3 positive integers"), bounds each element: the bound is marked with
 # ELEMENTS, which the range readers take with it (a range of the field "[]", each element of

@@ -468,8 +468,10 @@ EMAIL_ADDRESS = r"[^@\s<>\"]+@[^@\s<>\"]+\.[^@\s<>\".]+"
 # A date and time as mail headers write it (RFC 2822: "Tue, 17 Mar 2026 14:35:22 +0000"), its
 # zone left out once a zone name after it is dropped (`_zone_dropped`)
 RFC_2822 = (r"(?i:(?:(?:mon|tue|wed|thu|fri|sat|sun),?\s+)?(?:0?[1-9]|[12]\d|3[01])\s+" + MONTH
-            + r"\s+\d{4}\s+"
-            r"(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s*(?:[+-]\d{4}|z|utc|gmt))?)")
+            + r"\s+\d{4}\s+(?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s*(?:[+-]\d{4}|z|utc|gmt))?)")
+# A date as written without its time: ISO 8601, "30 Nov 2026", "Nov 30, 2026", "11/30/2026"
+CALENDAR_DATE = (ISO_DATE + r"|\d{1,2}\s+" + MONTH + r",?\s+\d{4}|" + MONTH
+                 + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}/\d{1,2}/\d{2,4}")
 VALUE_PATTERNS = {
     "integer": r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)$",
     "number": r"^[+-]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?$",
@@ -488,16 +490,14 @@ VALUE_PATTERNS = {
     # "45%", "12.5 %", "30 percent", or the number alone (a JSON field's 45 or 0.45)
     "percentage": r"(?i)^[+-]?(?:\d+(?:\.\d+)?|\.\d+)(?:\s?%|\s+percent)?$",
     # (a date and time too: "2026-12-05T10:00:00Z" is a date with its time; v22: no date) ...
-    "date": ("(?i)^(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|" + ISO_DATE
-             + r"|\d{1,2}\s+"
-             + MONTH + r",?\s+\d{4}|" + MONTH + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}"
-             r"|\d{1,2}/\d{1,2}/\d{2,4})$"),
+    "date": ("(?i)^(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|" + CALENDAR_DATE
+             + ")$"),
+    # ... but not where the clause says the date goes without its time (DATE_ONLY)
+    "date_only": "(?i)^(?:" + CALENDAR_DATE + ")$",
 }
-# ... but not where the clause says the date goes without its time ("a date only", "no time")
+# What says a date goes without its time: "a date only", "(no time)", "not a timestamp"
 DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without\s+(?:a|the|any)?)"
              r"\s*time\b|\bnot\s+(?:a\s+)?(?:timestamp|date[\s\-]?time)\b")
-VALUE_PATTERNS["date_only"] = VALUE_PATTERNS["date"].replace(
-    "(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|", "(?:", 1)
 # What may follow a value that opens a longer output
 VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
@@ -1629,7 +1629,8 @@ def numeric_range() -> Check:
     )
     return Check(
         applies=NAMED, each="ranges", let=let,
-        needs={"fields": named, "json_arrays": named, "json_items": elements},
+        needs={"fields": named, "json_arrays": named, "json_items": elements,
+               "json_children": r.struct.field("parent").is_not_null()},
         outcome=outcome,
         detail=pl.when(elements)
         .then(pl.format("the elements of {}: {}", label(), r.struct.field("phrase")))
@@ -1701,7 +1702,8 @@ def field_type() -> Check:
     named = kind.replace_strict(VALUE_NAMES, default=kind)
     named = pl.when(within.is_not_null()).then(pl.format("{} {}", named, within)).otherwise(named)
     return Check(
-        applies=NAMED, each="field_types", let=let, needs={"fields": pl.lit(True)},
+        applies=NAMED, each="field_types", let=let,
+        needs={"fields": pl.lit(True), "json_children": f.struct.field("parent").is_not_null()},
         outcome=outcome,
         detail=pl.format("every `{}` in {} is {}", field, label(), named),
         evidence=pl.when(outcome == UNDECIDED)
