@@ -21,11 +21,11 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             array's elements are ("a JSON array of strings")
   fence_lang     str        the language a fenced code block is tagged with ("inside a ```diff
                             code block", "a Python code block"): FENCE_LANGUAGES' name
-  value_type     str        integer | number | percentage | boolean | url | date | iso_date |
-                            datetime | iso_datetime | uuid | email | masked | digits, when the
-                            clause is one such value ("an integer", "an ISO 8601 date", "an
-                            email address", "a date in the format DD/MM/YYYY", "a 6-digit
-                            code")
+  value_type     str        integer | number | percentage | boolean | url | date | date_only |
+                            iso_date | datetime | iso_datetime | uuid | email | masked |
+                            digits, when the clause is one such value ("an integer", "an ISO
+                            8601 date", "an email address", "a date only, without the time",
+                            "a date in the format DD/MM/YYYY", "a 6-digit code")
   value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM", a number's
                             "$X.XX" ("a price in the format $X.XX"); of digits, one '#' per
                             digit ("######")
@@ -667,7 +667,7 @@ VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|
 WITHIN = (r"(?i)^\s*(in|on|at|from)\s+(?:the\s+)?((?-i:UTC|GMT)|\d{4}|[\p{L}\d\-]+(?:\.[\p{L}"
           r"\d\-]+)*\.\p{L}{2,})(?:\s+(?:time(?:\s*zone)?|domain|website|site))?\s*\.?\s*$")
 WITHIN_KINDS = {"UTC": ["datetime", "iso_datetime"],
-                "year": ["date", "iso_date", "datetime", "iso_datetime"],
+                "year": ["date", "date_only", "iso_date", "datetime", "iso_datetime"],
                 "domain": ["url", "email"]}
 # A date or time written as a mask ("DD/MM/YYYY", "HH:MM", "DD.MM.YY HH:mm"); group 1 (a
 # colon after the opening noun, "a time in HH:MM", is held as COLON then)
@@ -2030,12 +2030,16 @@ def _type_of(word: pl.Expr, iso: pl.Expr) -> pl.Expr:
 # A clause saying its value is written as ISO 8601 has it: "ISO 8601", "in ISO format",
 # "YYYY-MM-DD" (v23 as first written took "in ISO format" for any timestamp, RFC 2822's too)
 ISO_SAID = r"(?i)\bISO[\s\-]?8601\b|\bISO[\s\-]+format|YYYY-MM-DD"
+# What says a date goes without its time: "a date only", "(no time)", "not a timestamp" (v23
+# as first written took a date with its time for a date there too)
+DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without\s+(?:a|the|any)?)"
+             r"\s*time\b|\bnot\s+(?:a\s+)?(?:timestamp|date[\s\-]?time)\b")
 
 
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `value_type` (integer | number | percentage | boolean | url | date | iso_date |
-    datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and take their
-    phrases out of the text; only where no format was read.
+    """Read `value_type` (integer | number | percentage | boolean | url | date | date_only |
+    iso_date | datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and
+    take their phrases out of the text; only where no format was read.
 
     Each phrase is read into a column of its own first: the readings below name them several
     times, and an expression that names another twice evaluates it twice (with polars'
@@ -2093,7 +2097,9 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
             pl.when(pl.col("_written_date")).then(pl.lit("iso_date"))
             .otherwise(pl.lit("iso_datetime"))),
         "_closing", "_apart", "_as_iso")
-    df = df.with_columns(kind.alias("_kind"))
+    # (a date said to go without its time, "a date only", "(no time)", is none with one)
+    df = df.with_columns(pl.when((kind == "date") & t.str.contains(DATE_ONLY))
+                         .then(pl.lit("date_only")).otherwise(kind).alias("_kind"))
     kind, mask, n_digits = pl.col("_kind"), pl.col("_mask"), pl.col("_n_digits")
     # "… in UTC", "… in 2026", "… on github.com": the rest of a clause whose type was said
     rest = pl.when(pl.col("_said").is_not_null()).then(t.str.replace(VALUE_TYPE, ""))
@@ -2106,7 +2112,8 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
         pl.when(zone.str.contains(r"^(?:UTC|GMT|\d{4})$")).then(zone)
         .otherwise(zone.str.to_lowercase()))).alias("_within"))
     date_masked = (mask.is_not_null() & (mask != "YYYY-MM-DD") & whole
-                   & (kind.is_in(["date", "datetime"]) | pl.col("_time")) & ~pl.col("_written"))
+                   & (kind.is_in(["date", "date_only", "datetime"]) | pl.col("_time"))
+                   & ~pl.col("_written"))
     number_mask = pl.col("_number_mask")
     version_mask = pl.col("_version_mask")
     number_masked = (version_mask.is_null() & number_mask.str.contains(r"[.,$€£¥%]") & whole

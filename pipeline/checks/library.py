@@ -492,12 +492,9 @@ VALUE_PATTERNS = {
     # (a date and time too: "2026-12-05T10:00:00Z" is a date with its time; v22: no date) ...
     "date": ("(?i)^(?:" + ISO_DATETIME + r"(?:\s+(?:UTC|GMT))?|" + RFC_2822 + "|" + CALENDAR_DATE
              + ")$"),
-    # ... but not where the clause says the date goes without its time (DATE_ONLY)
+    # ... but not where the clause says it goes without its time (clause_analysis.DATE_ONLY)
     "date_only": "(?i)^(?:" + CALENDAR_DATE + ")$",
 }
-# What says a date goes without its time: "a date only", "(no time)", "not a timestamp"
-DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without\s+(?:a|the|any)?)"
-             r"\s*time\b|\bnot\s+(?:a\s+)?(?:timestamp|date[\s\-]?time)\b")
 # What may follow a value that opens a longer output
 VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
 VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a boolean (true or "
@@ -580,15 +577,6 @@ def _trimmed_value(text: pl.Expr) -> pl.Expr:
         r"\.$", "")
 
 
-def _typed_kind(kind: pl.Expr) -> pl.Expr:
-    """The value type a check compares with: "date" is "date_only" where the clause or a
-    sub-item says the date goes without its time (DATE_ONLY)."""
-    said = pl.concat_str(pl.col("description").fill_null(""),
-                         pl.col("details").list.join("\n"), separator="\n")
-    return pl.when((kind == "date") & pl.when(kind == "date").then(said).str.contains(
-        DATE_ONLY)).then(pl.lit("date_only")).otherwise(kind)
-
-
 def _mask_pattern(mask: pl.Expr) -> pl.Expr:
     """The regex of a date or time mask ("DD/MM/YYYY", "HH:MM"): MM is the month beside a day
     or a year, else minutes."""
@@ -638,7 +626,7 @@ def value_type() -> Check:
     date"): the whole output, trimmed of surrounding quotes, backticks, emphasis and a final
     period; or, where the output goes on ("an integer followed by a one-line note"), its
     first word."""
-    kind = _typed_kind(pl.col("value_type"))
+    kind = pl.col("value_type")
     # one search per row, with the pattern of its type (or of its mask)
     n_digits = pl.col("value_mask").str.len_chars()
     pattern = (pl.when(kind == "masked").then(_mask_pattern(pl.col("value_mask")))
@@ -1410,7 +1398,7 @@ def required_field() -> Check:
         pl.format("(?m)^{}\t", _escaped(name))))
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
-    header = normalise_key(pl.col("first_line"))  # (of a one-column CSV)
+    header = normalise_key(pl.when(CSV_FILE).then(pl.col("first_line")))  # (a one-column CSV's)
     written = _as_written(name)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
     # each text search reads only the outputs of the rows whose branch it serves
@@ -1662,7 +1650,7 @@ def field_type() -> Check:
     YYYY-MM-DD; v21 read none). A value within a zone, year or domain ("`released_on`: a date
     in 2026") is within it too (v21: never read)."""
     f = pl.col("field_types")
-    field, kind = f.struct.field("field"), _typed_kind(f.struct.field("type"))
+    field, kind = f.struct.field("field"), f.struct.field("type")
     within = f.struct.field("within")
     let = Lets()
     # (a JSON null is none of a field that may be absent or null: see enum_value)
