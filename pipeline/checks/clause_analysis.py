@@ -1131,10 +1131,14 @@ EACH_BOUND = (r"(?i)\b(?:each|every|all)(?:\s+(?:one|value|number|element|item|e
 # first number by the third)
 FIELD_NUMBERS = (r"\s+of\s+(?:numbers|integers|whole\s+numbers|decimals|floats|scores|values"
                  r"|ratings|probabilities|weights)\b")
-FIELD_EACH = (r"(?i)(" + TICKED + r")(?:\s+(?:array|list|field))?(?:" + FIELD_NUMBERS
-              + r")?\s*,?\s*(?:(?:with|where|and|are|must\s+be|should\s+be)\s+)?(?:each|every"
-              r"|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?\s+(?:(?:is|are|must"
-              r"\s+be|should\s+be|lies|lie|falls?)\s+)?")
+# (what may stand between a named field and what is said of each of its elements: "`scores`
+# array of numbers, with", "`counts` are")
+ARRAY_NOUN = r"(?:\s+(?:array|list|field))?"
+ARRAY_OF = r"(?:\s+of\s+[\p{L}\-]+)?"
+EACH_LINK = r"\s*,?\s*(?:(?:with|where|and|are|must\s+be|should\s+be)\s+)?"
+FIELD_EACH = (r"(?i)(" + TICKED + ")" + ARRAY_NOUN + "(?:" + FIELD_NUMBERS + ")?" + EACH_LINK
+              + r"(?:each|every|all)(?:\s+(?:one|value|number|element|item|entry|score)s?)?\s+"
+              r"(?:(?:is|are|must\s+be|should\s+be|lies|lie|falls?)\s+)?")
 FIELD_OF_NUMBERS = r"(?i)(" + TICKED + r")\s+(?:array|list)" + FIELD_NUMBERS + r"\s+"
 BETWEEN_NUMBERS = (r"(?:between|from)\s+(-?\d+(?:\.\d+)?)\s*(?:-|–|—|to|and)\s*"
                    r"(-?\d+(?:\.\d+)?)")
@@ -1150,7 +1154,7 @@ FIELD_SIGNS = ((r"non[\s\-]?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", 
                (r"(?:strictly\s+)?negative\s+(?:" + _INTEGERS + "|" + _NUMBERS + ")", "< 0"))
 # ... and "none above 3", "none below 0" ("a `retries` list of integers, none above 3": "`retries`
 # (at most 3 each)"; v22 bounded the output's first number)
-FIELD_NONE = (r"(?i)(" + TICKED + r")(?:\s+(?:array|list|field))?(?:\s+of\s+[\p{L}\-]+)?\s*,?\s*"
+FIELD_NONE = (r"(?i)(" + TICKED + ")" + ARRAY_NOUN + ARRAY_OF + r"\s*,?\s*"
               r"(?:with\s+|and\s+)?none\s+(?:of\s+them\s+)?(?:is\s+|are\s+)?")
 NONE_BOUNDS = ((r"(?:above|over|greater\s+than|more\s+than|higher\s+than|exceeding)", "at most"),
                (r"(?:below|under|less\s+than|lower\s+than|smaller\s+than)", "at least"))
@@ -2199,9 +2203,8 @@ FIELD_PART_LENGTH = (r"(?i)(\b(?:with|has|having|containing|including)(?:\s+(?:a
 #   "`titles`, each at most 80 characters" (read as "`summaries` (under 50 words)": the
 #   length of each of the field's values, in a clause about JSON; v22 measured the output's
 #   lines); (the length's pattern takes the space before it)
-FIELD_EACH_LENGTH = (r"(?i)(?P<f>" + TICKED + r")(?:\s+(?:array|list|field))?(?:\s+of\s+"
-                     r"[\p{L}\-]+)?\s*,?\s*(?:(?:with|where|and|are|must\s+be|should\s+be)\s+)?"
-                     r"(?:each|every\s+one)(?:\s+(?:one|value|element|item|entry|string|summary"
+FIELD_EACH_LENGTH = (r"(?i)(?P<f>" + TICKED + ")" + ARRAY_NOUN + ARRAY_OF + EACH_LINK
+                     + r"(?:each|every\s+one)(?:\s+(?:one|value|element|item|entry|string|summary"
                      r"|title|tag|name))?(?:\s+(?:is|are|must\s+be|should\s+be|of))?(?P<len>"
                      + PART_LENGTH + ")")
 # - a count in parentheses after the name: "`reason` (one sentence)", "`tags` (2-5 strings)";
