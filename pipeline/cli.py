@@ -934,11 +934,14 @@ def _write_frame(df, path: Path | None, csv: bool | None = None) -> None:
     each told as such; written whole or not at all (`_replacing`)."""
     if path is None:
         return
-    with _replacing(path) as part:
+    # written through a file opened once here: polars opens a path it is given twice, and a
+    # pipe's reader took the first close for the end of the rows while the second open
+    # waited for a reader that had gone
+    with _replacing(path) as part, open(part, "wb") as file:
         if csv if csv is not None else path.suffix.lower() == ".csv":
-            df.write_csv(part)
+            df.write_csv(file)
         else:
-            df.write_parquet(part)
+            df.write_parquet(file)
     err.print(f"wrote {df.height} rows to {escape(str(path))}")
 
 
