@@ -755,8 +755,9 @@ def _joined(shards: list[Shard]) -> Shard:
 
 
 def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
-    """Read the clauses of `refs` (a few runs of each folder; None: a sample of the local
-    runs root, taken here, see `Bucket.sample`) into the kept readings, in one reading.
+    """Read the clauses of `refs` (up to PREREAD_RUNS runs, spread over the folders; None: a
+    sample of the local runs root, taken here, see `Bucket.sample`) into the kept readings,
+    in one reading. A corpus of no more runs is read whole here; the first batch waits for it.
 
     A reading costs about the same for one clause as for a hundred (it is mostly compiling
     regexes), and each worker would otherwise read each program's clauses where it first
@@ -766,7 +767,7 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
     try:
         bucket = Bucket(job.runs_uri, job.endpoint_url)
         if refs is None:
-            refs = spread_runs(bucket.sample(), limit=PREREAD_RUNS)
+            refs = spread_runs(bucket.sample(PREREAD_RUNS), PREREAD_RUNS, PREREAD_RUNS)
         # Listed here (as their reading would), to leave the ledgers out: a ledger's checks
         # are its grader's, no clause to read, and a large one was read here and in its shard
         # at once, twice its memory
@@ -793,7 +794,7 @@ def _sampled(bucket: Bucket, runs: Iterable[RunRef]
     ahead = iter(runs)
     head = list(itertools.islice(ahead, RUNS_QUEUED))
     return (itertools.chain(head, ahead),
-            [dataclasses.replace(r) for r in spread_runs(head, limit=PREREAD_RUNS)])
+            [dataclasses.replace(r) for r in spread_runs(head, PREREAD_RUNS, PREREAD_RUNS)])
 
 
 def _trim() -> Callable[[], object]:
@@ -1313,6 +1314,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             engine.warm()  # everything will be graded: start the workers right away
         found: Iterable[RunRef] = runs
         preread = None  # held until the end: Dask forgets a task nobody holds
+        read_first = False  # the first batch waits for `preread`
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
@@ -1333,8 +1335,12 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                      default=None)
 
         def start(refs: list[RunRef], last: bool = False) -> None:
-            nonlocal latest
+            nonlocal latest, read_first
             batch_id = latest = new_batch_id(after=latest)
+            if read_first:  # the first shards find the sample's clauses read, rather than
+                read_first = False  # each read them again beside it (about a second of CPU
+                with contextlib.suppress(Exception):  # each, whatever their number)
+                    preread.result()  # (its failure changes nothing: the shards read)
             # one shard per worker, but never so large that a worker's memory follows the
             # batch; shards of even sizes (one run apart at most), so that none pays a shard's
             # fixed cost for a remainder (2,000 runs with at most 600 a shard: four of 500,
@@ -1400,6 +1406,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                 found, sample = _sampled(bucket, runs)   # the clauses of a sample of the runs
                 if sample is None or sample:
                     preread = engine.submit_grade(_preread_task, job, sample)
+                    read_first = True
             pending: list[RunRef] = []
             for status, ref in _classified(engine, bucket, found, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:

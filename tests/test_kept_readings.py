@@ -198,3 +198,16 @@ def test_a_first_grade_reads_a_sample_of_each_folder_first_in_one_reading(
             "confidence from checks order by all").pl()
 
     assert_frame_equal(rows(first), rows(apart))
+
+
+def test_a_small_first_grade_on_several_workers_reads_its_clauses_once(
+        tmp_path: Path, fresh_process_cache):
+    # A corpus within the sample: its shards wait for the sample's reading and find every
+    # clause read. Before, the sample was three runs a folder and the shards, starting beside
+    # it, each read what they held again: two or three readings, each about a second of CPU.
+    runs = tmp_path / "runs"
+    synthesize(str(runs), 40, seed=3, workers=1)  # four programs, each in a folder of its own
+    assert len(spread_runs(Bucket(str(runs)).sample(64), 64, 64)) == 40
+    summary = grade_runs(str(runs), str(tmp_path / "results"), default_grader(), workers=2)
+    assert summary.graded + summary.refused == 40
+    assert len(_kept(tmp_path / "results")) == 1
