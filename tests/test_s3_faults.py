@@ -174,7 +174,8 @@ def test_reads_fail_mid_batch_after_earlier_batches_committed(s3, tmp_path, monk
     for i in range(20):
         write_run(local, f"20261112-{i:06d}-s3")
     uri = seed(s3, local)
-    s3.fail_from = is_object_read(5 * 10 * 2 + 25)  # mid third batch (10 reads a run)
+    # 9 reads a run: the sample's reading first (all 20), two batches, then mid third batch
+    s3.fail_from = is_object_read(20 * 9 + 2 * 5 * 9 + 25)
     threading.Thread(target=_stop_when_tripped, args=(s3,), daemon=True).start()
     result = grade(uri, out, s3.endpoint, "--batch-size", "5")
     assert result.exit_code == exit_codes.STORAGE, result.output
