@@ -85,7 +85,7 @@ def test_a_checks_fractional_confidence_is_rounded_and_bounded(tmp_path):
 
 
 def test_default_grader_is_current_and_stamps_every_row(tmp_path):
-    assert DEFAULT_GRADER_ID == "prose.contract.grader/v23"
+    assert DEFAULT_GRADER_ID == "prose.contract.grader/v24"
     write_service_run(tmp_path / "runs", run_id(1), ensures="- `out`: one sentence",
                       outputs={"out.md": "Done."})
     assert grade_cli(tmp_path / "runs", tmp_path / "results").exit_code == 0

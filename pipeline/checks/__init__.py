@@ -521,7 +521,13 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      where the clause says without its time), a mail header's date and time (RFC 2822) a
 #      timestamp (not where the clause says ISO), and a markdown link that is the whole
 #      output the URL it leads to (v22: none of them).
-DEFAULT_GRADER_ID = "prose.contract.grader/v23"
+# v24: a timestamp said to be Unix time ("a Unix timestamp", "a timestamp (Unix seconds)",
+#      "an epoch timestamp", "seconds since the epoch") is Unix seconds or milliseconds
+#      (v23 asked the first and took an ISO 8601 or RFC 2822 timestamp for the others); an
+#      email address said to go without a display name ("a bare email address", "(no display
+#      name)", "just the address") has none (v23 took "Ann Lee <ann@acme.com>"); in the
+#      clause, a sub-item or a field's parentheses.
+DEFAULT_GRADER_ID = "prose.contract.grader/v24"
 
 
 # The built-in checks' names, as registered when this package is imported (before any grader

@@ -22,9 +22,10 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
   fence_lang     str        the language a fenced code block is tagged with ("inside a ```diff
                             code block", "a Python code block"): FENCE_LANGUAGES' name
   value_type     str        integer | number | percentage | boolean | url | date | date_only |
-                            iso_date | datetime | iso_datetime | uuid | email | masked |
-                            digits, when the clause is one such value ("an integer", "an ISO
-                            8601 date", "an email address", "a date only, without the time",
+                            iso_date | datetime | iso_datetime | unix_time | uuid | email |
+                            bare_email | masked | digits, when the clause is one such value
+                            ("an integer", "an ISO 8601 date", "an email address", "a date
+                            only, without the time", "a Unix timestamp", "a bare email address",
                             "a date in the format DD/MM/YYYY", "a 6-digit code")
   value_mask     str        the mask of a masked value: "DD/MM/YYYY", "HH:MM", a number's
                             "$X.XX" ("a price in the format $X.XX"); of digits, one '#' per
@@ -583,9 +584,11 @@ TYPE_WORDS = (r"whole\s+number|integer|number|decimal|percentage|boolean|url|tim
               r"|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
 # A type as written, with its standard: group 1 says ISO 8601, group 2 is the type
-WRITTEN_TYPE = r"(?:(iso[\s\-]?8601)\s+)?(" + TYPE_WORDS + ")"
+WRITTEN_TYPE = (r"(?:(iso[\s\-]?8601)\s+|(?:unix|epoch|posix|bare)\s+)?(" + TYPE_WORDS
+                + ")")
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
-              r"(?:(?:single|valid|bare|plain)\s+)?(?:(iso[\s\-]?8601)\s+)?"
+              r"(?:(?:single|valid|bare|plain)\s+)?"
+              r"(?:(iso[\s\-]?8601)\s+|(?:unix|epoch|posix)\s+)?"
               r"(" + TYPE_WORDS + r")\b")
 # "at most 3 lowercase tags": read as "at most 3 tags, all lowercase" (a count, and a case);
 # group 1 is the number with its space (2 the number), 3 the case, 4 the unit
@@ -666,9 +669,10 @@ VALUE_IN_SOMETHING = (r"(?i)^\s*of\b|^\s*range\b|^\s*(?:,\s*)?or\s+[^\s\"“'`]|
 # address at the acme.com domain"); group 1 is the preposition, 2 the zone, year or domain
 WITHIN = (r"(?i)^\s*(in|on|at|from)\s+(?:the\s+)?((?-i:UTC|GMT)|\d{4}|[\p{L}\d\-]+(?:\.[\p{L}"
           r"\d\-]+)*\.\p{L}{2,})(?:\s+(?:time(?:\s*zone)?|domain|website|site))?\s*\.?\s*$")
-WITHIN_KINDS = {"UTC": ["datetime", "iso_datetime"],
-                "year": ["date", "date_only", "iso_date", "datetime", "iso_datetime"],
-                "domain": ["url", "email"]}
+WITHIN_KINDS = {"UTC": ["datetime", "iso_datetime", "unix_time"],
+                "year": ["date", "date_only", "iso_date", "datetime", "iso_datetime",
+                         "unix_time"],
+                "domain": ["url", "email", "bare_email"]}
 # A date or time written as a mask ("DD/MM/YYYY", "HH:MM", "DD.MM.YY HH:mm"); group 1 (a
 # colon after the opening noun, "a time in HH:MM", is held as COLON then)
 MASK = (r"(?-i:\b((?:YYYY|YY|MM|DD|HH|hh|mm|ss)(?:[/.:\- " + COLON + r"](?:YYYY|YY|MM|DD|HH|hh"
@@ -2040,10 +2044,36 @@ DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without
              r"\s*time\b|\bnot\s+(?:a\s+)?(?:timestamp|date[\s\-]?time)\b")
 
 
+# A timestamp said to be Unix time: "a Unix timestamp", "a timestamp (Unix seconds)", "epoch
+# seconds", "seconds since the epoch" (v23 took any timestamp, ISO 8601's too) ...
+UNIX_SAID = (r"(?i)\b(?:unix|epoch|posix)\s+(?:timestamp|date[\s\-]?time|time|seconds"
+             r"|milliseconds)\b|\bseconds\s+since\s+(?:the\s+)?(?:unix\s+)?epoch\b")
+# ... and an address said to go without a display name: "a bare email address", "no display
+# name", "just the address" (v23 took "Ann Lee <ann@acme.com>" for one)
+BARE_SAID = (r"(?i)\bbare\s+(?:e-?mail\s+)?address|\b(?:without|no)\s+(?:a\s+|any\s+)?display"
+             r"[\s\-]+names?\b|\b(?:just|only)\s+the\s+(?:e-?mail\s+)?address\b"
+             r"|\baddress\s+only\b")
+# ... not where the clause says it is not one ("not a Unix timestamp")
+NOT_SAID = r"(?i)\b(?:not|never|rather\s+than|instead\s+of)\s+(?:an?\s+)?(?:unix|epoch|bare)\b"
+
+
+def _said_kind(kind: pl.Expr, words: pl.Expr) -> pl.Expr:
+    """`kind`, made the narrower type `words` say it is: a date without its time, a Unix
+    timestamp, an email address without a display name (DATE_ONLY, UNIX_SAID, BARE_SAID)."""
+    said = ~words.str.contains(NOT_SAID)
+    return (pl.when((kind == "date") & words.str.contains(DATE_ONLY)).then(pl.lit("date_only"))
+            .when((kind == "datetime") & words.str.contains(UNIX_SAID) & said)
+            .then(pl.lit("unix_time"))
+            .when((kind == "email") & words.str.contains(BARE_SAID) & said)
+            .then(pl.lit("bare_email"))
+            .otherwise(kind))
+
+
 def _value_type(df: pl.DataFrame) -> pl.DataFrame:
     """Read `value_type` (integer | number | percentage | boolean | url | date | date_only |
-    iso_date | datetime | iso_datetime | uuid | email | masked | digits) and `value_mask`, and
-    take their phrases out of the text; only where no format was read.
+    iso_date | datetime | iso_datetime | unix_time | uuid | email | bare_email | masked |
+    digits) and `value_mask`, and take their phrases out of the text; only where no format
+    was read.
 
     Each phrase is read into a column of its own first: the readings below name them several
     times, and an expression that names another twice evaluates it twice (with polars'
@@ -2101,9 +2131,9 @@ def _value_type(df: pl.DataFrame) -> pl.DataFrame:
             pl.when(pl.col("_written_date")).then(pl.lit("iso_date"))
             .otherwise(pl.lit("iso_datetime"))),
         "_closing", "_apart", "_as_iso")
-    # (a date said to go without its time, "a date only", "(no time)", is none with one)
-    df = df.with_columns(pl.when((kind == "date") & t.str.contains(DATE_ONLY))
-                         .then(pl.lit("date_only")).otherwise(kind).alias("_kind"))
+    # (a date said to go without its time, "a date only", "(no time)", is none with one; a
+    # Unix timestamp no ISO one; a bare address none after a display name)
+    df = df.with_columns(_said_kind(kind, t).alias("_kind"))
     kind, mask, n_digits = pl.col("_kind"), pl.col("_mask"), pl.col("_n_digits")
     # "… in UTC", "… in 2026", "… on github.com": the rest of a clause whose type was said
     rest = pl.when(pl.col("_said").is_not_null()).then(t.str.replace(VALUE_TYPE, ""))
@@ -2770,9 +2800,9 @@ def _requirements(frame: pl.DataFrame) -> pl.DataFrame:
               .explode("_field_types").drop_nulls("_field_types")
               .select("_row", "_part",
                       phrase.str.extract(FIELD_TYPE, 1).str.strip_chars("`").alias("_field"),
-                      _type_of(phrase.str.extract(FIELD_TYPE, 3),
-                               phrase.str.extract(FIELD_TYPE, 2).is_not_null())
-                      .alias("value_type"), "_holder")
+                      _said_kind(_type_of(phrase.str.extract(FIELD_TYPE, 3),
+                                          phrase.str.extract(FIELD_TYPE, 2).is_not_null()),
+                                 phrase).alias("value_type"), "_holder")
               .with_columns(pl.when((pl.col("_part") > 0) & (normalise_key(pl.col("_holder"))
                                                              != normalise_key(pl.col("_field"))))
                             .then(normalise_key(pl.col("_holder"))).alias("_parent")))

@@ -494,6 +494,11 @@ VALUE_PATTERNS = {
              + ")$"),
     # ... but not where the clause says it goes without its time (clause_analysis.DATE_ONLY)
     "date_only": "(?i)^(?:" + CALENDAR_DATE + ")$",
+    # a timestamp said to be Unix time (UNIX_SAID): seconds, with decimals or not, or
+    # milliseconds
+    "unix_time": r"^(?:\d{9,10}(?:\.\d{1,6})?|\d{12,13})$",
+    # an address said to go without a display name (BARE_SAID)
+    "bare_email": "^" + EMAIL_ADDRESS + "$",
 }
 # What may follow a value that opens a longer output
 VALUE_LEAD_END = r"(?:$|[`\"'*_]*(?:\s|[,;:—–]|\.(?:\s|$)))"
@@ -503,6 +508,8 @@ VALUE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "a bool
                "iso_datetime": "an ISO 8601 date and time "
                "(YYYY-MM-DDTHH:MM…)", "datetime": "a timestamp (an ISO 8601 or RFC 2822 date "
                "and time, or Unix seconds)", "uuid": "a UUID", "email": "an email address",
+               "unix_time": "a Unix timestamp (seconds or milliseconds since 1970)",
+               "bare_email": "an email address without a display name",
                "percentage": "a percentage",
                "emoji": "an emoji"}
 
@@ -689,7 +696,8 @@ def _within_facts(value: pl.Expr) -> pl.Expr:
     ("Z", an offset of 0, the zone named after it, or Unix seconds), then the year (a Unix
     time's, else its first four-digit number), then a URL's host or an email address's
     domain; "-" for what it has not. `_within_mark` of a zone is in them where it is in it."""
-    epoch = pl.when(value.str.contains(r"^\d{9,13}$")).then(value.cast(pl.Int64, strict=False))
+    # (Unix seconds may have decimals: "1764928800.25")
+    epoch = value.str.extract(r"^(\d{9,13})(?:\.\d{1,6})?$", 1).cast(pl.Int64, strict=False)
     year = pl.coalesce(
         pl.from_epoch(pl.when(epoch < 10**11).then(epoch).otherwise(epoch // 1000),
                       time_unit="s").dt.year().cast(pl.String),
@@ -698,7 +706,7 @@ def _within_facts(value: pl.Expr) -> pl.Expr:
         value.str.extract(r"(?i)^https?://(?:[^@/\s]*@)?([^/:?#\s]+)", 1),
         # (an address's, after a display name too: "Ann <ann@acme.com>")
         value.str.extract(r"@([^@\s<>]+)>?$", 1)).str.to_lowercase().str.strip_chars(".")
-    utc = value.str.contains(r"(?:[Zz]|[+-]00:?00|\s(?:UTC|GMT))$|^\d{9,13}$")
+    utc = value.str.contains(r"(?:[Zz]|[+-]00:?00|\s(?:UTC|GMT))$") | epoch.is_not_null()
     return pl.concat_str(pl.lit("."), pl.when(utc).then(pl.lit("UTC")).otherwise(pl.lit("-")),
                          pl.lit("|."), year.fill_null("-"), pl.lit("|."), host.fill_null("-"),
                          pl.lit("|"))
