@@ -698,6 +698,17 @@ CASES = [
     Case("bare-email-field", "a JSON object with `to` (a bare email address)",
          '{"to": "Ann <ann@acme.com>"}', "field_type", "failed", "partially_satisfied",
          "is not an email address without a display name"),
+    # a CSV said to have no header row has its first line counted (v23 took it for one)
+    Case("csv-no-header-counts-every-line", "a CSV with no header row and exactly 3 rows",
+         "alpha,1\nbeta,2\ngamma,3\n", "count", "passed", "satisfied",
+         "`out` has 3 CSV rows (no header)", file="out.csv"),
+    Case("csv-no-header-names-no-column", "a CSV with no header row and the columns name "
+         "and email", "ann,ann@x.com\nbob,bob@x.com\n", "required_field", "undecided",
+         "not_evaluable", "`out` is a CSV said to have no header row", file="out.csv",
+         select="field `name`"),
+    Case("csv-header-first-line-not-a-row", "a CSV with a header row and exactly 3 rows",
+         "alpha,1\nbeta,2\ngamma,3\n", "count", "failed", "partially_satisfied",
+         "`out` has 2 CSV data rows", file="out.csv"),
     # a CSV of one column is a CSV, its header no row (v22: no CSV, and 4 lines)
     Case("one-column-csv-is-csv", "a CSV with one column `name`, exactly 3 rows",
          "name\nalpha\nbeta\ngamma\n", "count", "passed", "satisfied",

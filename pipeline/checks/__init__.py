@@ -526,7 +526,9 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      (v23 asked the first and took an ISO 8601 or RFC 2822 timestamp for the others); an
 #      email address said to go without a display name ("a bare email address", "(no display
 #      name)", "just the address") has none (v23 took "Ann Lee <ann@acme.com>"); in the
-#      clause, a sub-item or a field's parentheses.
+#      clause, a sub-item or a field's parentheses. A CSV said to have no header row has
+#      every line counted as a row, and its columns undecided (v23 took the first line for
+#      its header).
 DEFAULT_GRADER_ID = "prose.contract.grader/v24"
 
 

@@ -12,6 +12,8 @@ for all clauses at once (regexes over whole columns, never a Python loop per cla
                             bullet points", "prose rather than a table")
   csv_header     bool       the clause asks a CSV for a header row ("a CSV with a header row",
                             "with column headers")
+  csv_headerless bool       the clause says its CSV has none ("with no header row"): its first
+                            line is a row
   blank_after_first bool    a blank line follows the first line ("a subject line, a blank
                             line, then a body")
   inline_list    str        "," or ";": the clause asks for one line of values so separated
@@ -2013,11 +2015,13 @@ def _flagged(df: pl.DataFrame, column: str, asked: pl.Expr, pattern: str,
 
 
 def _csv_header(df: pl.DataFrame) -> pl.DataFrame:
-    """Read `csv_header` (the clause asks a CSV for a header row) and take its phrase."""
+    """Read `csv_header` (the clause asks a CSV for a header row) and take its phrase, and
+    `csv_headerless` (it says the CSV has none; the phrase stays asked)."""
     t = pl.col("t")
-    return _flagged(df, "csv_header", (pl.col("_part") == 0)
-                    & pl.col("formats").list.contains("csv") & t.str.contains(CSV_HEADER)
-                    & ~t.str.contains(NO_CSV_HEADER), CSV_HEADER)
+    csv = (pl.col("_part") == 0) & pl.col("formats").list.contains("csv")
+    df = df.with_columns((csv & t.str.contains(NO_CSV_HEADER)).alias("csv_headerless"))
+    return _flagged(df, "csv_header", csv & t.str.contains(CSV_HEADER)
+                    & ~pl.col("csv_headerless"), CSV_HEADER)
 
 
 def _blank_after_first(df: pl.DataFrame) -> pl.DataFrame:

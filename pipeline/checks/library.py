@@ -748,8 +748,9 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
         # count is undecided, not 0 (v14 passed "a numbered list, at most 12 entries" on prose)
         .when(fmts.list.contains("table")).then(
             pl.when(pl.col("has_table")).then(pl.col("n_table_rows")))
-        # "a CSV with at least 3 data rows": its lines below the header
-        .when(csv).then(pl.col("n_lines") - 1)
+        # "a CSV with at least 3 data rows": its lines below the header; every line where the
+        # clause says it has no header (v23 took the first for one)
+        .when(csv).then(pl.col("n_lines") - 1 + pl.col("csv_headerless").fill_null(False))
         .when(fmts.list.contains("numbered_list")).then(_some(pl.col("n_numbered")))
         .when(fmts.list.contains("bulleted_list")).then(_some(pl.col("n_bullets")))
         .when(fmts.list.contains("markdown_list")).then(_some(lists))
@@ -765,7 +766,8 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     what = (
         pl.when(inline).then(pl.format("values separated by “{}”", pl.col("inline_list")))
         .when(fmts.list.contains("table")).then(pl.lit("table rows"))
-        .when(csv).then(pl.lit("CSV data rows"))
+        .when(csv).then(pl.when(pl.col("csv_headerless").fill_null(False))
+                        .then(pl.lit("CSV rows (no header)")).otherwise(pl.lit("CSV data rows")))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
         .when(fmts.list.contains("list") & JSON_LIST).then(pl.lit("JSON array elements"))
@@ -1406,6 +1408,9 @@ def required_field() -> Check:
         pl.format("(?m)^{}\t", _escaped(name))))
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
+    # a CSV said to have no header row names none of its columns (v23 read its first line)
+    headerless = let("_headerless", pl.col("csv_headerless").fill_null(False) & ~is_json
+                     & IS_CSV)
     header = normalise_key(pl.when(CSV_FILE).then(pl.col("first_line")))  # (a one-column CSV's)
     written = _as_written(name)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
@@ -1425,6 +1430,7 @@ def required_field() -> Check:
         .when((kind == "object") & ~nested).then(
             pl.when(pl.col("json_keys").list.contains(name)).then(PASSED).otherwise(FAILED))
         .when(is_json).then(pl.when(in_values).then(PASSED).otherwise(FAILED))
+        .when(headerless).then(UNDECIDED)
         .when(pl.col("has_table")).then(
             pl.when(pl.col("table_header").list.contains(name) | in_values).then(PASSED)
             .otherwise(FAILED))
@@ -1446,6 +1452,9 @@ def required_field() -> Check:
         .when(is_json & in_values).then(around(json_text, pl.format(
             r"\x22{}\x22\s*:", name.str.replace_all("-", "[_ -]")), 40))
         .when(is_json).then(pl.format("no key `{}` anywhere in {}", shown, label()))
+        .when(headerless).then(pl.format(
+            "{} is a CSV said to have no header row: no line names its column `{}`", label(),
+            shown))
         .when(pl.col("has_table") & (outcome == PASSED)).then(pl.format(
             "table columns: {}", pl.col("table_columns").list.join(", ")))
         .when(pl.col("has_table")).then(pl.format(
