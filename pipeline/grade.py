@@ -1337,10 +1337,13 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         def start(refs: list[RunRef], last: bool = False) -> None:
             nonlocal latest, read_first
             batch_id = latest = new_batch_id(after=latest)
-            if read_first:  # the first shards find the sample's clauses read, rather than
-                read_first = False  # each read them again beside it (about a second of CPU
-                with contextlib.suppress(Exception):  # each, whatever their number)
-                    preread.result()  # (its failure changes nothing: the shards read)
+            # The first shards wait for the sample's reading and find its clauses read,
+            # rather than each reading them again beside it (about a second of CPU each,
+            # whatever their number). Its failure changes nothing: the shards read.
+            if read_first:
+                read_first = False
+                with contextlib.suppress(Exception):
+                    preread.result()
             # one shard per worker, but never so large that a worker's memory follows the
             # batch; shards of even sizes (one run apart at most), so that none pays a shard's
             # fixed cost for a remainder (2,000 runs with at most 600 a shard: four of 500,

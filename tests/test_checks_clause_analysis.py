@@ -380,8 +380,20 @@ CASES = [
     ("a CSV with a header row", (), {"csv_header": True, "unchecked_text": None}),
     ("a CSV file with column headers", (), {"csv_header": True, "unchecked_text": None}),
     ("CSV data, including a header line", (), {"csv_header": True, "unchecked_text": None}),
-    ("a CSV without a header row", (), {"csv_header": False}),
+    ("a CSV without a header row", (), {"csv_header": False, "csv_headerless": True}),
+    ("a CSV with no header row, exactly 3 rows", (),
+     {"csv_header": False, "csv_headerless": True}),
+    ("a CSV with a header row", (), {"csv_headerless": False}),
     ("a markdown table with a header row", (), {"csv_header": False}),
+    ("a markdown table without a header row", (), {"csv_headerless": False}),
+    # a Unix timestamp and a bare address (v23: any timestamp, read by "a timestamp" alone;
+    # an address after a display name)
+    ("a Unix timestamp", (), {"value_type": "unix_time", "unchecked_text": None}),
+    ("a timestamp (Unix seconds)", (), {"value_type": "unix_time"}),
+    ("an ISO 8601 timestamp, not a Unix timestamp", (), {"value_type": "iso_datetime"}),
+    ("a bare email address", (), {"value_type": "bare_email", "unchecked_text": None}),
+    ("an email address (no display name)", (), {"value_type": "bare_email"}),
+    ("an email address", (), {"value_type": "email"}),
     # a number's mask: X, x or # for each digit, and a mark besides (v12 asked it)
     ("a price in the format $X.XX", (),
      {"value_type": "masked", "value_mask": "$X.XX", "unchecked_text": None}),
