@@ -386,8 +386,8 @@ CASES = [
     ("a CSV with a header row", (), {"csv_headerless": False}),
     ("a markdown table with a header row", (), {"csv_header": False}),
     ("a markdown table without a header row", (), {"csv_headerless": False}),
-    # a Unix timestamp and a bare address (v23: any timestamp, read by "a timestamp" alone;
-    # an address after a display name)
+    # a Unix timestamp and a bare address (v23 asked "a Unix timestamp", took any timestamp
+    # for "a timestamp (Unix seconds)" and an address after a display name for a bare one)
     ("a Unix timestamp", (), {"value_type": "unix_time", "unchecked_text": None}),
     ("a timestamp (Unix seconds)", (), {"value_type": "unix_time"}),
     ("an ISO 8601 timestamp, not a Unix timestamp", (), {"value_type": "iso_datetime"}),
