@@ -391,6 +391,7 @@ CASES = [
     ("a Unix timestamp", (), {"value_type": "unix_time", "unchecked_text": None}),
     ("a timestamp (Unix seconds)", (), {"value_type": "unix_time"}),
     ("an ISO 8601 timestamp, not a Unix timestamp", (), {"value_type": "iso_datetime"}),
+    ("an RFC 3339 timestamp", (), {"value_type": "iso_datetime", "quantities": []}),
     ("a bare email address", (), {"value_type": "bare_email", "unchecked_text": None}),
     ("an email address (no display name)", (), {"value_type": "bare_email"}),
     ("an email address", (), {"value_type": "email"}),

@@ -690,6 +690,13 @@ CASES = [
     Case("not-unix-stays-any-timestamp", "a timestamp, not a Unix timestamp",
          "Tue, 17 Mar 2026 14:35:22 +0000", "value_type", "passed", "satisfied",
          "`out` is a timestamp"),
+    # RFC 3339 is ISO 8601's date and time (v23 read "3339 timestamp" as a count, asked)
+    Case("rfc-3339-timestamp-not-rfc-2822", "an RFC 3339 timestamp",
+         "Tue, 17 Mar 2026 14:35:22 +0000", "value_type", "failed", "violated",
+         "`out` is not an ISO 8601 date and time"),
+    Case("rfc-3339-field", "a JSON object with `created` (an RFC 3339 timestamp)",
+         '{"created": "2026-03-17T14:35:22Z"}', "field_type", "passed", "satisfied",
+         "each an ISO 8601 date and time"),
     Case("bare-email-display-name-fails", "a bare email address, without a display name",
          "Ann Lee <ann@acme.com>", "value_type", "failed", "violated",
          "`out` is not an email address without a display name"),

@@ -528,7 +528,7 @@ from .library import CONTENT, JUDGED, NAMED, around, content_checks, failed_on_p
 #      name)", "just the address") has none (v23 took "Ann Lee <ann@acme.com>"); in the
 #      clause, a sub-item or a field's parentheses. A CSV said to have no header row has
 #      every line counted as a row, and its columns undecided (v23 took the first line for
-#      its header).
+#      its header). "An RFC 3339 timestamp" is an ISO 8601 one (v23: a count of 3339).
 DEFAULT_GRADER_ID = "prose.contract.grader/v24"
 
 

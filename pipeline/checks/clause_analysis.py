@@ -585,12 +585,13 @@ FORMAT_FORMS = [
 TYPE_WORDS = (r"whole\s+number|integer|number|decimal|percentage|boolean|url|timestamp"
               r"|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
-# A type as written, with its standard: group 1 says ISO 8601, group 2 is the type
-WRITTEN_TYPE = (r"(?:(iso[\s\-]?8601)\s+|(?:unix|epoch|posix|bare)\s+)?(" + TYPE_WORDS
-                + ")")
+# A type as written, with its standard: group 1 says ISO 8601 (or RFC 3339, its profile for
+# the internet), group 2 is the type
+WRITTEN_TYPE = (r"(?:(iso[\s\-]?8601|rfc[\s\-]?3339)\s+|(?:unix|epoch|posix|bare)\s+)?("
+                + TYPE_WORDS + ")")
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain)\s+)?"
-              r"(?:(iso[\s\-]?8601)\s+|(?:unix|epoch|posix)\s+)?"
+              r"(?:(iso[\s\-]?8601|rfc[\s\-]?3339)\s+|(?:unix|epoch|posix)\s+)?"
               r"(" + TYPE_WORDS + r")\b")
 # "at most 3 lowercase tags": read as "at most 3 tags, all lowercase" (a count, and a case);
 # group 1 is the number with its space (2 the number), 3 the case, 4 the unit
