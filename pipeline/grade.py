@@ -767,7 +767,7 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
     try:
         bucket = Bucket(job.runs_uri, job.endpoint_url)
         if refs is None:
-            refs = spread_runs(bucket.sample(PREREAD_RUNS), PREREAD_RUNS, PREREAD_RUNS)
+            refs = _preread_sample(bucket.sample(PREREAD_RUNS))
         # Listed here (as their reading would), to leave the ledgers out: a ledger's checks
         # are its grader's, no clause to read, and a large one was read here and in its shard
         # at once, twice its memory
@@ -782,6 +782,12 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
         pass
 
 
+def _preread_sample(refs: Iterable[RunRef]) -> list[RunRef]:
+    """The runs of `refs` whose clauses a first grade reads first: up to PREREAD_RUNS, spread
+    over their folders (`spread_runs`)."""
+    return spread_runs(refs, PREREAD_RUNS, PREREAD_RUNS)
+
+
 def _sampled(bucket: Bucket, runs: Iterable[RunRef]
              ) -> tuple[Iterable[RunRef], list[RunRef] | None]:
     """(`runs`, all of them still to come; the sample `_preread_task` reads). A local root's
@@ -794,7 +800,7 @@ def _sampled(bucket: Bucket, runs: Iterable[RunRef]
     ahead = iter(runs)
     head = list(itertools.islice(ahead, RUNS_QUEUED))
     return (itertools.chain(head, ahead),
-            [dataclasses.replace(r) for r in spread_runs(head, PREREAD_RUNS, PREREAD_RUNS)])
+            [dataclasses.replace(r) for r in _preread_sample(head)])
 
 
 def _trim() -> Callable[[], object]:

@@ -585,13 +585,16 @@ FORMAT_FORMS = [
 TYPE_WORDS = (r"whole\s+number|integer|number|decimal|percentage|boolean|url|timestamp"
               r"|date[\s\-]?time|date"
               r"|uuid|e-?mail\s+address")
-# A type as written, with its standard: group 1 says ISO 8601 (or RFC 3339, its profile for
-# the internet), group 2 is the type
-WRITTEN_TYPE = (r"(?:(iso[\s\-]?8601|rfc[\s\-]?3339)\s+|(?:unix|epoch|posix|bare)\s+)?("
+# The standard a value is written in: ISO 8601, or RFC 3339 (its profile for the internet)
+TYPE_STANDARD = r"iso[\s\-]?8601|rfc[\s\-]?3339"
+# The words that say a timestamp counts from the Unix epoch (UNIX_SAID reads them)
+UNIX_WORDS = r"unix|epoch|posix"
+# A type as written, with its standard: group 1 says ISO 8601, group 2 is the type
+WRITTEN_TYPE = (r"(?:(" + TYPE_STANDARD + r")\s+|(?:" + UNIX_WORDS + r"|bare)\s+)?("
                 + TYPE_WORDS + ")")
 VALUE_TYPE = (r"(?i)^(\s*(?:the\s+[^,;:\n]{0,60}?,?\s+as\s+)?)(?:(?:a|an|one)\s+)?"
               r"(?:(?:single|valid|bare|plain)\s+)?"
-              r"(?:(iso[\s\-]?8601|rfc[\s\-]?3339)\s+|(?:unix|epoch|posix)\s+)?"
+              r"(?:(" + TYPE_STANDARD + r")\s+|(?:" + UNIX_WORDS + r")\s+)?"
               r"(" + TYPE_WORDS + r")\b")
 # "at most 3 lowercase tags": read as "at most 3 tags, all lowercase" (a count, and a case);
 # group 1 is the number with its space (2 the number), 3 the case, 4 the unit
@@ -2051,7 +2054,7 @@ DATE_ONLY = (r"(?i)\bdate[\s\-]only\b|\bonly\s+(?:the\s+)?date\b|\b(?:no|without
 
 # A timestamp said to be Unix time: "a Unix timestamp", "a timestamp (Unix seconds)", "epoch
 # seconds", "seconds since the epoch" (v23 took any timestamp, ISO 8601's too) ...
-UNIX_SAID = (r"(?i)\b(?:unix|epoch|posix)\s+(?:timestamp|date[\s\-]?time|time|seconds"
+UNIX_SAID = (r"(?i)\b(?:" + UNIX_WORDS + r")\s+(?:timestamp|date[\s\-]?time|time|seconds"
              r"|milliseconds)\b|\bseconds\s+since\s+(?:the\s+)?(?:unix\s+)?epoch\b")
 # ... and an address said to go without a display name: "a bare email address", "no display
 # name", "just the address" (v23 took "Ann Lee <ann@acme.com>" for one)

@@ -259,6 +259,8 @@ ONE_COLUMN_CSV = (_CSV_TEXT.str.contains(ONE_COLUMN)
                   & ~csv_unquoted(_CSV_TEXT).str.contains(",", literal=True)).fill_null(False)
 # A CSV: lines of as many cells each (`csv_like`), or one column of a `.csv` file
 IS_CSV = pl.col("csv_like").fill_null(False) | ONE_COLUMN_CSV
+# A CSV the clause says has no header row: its first line is a row, and names no column
+HEADERLESS = pl.col("csv_headerless").fill_null(False)
 
 # An output that is a JSON array and no list of markers or lines: a list, its elements the items
 JSON_LIST = ((pl.col("n_bullets") + pl.col("n_numbered") + pl.col("n_line_items") == 0)
@@ -750,7 +752,7 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
             pl.when(pl.col("has_table")).then(pl.col("n_table_rows")))
         # "a CSV with at least 3 data rows": its lines below the header; every line where the
         # clause says it has no header (v23 took the first for one)
-        .when(csv).then(pl.col("n_lines") - 1 + pl.col("csv_headerless").fill_null(False))
+        .when(csv).then(pl.col("n_lines") - 1 + HEADERLESS)
         .when(fmts.list.contains("numbered_list")).then(_some(pl.col("n_numbered")))
         .when(fmts.list.contains("bulleted_list")).then(_some(pl.col("n_bullets")))
         .when(fmts.list.contains("markdown_list")).then(_some(lists))
@@ -766,8 +768,8 @@ def _item_count() -> tuple[pl.Expr, pl.Expr]:
     what = (
         pl.when(inline).then(pl.format("values separated by “{}”", pl.col("inline_list")))
         .when(fmts.list.contains("table")).then(pl.lit("table rows"))
-        .when(csv).then(pl.when(pl.col("csv_headerless").fill_null(False))
-                        .then(pl.lit("CSV rows (no header)")).otherwise(pl.lit("CSV data rows")))
+        .when(csv).then(pl.when(HEADERLESS).then(pl.lit("CSV rows (no header)"))
+                        .otherwise(pl.lit("CSV data rows")))
         .when(fmts.list.contains("numbered_list")).then(pl.lit("numbered items"))
         .when(fmts.list.contains("bulleted_list")).then(pl.lit("bulleted items"))
         .when(fmts.list.contains("list") & JSON_LIST).then(pl.lit("JSON array elements"))
@@ -1409,8 +1411,7 @@ def required_field() -> Check:
     is_json = let("_is_json", kind.is_in(["object", "array"]).fill_null(False))
     has_table = pl.col("has_table").fill_null(False)
     # a CSV said to have no header row names none of its columns (v23 read its first line)
-    headerless = let("_headerless", pl.col("csv_headerless").fill_null(False) & ~is_json
-                     & IS_CSV)
+    headerless = let("_headerless", HEADERLESS & ~is_json & IS_CSV)
     header = normalise_key(pl.when(CSV_FILE).then(pl.col("first_line")))  # (a one-column CSV's)
     written = _as_written(name)
     mention = pl.concat_str(pl.lit("(?i)" + EDGE_BEFORE), written, pl.lit(EDGE_AFTER))
