@@ -79,7 +79,7 @@ from .sources.bucket import (
     split_uri,
     spread_runs,
 )
-from .sources.ledger import read_ledger
+from .sources.ledger import grader_rows, read_ledger
 from .sources.outage import is_outage
 from .sources.prose import (
     DEFAULT_BINDING_CAP,
@@ -768,12 +768,17 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
         bucket = Bucket(job.runs_uri, job.endpoint_url)
         if refs is None:
             refs = _preread_sample(bucket.sample(PREREAD_RUNS))
-        # Listed here (as their reading would), to leave the ledgers out: a ledger's checks
-        # are its grader's, no clause to read, and a large one was read here and in its shard
-        # at once, twice its memory
-        refs = [ref for ref in map(bucket.list_run, refs) if ref.source != "ledger"]
+        # Listed here (as their reading would), to leave the ledgers unread: a ledger's
+        # clauses are its grader's checks, the same in each ledger, and a large one was read
+        # here and in its shard at once, twice its memory. The clauses of every ledger grader
+        # are read instead, when the sample holds a ledger (each shard read them before).
+        listed = list(map(bucket.list_run, refs))
+        refs = [ref for ref in listed if ref.source != "ledger"]
         rows = _read_shard((job.runs_uri, job.endpoint_url, refs, job.binding_cap,
                             _WORKER["ledger_graders"]))
+        if len(refs) < len(listed):
+            for grader in _WORKER["ledger_graders"]:
+                rows.extend(grader_rows(grader))
         tables = source_tables(rows)
         with shared_readings(KeptReadings(ResultStore(job.results_uri, job.endpoint_url))):
             clause_frame(tables["clauses"], tables["services"], tables["bindings"],

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import SAMPLE_RUNS
 from polars.testing import assert_frame_equal
 
 from pipeline.catalog import connect
@@ -211,3 +212,21 @@ def test_a_small_first_grade_on_several_workers_reads_its_clauses_once(
     summary = grade_runs(str(runs), str(tmp_path / "results"), default_grader(), workers=2)
     assert summary.graded + summary.refused == 40
     assert len(_kept(tmp_path / "results")) == 1
+
+
+def test_a_first_grade_reads_the_ledger_graders_clauses_with_the_sample(
+        tmp_path: Path, fresh_process_cache):
+    # A ledger's clauses are its grader's checks. The sample leaves ledgers unread (a large
+    # one would be read there and in its shard at once), so each shard holding a ledger read
+    # its grader's clauses again: the sample runs' first grade made three readings. The
+    # sample's reading now takes every ledger grader's clauses when it meets a ledger.
+    runs = tmp_path / "runs"
+    shutil.copytree(SAMPLE_RUNS, runs)
+    bucket = Bucket(str(runs))
+    assert any(bucket.list_run(r).source == "ledger" for r in bucket.discover())
+    summary = grade_runs(str(runs), str(tmp_path / "results"), default_grader(), workers=2)
+    assert summary.found == summary.graded + summary.refused
+    assert len(_kept(tmp_path / "results")) == 1
+    ledger_checks = connect(str(tmp_path / "results")).sql(
+        "select count(*) as n from checks where grader_id like 'moltzap.%'").pl()
+    assert ledger_checks["n"][0] > 0

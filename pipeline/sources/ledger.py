@@ -182,7 +182,7 @@ def _read(bucket: Bucket, ref: RunRef, run: dict, graders) -> RunRows:
 
     grader = _grader_for(graders, manifest["definitionId"], records)
     responses = _responses(grader, records)
-    return _rows(ref, run["run_id"], grader, responses)
+    return _rows(ref.uri, run["run_id"], grader, responses)
 
 
 def _named_by_manifest(bucket: Bucket, ref: RunRef, run: dict) -> bytes | None:
@@ -471,18 +471,25 @@ def _responses(grader: LedgerGrader, records: list[Record]) -> list[Record]:
     return responses
 
 
-def _rows(ref: RunRef, run_id: str, grader: LedgerGrader, responses: list[Record]) -> RunRows:
+def grader_rows(grader: LedgerGrader) -> RunRows:
+    """The service and clause rows of a ledger read for `grader`, without its responses: its
+    clauses are the grader's checks, the same in every ledger it reads, so a first grade reads
+    them before any ledger is (see `grade._preread_task`)."""
+    return _rows(f"ledger-grader:{grader.grader_id}", grader.grader_id, grader, [])
+
+
+def _rows(run_uri: str, run_id: str, grader: LedgerGrader, responses: list[Record]) -> RunRows:
     service = grader.target_name
     rows = RunRows()
     rows.services.append({
-        "run_id": run_id, "run_uri": ref.uri, "service": service, "kind": LEDGER_SERVICE_KIND,
+        "run_id": run_id, "run_uri": run_uri, "service": service, "kind": LEDGER_SERVICE_KIND,
         "contract_source": grader.grader_id, "declared_errors": [], "errored": False,
         "error_name": None, "error_detail": None, "log_status": "completed",
         "log_note": None, "position": 1,
     })
     for position, check in enumerate(grader.checks):
         rows.clauses.append({
-            "run_id": run_id, "run_uri": ref.uri, "service": service,
+            "run_id": run_id, "run_uri": run_uri, "service": service,
             "clause_id": clause_id(service, LEDGER_CLAUSE_KIND, position, check.name),
             "position": position, "parent_position": None, "kind": LEDGER_CLAUSE_KIND,
             "output_name": None, "output_service": None, "condition": None,
@@ -499,9 +506,9 @@ def _rows(ref: RunRef, run_id: str, grader: LedgerGrader, responses: list[Record
         text, bad = _SURROGATE.subn("\ufffd", text)
         data = text.encode("utf-8")
         rows.bindings.append({
-            "run_id": run_id, "run_uri": ref.uri, "service": service,
+            "run_id": run_id, "run_uri": run_uri, "service": service,
             "name": f"response-{number}",
-            "uri": f"{ref.uri}/records.ndjson#{rec.envelope['eventId']}",
+            "uri": f"{run_uri}/records.ndjson#{rec.envelope['eventId']}",
             "extension": "json", "size_bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(), "text": text, "truncated": False,
             "decode_errors": bad > 0,
