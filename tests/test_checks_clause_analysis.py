@@ -1293,3 +1293,39 @@ def test_a_clause_reads_the_same_whatever_else_its_batch_holds():
     assert alone.columns == beside.columns
     for column in alone.columns:
         assert alone[column].to_list() == beside[column].to_list(), column
+
+
+def test_the_count_forms_said_once_match_as_every_form_in_full():
+    # `_counted` says what its forms share once (START, and the adjectives and unit that
+    # neighbouring forms end with) to cut the cost of compiling it, the fields' lengths hold
+    # it twice. It must match exactly as the plain alternation of every form, groups and all.
+    import random
+
+    from pipeline.checks import clause_analysis as ca
+
+    def in_full(unit: str) -> str:
+        return "(?i:" + "|".join(p.replace(ca.SCOPE, "").replace(ca.UNIT, unit)
+                                 for _, p in ca.QUANTITY_FORMS if ca.UNIT in p) + ")"
+
+    rnd = random.Random(5)
+    said = ["", "at least", "at most", "no more than", "between", "under", "over", "exactly",
+            "up to", "not exceeding", "within", "max.", "top", "never has more than",
+            "does not exceed", "not shorter than", "`name` (", "each", "followed by"]
+    numbers = ["3", "2,000", "12", "one", "a single", "a dozen", "2-5", "3 to 4", "5+",
+               "10 or more", "3 or fewer", "x"]
+    units = ["words", "word", "sentences", "lines", "items", "strings", "urls", "short items",
+             "distinct urls", "H2 sections", "characters", "chars"]
+    after = ["", ")", " or more", " or fewer", " each", ".", "-long", ", and at most 2 lines"]
+    texts = pl.Series([
+        f"{rnd.choice(['', 'a list of', 'with', '(', 'x'])} {rnd.choice(said)} "
+        f"{rnd.choice(numbers)}{rnd.choice([' ', '-', ' '])}{rnd.choice(units)}"
+        f"{rnd.choice(after)}" for _ in range(4000)])
+    for unit, example in ((ca.LENGTH_UNIT, "at most 3 words"),
+                          (r"(?:items?|strings?|urls?)\b", "2-5 strings")):
+        said_once, full = ca._counted(unit), in_full(unit)
+        assert len(said_once) < 0.7 * len(full)
+        assert texts.str.contains(full).sum() > 1000  # many of the phrases say counts
+        for pattern in (said_once, full):
+            assert pl.Series([example]).str.contains(pattern).item()
+        assert texts.str.extract_groups(said_once).equals(texts.str.extract_groups(full))
+        assert texts.str.extract_all(said_once).equals(texts.str.extract_all(full))

@@ -304,9 +304,29 @@ EMPTY_AT_TIMES = (r"(?i)\b(?:if|when|whenever|unless|otherwise|else|or|may|might
 
 
 def _counted(unit: str) -> str:
-    """Every count form of QUANTITY_FORMS with a unit, of `unit` and without a scope."""
-    return "(?i:" + "|".join(pattern.replace(SCOPE, "").replace(UNIT, unit)
-                             for _, pattern in QUANTITY_FORMS if UNIT in pattern) + ")"
+    """Every count form of QUANTITY_FORMS with a unit, of `unit` and without a scope.
+
+    Written with what the forms share said once, as the same pattern: every form starts with
+    START (`(?:^|X)(?:A|B)` matches as `(?:^|X)A|(?:^|X)B` does, as no form starts with a
+    character X matches), and neighbouring forms that end alike (`\\s+`, ADJ, the unit) end
+    with it together (`(?:A|B)C` is `AC|BC`, in the same order). Every copy of the adjectives
+    and the numbers is compiled, and six patterns of the fields' lengths hold this twice: said
+    in full they were 20,000 characters, 26-48 ms each to compile; now 13,000, 17-21 ms."""
+    ending = r"\s+" + ADJ + unit
+    runs: list[tuple[list[str], bool]] = []  # (neighbouring forms' starts, whether they end so)
+    for _, pattern in QUANTITY_FORMS:
+        if UNIT not in pattern:
+            continue
+        form = pattern.replace(SCOPE, "").replace(UNIT, unit).removeprefix(START)
+        ends = form.endswith(ending)
+        form = form.removesuffix(ending) if ends else form
+        if ends and runs and runs[-1][1]:
+            runs[-1][0].append(form)
+        else:
+            runs.append(([form], ends))
+    return "(?i:" + START + "(?:" + "|".join(
+        (f"(?:{'|'.join(starts)})" + ending if ends else starts[0]) for starts, ends in runs
+    ) + "))"
 
 
 PART_LENGTH = _counted(LENGTH_UNIT)
