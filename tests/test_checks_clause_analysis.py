@@ -1297,8 +1297,9 @@ def test_a_clause_reads_the_same_whatever_else_its_batch_holds():
 
 def test_the_count_forms_said_once_match_as_every_form_in_full():
     # `_counted` says what its forms share once (START, and the adjectives and unit that
-    # neighbouring forms end with) to cut the cost of compiling it, the fields' lengths hold
-    # it twice. It must match exactly as the plain alternation of every form, groups and all.
+    # neighbouring forms end with) to cut the cost of compiling it (each field-length pattern
+    # holds it twice). It must match exactly as the plain alternation of every form does,
+    # groups and all.
     import random
 
     from pipeline.checks import clause_analysis as ca
