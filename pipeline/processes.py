@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
+import sys
 import threading
+import traceback
 from collections.abc import Iterator
 
 # What grading workers run with: polars on one thread (one worker per core: a pool of its own
@@ -58,7 +61,7 @@ def process_context():
     ctx = multiprocessing.get_context("forkserver")
     # DuckDB and pyarrow too (DuckDB reads polars frames through pyarrow): the grading code
     # imports them on first use, which in a worker is its first shard
-    ctx.set_forkserver_preload(["pipeline.grade", "duckdb", "pyarrow"])
+    ctx.set_forkserver_preload(["pipeline.fork_server", "pipeline.grade", "duckdb", "pyarrow"])
     if threading.current_thread() is threading.main_thread():
         # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
         # survive exec): a stop sent to the whole process group is the parent's to handle.
@@ -72,6 +75,32 @@ def process_context():
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
     return ctx
+
+
+# What a worker forked from the server raises while it reads what the process that asked for
+# it sends (the process object, its locks), when that process went away or let go of them
+# mid-start: a Ctrl-C or a kill while workers start. The server printed each such traceback
+# under the grade's own message ("interrupted (Ctrl-C) …"), the grade already ending.
+ABANDONED_START = (EOFError, pickle.UnpicklingError, OSError)
+
+
+def quiet_abandoned_starts() -> None:
+    """Leave out, in this process (the fork server, see `pipeline.fork_server`) and the
+    workers forked from it, the traceback of a worker start abandoned by the process that
+    asked for it (ABANDONED_START, raised while `multiprocessing.spawn` reads what it sent).
+    If that process is still there, it sees the worker end and says so itself; any other
+    error is shown as before."""
+    shown = sys.excepthook
+
+    def hook(kind, value, tb):
+        if issubclass(kind, ABANDONED_START) and any(
+                frame.f_code.co_name == "_main"
+                and frame.f_code.co_filename.endswith(os.path.join("multiprocessing", "spawn.py"))
+                for frame, _ in traceback.walk_tb(tb)):
+            return
+        shown(kind, value, tb)
+
+    sys.excepthook = hook
 
 
 def start_early(runs: str, results: str, *, full: bool, workers: int | None) -> None:

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -352,6 +353,56 @@ def test_ctrl_c_while_the_grade_starts_says_so(tmp_path):
     assert proc.returncode == exit_codes.INTERRUPTED, stderr
     assert "interrupted (Ctrl-C) before the command finished" in " ".join(stderr.split())
     assert "Traceback" not in stderr and not out.exists()
+
+
+def test_ctrl_c_while_the_command_loads_says_so(tmp_path):
+    # The console entry point imports typer, rich and the command before any of its code can
+    # answer a Ctrl-C: one there ended `rungrade` with a traceback through the imports and
+    # exit -2. Here the import of typer is what the Ctrl-C interrupts.
+    code = textwrap.dedent("""
+        import sys
+        class Interrupted:
+            def find_spec(self, name, path=None, target=None):
+                if name == "typer":
+                    raise KeyboardInterrupt
+        sys.meta_path.insert(0, Interrupted())
+        sys.argv = ["rungrade", "--help"]
+        from pipeline.entry import main
+        main()
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == exit_codes.INTERRUPTED, done.stderr
+    assert done.stderr == ("error: interrupted (Ctrl-C) before the command started; nothing "
+                           "was done: run it again.\n")
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("server", [True, False])
+def test_a_worker_start_its_grade_abandoned_leaves_no_traceback(server):
+    # A Ctrl-C or a kill while workers start: the fork server's child, reading what the
+    # grading process sent it, finds the pipe cut short (or its locks gone) and the server
+    # printed that traceback under the grade's own message. A worker forked from the server
+    # (which imports pipeline.fork_server) shows any other error as before.
+    code = textwrap.dedent(f"""
+        import multiprocessing.spawn, os, sys
+        if {server}:
+            import pipeline.fork_server
+        read, write = os.pipe()
+        os.write(write, b"\\x80\\x04\\x95\\x10\\x00")  # a pickle cut short
+        os.close(write)
+        for start in (lambda: multiprocessing.spawn._main(read, None),
+                      lambda: int("not a number")):
+            try:  # as the fork server runs a child it forked
+                start()
+            except Exception:
+                sys.excepthook(*sys.exc_info())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert ("UnpicklingError" in done.stderr) is not server
+    assert "ValueError: invalid literal for int()" in done.stderr
 
 
 def test_ctrl_c_while_compacting_says_what_is_left(capsys):
