@@ -1286,7 +1286,8 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
     store = ResultStore(results_uri, endpoint_url)
     if store.local and (why := no_folder_for(store.root)):
         raise FileNotFoundError(f"results folder {results_uri} {why}")
-    if not store.local and (missing := store.holds_nothing("")):  # (named: runs or results?)
+    # (named: runs or results? Results may be kept at the runs prefix itself on S3)
+    if not store.local and (missing := store.holds_nothing("", runs=False)):
         raise FileNotFoundError(f"results {missing}")
     started = time.monotonic()
     summary = Summary(shown(runs_uri), results_uri, main_id, full=full,

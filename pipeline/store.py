@@ -131,6 +131,16 @@ def _what_it_is_instead(uri: str, folder: str) -> str | None:
     return None
 
 
+def _holds_runs(page: dict) -> bool:
+    """Whether a page of an S3 listing (the first thousand keys of a prefix) holds a run: a
+    key below a folder named like one (`DATE-TIME-SUFFIX`), as discovery finds runs. Results
+    hold none (their folders are named by table, batch and grader)."""
+    from .sources.bucket import RUN_DIR
+
+    return any(RUN_DIR.match(name) for item in page.get("Contents") or ()
+               for name in item["Key"].split("/")[:-1])
+
+
 def _json_or_none(data: bytes) -> dict | None:
     try:
         value = json.loads(data)
@@ -600,16 +610,22 @@ class ResultStore:
     def url(self, path: str) -> str:
         return path if self.local else f"{self.protocol}://{path}"
 
-    def holds_nothing(self, otherwise: str) -> str:
+    def holds_nothing(self, otherwise: str, runs: bool = True) -> str:
         """Why the results hold no committed batch (or no grade log), as a message: on S3, that
-        their bucket does not exist at this endpoint, when it does not; else `otherwise` (a
-        first grade is still to run). One request, asked only once nothing was found.
-        Missing credentials and an endpoint that does not answer are raised as they are (the
-        client's `exists` takes them for a missing bucket)."""
+        their bucket does not exist at this endpoint, when it does not, or (with `runs`) that
+        the prefix holds runs; else `otherwise` (a first grade is still to run). One or two
+        requests, asked only once nothing was found. Missing credentials and an endpoint that
+        does not answer are raised as they are (the client's `exists` takes them for a
+        missing bucket)."""
         if not self.local:
-            bucket = self.root.split("/", 1)[0]
+            bucket, _, prefix = self.root.partition("/")
             try:
                 self.fs.call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+                if runs and _holds_runs(self.fs.call_s3(
+                        "list_objects_v2", Bucket=bucket, MaxKeys=1000,
+                        Prefix=f"{prefix.rstrip('/')}/" if prefix.strip("/") else "")):
+                    return (f"{self.uri} holds runs, not results: grade them with `rungrade "
+                            f"grade {self.uri} --out RESULTS`, then give RESULTS here")
             except FileNotFoundError:
                 return (f"{self.uri}: bucket {bucket} does not exist (or the endpoint is "
                         "no S3 service): check the bucket's name and --endpoint-url")

@@ -366,6 +366,25 @@ def test_a_results_bucket_that_does_not_exist_is_named(runs_bucket: str, s3_serv
     assert "where results have no catalog file" in " ".join(catalog.output.split())
 
 
+def test_an_s3_runs_prefix_given_as_results_is_named_as_runs(runs_bucket: str,
+                                                             s3_bucket: str, s3_server: str):
+    # Local folders of runs given where results are expected were named as such; on S3 the
+    # readers advised running a first grade into the runs prefix (results mixed into runs)
+    cli = CliRunner()
+    for args in (["sql", runs_bucket, "select 1"], ["grades", runs_bucket],
+                 ["trend", runs_bucket], ["compact", runs_bucket]):
+        result = cli.invoke(app, [*args, "--endpoint-url", s3_server])
+        assert result.exit_code == exit_codes.USAGE, result.output
+        said = " ".join(result.output.split())
+        assert f"{runs_bucket} holds runs, not results: grade them with `rungrade grade " \
+               f"{runs_bucket} --out RESULTS`" in said, (args, said)
+    # an empty prefix (results still to be written) keeps the usual advice
+    empty = cli.invoke(app, ["sql", f"s3://{s3_bucket}/nothing-yet", "select 1",
+                             "--endpoint-url", s3_server])
+    assert empty.exit_code == exit_codes.USAGE, empty.output
+    assert "holds runs" not in empty.output and "rungrade grade" in empty.output
+
+
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
                                                                        s3_server: str,
                                                                        s3fs_client):
