@@ -746,8 +746,8 @@ def sql(
     """Run SQL against the committed results (every table is a view; see README).
 
     `rungrade sql RESULTS "QUERY"`, `rungrade sql "QUERY" RESULTS` and `rungrade sql "QUERY"
-    --results RESULTS` are the same. A query that opens with an SQL comment (`-- …`) reads as
-    an option: give it after `--` (`rungrade sql RESULTS -- "-- top…"`), or in a .sql file.
+    --results RESULTS` are the same, and so is a query that opens with an SQL comment
+    (`-- …`, on a line of its own).
 
     Exit codes: 0 done; 2 no committed results, or the query failed (DuckDB's error is shown);
     4 a store failed, or a part of the results could not be read.
@@ -1342,9 +1342,24 @@ class _HelpConsole(_Console):
             raise SystemExit(exit_codes.STORAGE) from None
 
 
+def _comments_first(args: list[str]) -> list[str]:
+    """`rungrade sql`'s `args` with a query that opens with an SQL comment (`-- …`) moved
+    after `--`, where it reads as the query, not as an option no command has ("No such
+    option: -- top…" before). No option's name holds a space or a line break; such a query
+    does. Its other arguments and options keep their order; those after a `--` already given
+    stay after it."""
+    if not args or args[0] != "sql":
+        return args
+    given = args.index("--") if "--" in args else len(args)
+    queries = [w for w in args[1:given] if w.startswith("--") and any(c.isspace() for c in w)]
+    if not queries:
+        return args
+    return [*(w for w in args[:given] if w not in queries), "--", *queries, *args[given + 1:]]
+
+
 def main() -> None:
     """The console entry point (`rungrade`): the app, its help printed by `_HelpConsole`."""
     from typer import rich_utils
 
     rich_utils.Console = _HelpConsole  # (the class typer makes its consoles of)
-    app()
+    app(args=_comments_first(sys.argv[1:]))

@@ -994,3 +994,27 @@ def test_what_a_killed_writer_left_is_removed_by_the_next_grade_or_compaction(gr
     else:
         assert run("compact", str(results)).exit_code == 0
     assert not [p for p in left if p.exists()] and fresh.exists()
+
+
+def test_a_query_that_opens_with_a_comment_is_the_query(graded):
+    # "-- top runs\nselect …" was taken for an option: "No such option: -- top runs…", exit 2,
+    # unless it came after `--`. Through the console entry point, as a shell runs it.
+    _, results = graded
+    query = "-- runs graded\nselect count(*) as n from runs where status = 'graded'"
+
+    def rungrade(*args: str) -> subprocess.CompletedProcess:
+        code = ("import sys; sys.argv = ['rungrade', *sys.argv[1:]]; "
+                "from pipeline.entry import main; main()")
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                              text=True, timeout=120)
+
+    for args in (["sql", str(results), query, "--csv", "-"],
+                 ["sql", query, "--results", str(results), "--csv", "-"],
+                 ["sql", "--csv", "-", str(results), "--", query]):
+        done = rungrade(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stdout.splitlines() == ["n", "15"], args
+    # an option mistyped is still one, and said so
+    typo = rungrade("sql", str(results), "--cvs", "-", query)
+    assert typo.returncode == exit_codes.USAGE
+    assert "No such option: --cvs" in typo.stderr
