@@ -198,6 +198,9 @@ def _output_failed() -> None:
         raise typer.Exit(exit_codes.PIPE_CLOSED)
 
 
+_COMMAND_STARTED: list[str] = []  # the command whose code runs (see `main`)
+
+
 def _command():
     """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
     loads a grader, prints) ends it with exit 130 and one line saying so (typer ended it
@@ -206,6 +209,7 @@ def _command():
     def register(command):
         @functools.wraps(command)
         def run(*args, **kwargs):
+            _COMMAND_STARTED.append(command.__name__)
             for stream in (sys.stdout, sys.stderr):  # (a character the terminal's encoding
                 with contextlib.suppress(AttributeError, ValueError):  # lacks shows as ?)
                     stream.reconfigure(errors="replace")
@@ -1362,4 +1366,11 @@ def main() -> None:
     from typer import rich_utils
 
     rich_utils.Console = _HelpConsole  # (the class typer makes its consoles of)
-    app(args=_comments_first(sys.argv[1:]))
+    try:
+        app(args=_comments_first(sys.argv[1:]))
+    except SystemExit as exc:
+        # typer ends a Ctrl-C while it reads the arguments with 130 and not a word; once a
+        # command's code runs, `_command` says what the Ctrl-C left
+        if exc.code == exit_codes.INTERRUPTED and not _COMMAND_STARTED:
+            sys.stderr.write(exit_codes.INTERRUPTED_EARLY)
+        raise

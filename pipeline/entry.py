@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .exit_codes import INTERRUPTED
+from .exit_codes import INTERRUPTED, INTERRUPTED_EARLY
 
 
 def main() -> None:
@@ -17,7 +17,6 @@ def main() -> None:
         from .cli import main as run
 
         run()
-    except KeyboardInterrupt:  # (a command that started answers its own Ctrl-C)
-        sys.stderr.write("error: interrupted (Ctrl-C) before the command started; nothing "
-                         "was done: run it again.\n")
+    except KeyboardInterrupt:  # (once its arguments are read, the command answers one)
+        sys.stderr.write(INTERRUPTED_EARLY)
         sys.exit(INTERRUPTED)

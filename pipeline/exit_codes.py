@@ -7,6 +7,9 @@ LOCKED = 3  # another `rungrade grade` is writing to the same results
 STORAGE = 4  # the runs or results store failed (full, read-only, unreachable); committed
 #              batches are intact and nothing of the failed batch is visible: fix and rerun
 INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): the batch in progress abandoned; rerun to finish
+# what a Ctrl-C says before any command's code runs (while rungrade loads, reads arguments)
+INTERRUPTED_EARLY = ("error: interrupted (Ctrl-C) before the command started; nothing was "
+                     "done: run it again.\n")
 STOPPED = 143  # stopped by SIGTERM (128 + 15) at a batch boundary; rerun to finish
 PIPE_CLOSED = 141  # what the command printed was cut short: its reader closed the pipe (a
 #                 `| head`), as SIGPIPE (128 + 13) would end it; its work (a grade's commit) stands

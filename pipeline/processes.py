@@ -64,16 +64,25 @@ def process_context():
     ctx.set_forkserver_preload(["pipeline.fork_server", "pipeline.grade", "duckdb", "pyarrow"])
     if threading.current_thread() is threading.main_thread():
         # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
-        # survive exec): a stop sent to the whole process group is the parent's to handle.
+        # survive exec): a stop sent to the whole process group is this process's to answer.
+        # They are blocked here while it starts the server: one that comes meanwhile waits,
+        # and is answered once its handler is back (ignored, as before, a Ctrl-C in those
+        # milliseconds was lost and the grade went on to its end).
+        from multiprocessing import forkserver, resource_tracker
+
+        # (started first, as the server would: starting it unblocks these signals)
+        resource_tracker.ensure_running()
+        stops = {signal.SIGTERM, signal.SIGINT}
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
                     signal.signal(signal.SIGINT, signal.SIG_IGN))
         try:
-            from multiprocessing import forkserver
             with worker_environ():  # the server's, which its workers inherit
                 forkserver.ensure_running()
         finally:
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return ctx
 
 

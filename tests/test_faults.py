@@ -355,18 +355,30 @@ def test_ctrl_c_while_the_grade_starts_says_so(tmp_path):
     assert "Traceback" not in stderr and not out.exists()
 
 
-def test_ctrl_c_while_the_command_loads_says_so(tmp_path):
-    # The console entry point imports typer, rich and the command before any of its code can
-    # answer a Ctrl-C: one there ended `rungrade` with a traceback through the imports and
-    # exit -2. Here the import of typer is what the Ctrl-C interrupts.
-    code = textwrap.dedent("""
-        import sys
+INTERRUPT_WHILE = {
+    # the console entry point imports typer, rich and the command before any of its code can
+    # answer a Ctrl-C: one there ended `rungrade` with a traceback through the imports, -2
+    "loading": """
         class Interrupted:
             def find_spec(self, name, path=None, target=None):
                 if name == "typer":
                     raise KeyboardInterrupt
         sys.meta_path.insert(0, Interrupted())
-        sys.argv = ["rungrade", "--help"]
+    """,
+    # typer answered one while it read the arguments with 130 and not a word
+    "reading the arguments": """
+        import typer.core
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+        typer.core.TyperGroup.make_context = interrupted
+    """,
+}
+
+
+@pytest.mark.parametrize("moment", list(INTERRUPT_WHILE))
+def test_ctrl_c_while_the_command_loads_says_so(moment):
+    code = "import sys\n" + textwrap.dedent(INTERRUPT_WHILE[moment]) + textwrap.dedent("""
+        sys.argv = ["rungrade", "sql", "results", "select 1"]
         from pipeline.entry import main
         main()
     """)
@@ -403,6 +415,32 @@ def test_a_worker_start_its_grade_abandoned_leaves_no_traceback(server):
     assert done.returncode == 0, done.stderr
     assert ("UnpicklingError" in done.stderr) is not server
     assert "ValueError: invalid literal for int()" in done.stderr
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_a_stop_while_the_fork_server_starts_is_answered_not_lost(stop):
+    # The grading process ignored SIGINT and SIGTERM while it started the fork server (which
+    # inherits the ignoring): a Ctrl-C in those milliseconds was lost, and the grade went on
+    # to its end with exit 0. Here the signal comes as the server is started.
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from multiprocessing import forkserver
+        from pipeline import processes
+        started = forkserver.ensure_running
+        def stopped_meanwhile():
+            os.kill(os.getpid(), signal.{stop})
+            started()
+        forkserver.ensure_running = stopped_meanwhile
+        answered = []
+        signal.signal(signal.SIGTERM, lambda *_: answered.append("SIGTERM"))
+        signal.signal(signal.SIGINT, lambda *_: answered.append("SIGINT"))
+        processes.process_context()
+        print(answered)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [f"['{stop}']"]
 
 
 def test_ctrl_c_while_compacting_says_what_is_left(capsys):
