@@ -131,14 +131,15 @@ def _what_it_is_instead(uri: str, folder: str) -> str | None:
     return None
 
 
-def _holds_runs(page: dict) -> bool:
-    """Whether a page of an S3 listing (the first thousand keys of a prefix) holds a run: a
-    key below a folder named like one (`DATE-TIME-SUFFIX`), as discovery finds runs. Results
-    hold none (their folders are named by table, batch and grader)."""
+def _holds_runs(page: dict, prefix: str) -> bool:
+    """Whether a page of an S3 listing (the first thousand keys under `prefix`, which ends
+    with `/` or is empty) holds a run: a key in a folder named like one (`DATE-TIME-SUFFIX`)
+    below the prefix, as discovery finds runs. Results hold none (their folders are named by
+    table, batch and grader)."""
     from .sources.bucket import RUN_DIR
 
     return any(RUN_DIR.match(name) for item in page.get("Contents") or ()
-               for name in item["Key"].split("/")[:-1])
+               for name in item["Key"].removeprefix(prefix).split("/")[:-1])
 
 
 def _json_or_none(data: bytes) -> dict | None:
@@ -621,9 +622,9 @@ class ResultStore:
             bucket, _, prefix = self.root.partition("/")
             try:
                 self.fs.call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+                below = f"{prefix.rstrip('/')}/" if prefix.strip("/") else ""
                 if runs and _holds_runs(self.fs.call_s3(
-                        "list_objects_v2", Bucket=bucket, MaxKeys=1000,
-                        Prefix=f"{prefix.rstrip('/')}/" if prefix.strip("/") else "")):
+                        "list_objects_v2", Bucket=bucket, MaxKeys=1000, Prefix=below), below):
                     return (f"{self.uri} holds runs, not results: grade them with `rungrade "
                             f"grade {self.uri} --out RESULTS`, then give RESULTS here")
             except FileNotFoundError:

@@ -367,7 +367,8 @@ def test_a_results_bucket_that_does_not_exist_is_named(runs_bucket: str, s3_serv
 
 
 def test_an_s3_runs_prefix_given_as_results_is_named_as_runs(runs_bucket: str,
-                                                             s3_bucket: str, s3_server: str):
+                                                             s3_bucket: str, s3_server: str,
+                                                             s3fs_client):
     # Local folders of runs given where results are expected were named as such; on S3 the
     # readers advised running a first grade into the runs prefix (results mixed into runs)
     cli = CliRunner()
@@ -378,11 +379,14 @@ def test_an_s3_runs_prefix_given_as_results_is_named_as_runs(runs_bucket: str,
         said = " ".join(result.output.split())
         assert f"{runs_bucket} holds runs, not results: grade them with `rungrade grade " \
                f"{runs_bucket} --out RESULTS`" in said, (args, said)
-    # an empty prefix (results still to be written) keeps the usual advice
-    empty = cli.invoke(app, ["sql", f"s3://{s3_bucket}/nothing-yet", "select 1",
-                             "--endpoint-url", s3_server])
-    assert empty.exit_code == exit_codes.USAGE, empty.output
-    assert "holds runs" not in empty.output and "rungrade grade" in empty.output
+    # a prefix with no run below it keeps the usual advice: empty (results still to be
+    # written), or holding a note, in a folder that is itself named like a run
+    s3fs_client.pipe(f"{s3_bucket}/kept/20261112-000000-old/results/NOTES.txt", b"notes")
+    for prefix in ("nothing-yet", "kept/20261112-000000-old/results"):
+        empty = cli.invoke(app, ["sql", f"s3://{s3_bucket}/{prefix}", "select 1",
+                                 "--endpoint-url", s3_server])
+        assert empty.exit_code == exit_codes.USAGE, empty.output
+        assert "holds runs" not in empty.output and "rungrade grade" in empty.output
 
 
 def test_results_kept_among_run_folders_listed_in_ranges_are_not_runs(s3_bucket: str,
