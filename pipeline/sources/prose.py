@@ -169,18 +169,17 @@ def decode(data: bytes, cut: bool = False) -> tuple[str, bool]:
     at its end is left out, not decoded as an error (v18 flagged the clean UTF-8 text of a
     long output as undecodable)."""
     if not cut and data[:1] not in _MARK_STARTS:  # (most files: UTF-8, read whole; 4x faster)
-        try:
-            text, bad = data.decode(), False
-        except UnicodeDecodeError:
-            text, bad = data.decode(errors="replace"), True
+        decoded = data.decode
     else:
         encoding = next((name for mark, name in _UNICODE_MARKS if data.startswith(mark)),
                         "utf-8")
-        decoder = codecs.getincrementaldecoder(encoding)
-        try:
-            text, bad = decoder().decode(data, final=not cut), False
-        except UnicodeDecodeError:
-            text, bad = decoder(errors="replace").decode(data, final=not cut), True
+
+        def decoded(errors: str = "strict") -> str:
+            return codecs.getincrementaldecoder(encoding)(errors).decode(data, final=not cut)
+    try:
+        text, bad = decoded(), False
+    except UnicodeDecodeError:
+        text, bad = decoded(errors="replace"), True
     if "\r" in text:  # (`\r\r\n` is what Windows' text mode writes of a `\r\n`)
         text = _CR_LF.sub("\n", text).replace("\r", "\n")
     return text.removeprefix("\ufeff"), bad
