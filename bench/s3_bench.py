@@ -90,11 +90,7 @@ def slow_s3_server(latency: float):
     seconds; `server.reads` counts the object reads it served, `server.peak` the most
     requests it had in hand at once, `server.methods` the requests by HTTP method."""
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
+    from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
@@ -107,7 +103,9 @@ def slow_s3_server(latency: float):
         lock = threading.Lock()
 
         def _server_entry(self) -> None:
-            app = DomainDispatcherApplication(create_backend_app)
+            # S3's application alone: moto's own server works out which AWS service each
+            # request asks for, under a lock all requests share (tests/moto_s3.py)
+            app = create_backend_app("s3")
 
             def delayed(environ, start_response):
                 read = (environ["REQUEST_METHOD"] == "GET"

@@ -18,13 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import make_server
+from moto_s3 import S3Server
 
 logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
 
@@ -43,7 +37,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class FaultyS3Server(ThreadedMotoServer):
+class FaultyS3Server(S3Server):
     def __init__(self) -> None:
         super().__init__("127.0.0.1", free_port(), verbose=False)
         self.fail_from: Callable[[dict], bool] | None = None
@@ -59,8 +53,8 @@ class FaultyS3Server(ThreadedMotoServer):
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._port}"
 
-    def _server_entry(self) -> None:
-        app = DomainDispatcherApplication(create_backend_app)
+    def wsgi_app(self):
+        app = super().wsgi_app()
 
         def guarded(environ, start_response):
             request = f"{environ['REQUEST_METHOD']} {environ.get('PATH_INFO', '')}?" \
@@ -84,10 +78,7 @@ class FaultyS3Server(ThreadedMotoServer):
                 raise ConnectionCut(request)
             return app(environ, start_response)
 
-        self._server = make_server(self._ip_address, self._port, guarded, threaded=True,
-                                   request_handler=MotoRequestHandler)
-        self._server_ready_event.set()
-        self._server.serve_forever()
+        return guarded
 
     def start(self) -> None:
         self.failing, self.fail_from = False, None

@@ -1,8 +1,9 @@
 """A real S3 server on loopback for the tests: moto in server mode, on a free port.
 
-`s3_server` starts one ThreadedMotoServer per test session and points the usual AWS variables
-at it; `s3_bucket` gives each test a fresh, empty bucket and returns its name. Clients reach
-the server exactly as they would reach a real bucket (s3fs, boto3, `--endpoint-url`).
+`s3_server` starts one moto server (`moto_s3.S3Server`) per test session and points the usual
+AWS variables at it; `s3_bucket` gives each test a fresh, empty bucket and returns its name.
+Clients reach the server exactly as they would reach a real bucket (s3fs, boto3,
+`--endpoint-url`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def s3_server():
     """The endpoint URL of a moto S3 server that lives for the whole session."""
-    from moto.server import ThreadedMotoServer
+    from moto_s3 import S3Server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = S3Server(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
