@@ -697,7 +697,7 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
             except RUN_ERRORS as exc:
                 if is_outage(exc):
                     raise
-                parts = _run_by_run(source, graded)
+                parts = _in_halves(source, graded, exc)
         out: dict[str, dict] = {}
         attempt = new_attempt(part_name)
         for grader_id, part_tables, reports in parts:
@@ -833,36 +833,53 @@ def _frames(rows: RunRows) -> dict[str, pl.DataFrame]:
     return source
 
 
-def _run_by_run(source: dict[str, pl.DataFrame],
-                graded: Callable[[dict[str, pl.DataFrame]], Parts]) -> Parts:
-    """What `graded` makes of the shard's source tables, graded one run at a time: a run that
+def _in_halves(source: dict[str, pl.DataFrame],
+               graded: Callable[[dict[str, pl.DataFrame]], Parts],
+               failure: BaseException) -> Parts:
+    """What `graded` makes of the shard's source tables, which raised `failure` graded
+    whole: graded again in halves, each half that raises halved again, until a run that
     fails `graded` by itself is refused as internal-error, with a short traceback.
 
-    For a shard that raises: it is never dropped whole, and each run's own grading is kept,
-    so an error that only runs graded together raise (none of them alone) fails no run.
+    For a shard that raises: it is never dropped whole, and the runs of every group that
+    passes are kept as graded, so an error that only runs graded together raise (none of
+    them alone) fails no run. One bad run among n costs about 2·log2(n) gradings of
+    shrinking groups, not n gradings of one run each (each pays a shard's fixed cost).
     """
-    by_run = {name: df.partition_by("run_uri", as_dict=True, maintain_order=True)
-              for name, df in source.items()}
-    none = {name: df.clear() for name, df in source.items()}  # (a table with no row of a run)
+    uris = source["runs"].get_column("run_uri").unique(maintain_order=True).to_list()
+    if not uris:
+        return []
     merged: dict[str, tuple[dict[str, list[pl.DataFrame]], dict[str, str]]] = {}
-    # (rows without their run row belong to no run that can be reported)
-    for run in source["runs"].iter_rows(named=True):
-        one = {name: runs.get((run["run_uri"],), none[name]) for name, runs in by_run.items()}
-        try:
-            parts = graded(one)
-        except RUN_ERRORS as exc:
-            if is_outage(exc):
-                raise
-            detail = "".join(traceback.format_exception(exc, limit=-3))[-1500:]
-            parts = graded(source_tables(RunRows(
-                runs=[{**run, "status": "refused"}],
-                refusals=[{"run_id": run["run_id"], "run_uri": run["run_uri"],
-                           "reason": "internal-error", "detail": detail}])))
+
+    def keep(parts: Parts) -> None:
         for grader_id, tables, reports in parts:
             frames, texts = merged.setdefault(grader_id, ({}, {}))
             for name, df in tables.items():
                 frames.setdefault(name, []).append(df)
             texts.update(reports)
+
+    # (rows without their run row belong to no run that can be reported)
+    groups: list[tuple[list[str], BaseException | None]] = [(uris, failure)]
+    while groups:  # depth first, the first half first: the runs keep their order
+        group, raised = groups.pop()
+        if raised is None:
+            chosen = pl.col("run_uri").is_in(group)
+            try:
+                keep(graded({name: df.filter(chosen) for name, df in source.items()}))
+                continue
+            except RUN_ERRORS as exc:
+                if is_outage(exc):
+                    raise
+                raised = exc
+        if len(group) > 1:
+            half = len(group) // 2
+            groups += [(group[half:], None), (group[:half], None)]
+            continue
+        runs = source["runs"].filter(pl.col("run_uri") == group[0]).rows(named=True)
+        detail = "".join(traceback.format_exception(raised, limit=-3))[-1500:]
+        keep(graded(source_tables(RunRows(
+            runs=[{**run, "status": "refused"} for run in runs],
+            refusals=[{"run_id": run["run_id"], "run_uri": run["run_uri"],
+                       "reason": "internal-error", "detail": detail} for run in runs]))))
     return [(grader_id, {name: pl.concat(dfs, how="vertical_relaxed")
                          for name, dfs in frames.items()}, texts)
             for grader_id, (frames, texts) in merged.items()]

@@ -392,7 +392,7 @@ def test_a_run_whose_data_makes_polars_panic_is_refused_and_the_rest_graded(tmp_
 
 
 def test_an_error_only_runs_graded_together_raise_fails_no_run(tmp_path):
-    # A shard that raises is graded run by run. Each run passed alone, so none was refused,
+    # A shard that raises is graded again in parts. Each run passed alone, so none was refused,
     # and the shard was then graded whole again: the error escaped the worker and failed the
     # grade (exit 1). Each run's own grading is now kept.
     runs = newsroom_runs(tmp_path / "runs")

@@ -7,6 +7,7 @@ with `client.run`, so they strike where the shards are graded, not in the test p
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -183,8 +184,10 @@ def test_a_shard_that_raises_in_the_local_engine_refuses_only_its_bad_run(
     graded = tables(str(local_out))["runs"].filter(pl.col("status") == "graded")
     bad = graded["run_uri"].to_list()[0]
     verdicts = grade.clause_verdicts
+    shards: list[int] = []  # the runs of each grading of a shard or of a part of one
 
     def failing(clauses, *args, **kwargs):
+        shards.append(clauses["run_uri"].n_unique())
         if bad in clauses["run_uri"].to_list():
             raise ValueError("no verdict for this run")
         return verdicts(clauses, *args, **kwargs)
@@ -193,6 +196,10 @@ def test_a_shard_that_raises_in_the_local_engine_refuses_only_its_bad_run(
     summary = grade_runs(str(corpus), str(tmp_path / "results"), default_grader(),
                          workers=1).as_dict()
     assert summary["refusals"]["internal-error"] == 1
+    # the shard is graded again in halves, each half that raises halved again: one grading
+    # of each half on the way down to the bad run (and of the bad run alone), not of each run
+    whole = max(shards)
+    assert shards[0] == whole and len(shards) <= 1 + 2 * math.ceil(math.log2(whole)), shards
     assert summary["found"] == local_summary["found"] == summary["graded"] + summary["refused"]
     refusal = tables(str(tmp_path / "results"))["refusals"].filter(
         pl.col("reason") == "internal-error")
