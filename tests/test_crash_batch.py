@@ -102,7 +102,7 @@ def test_sigkill_mid_batch_keeps_committed_batches_and_rerun_completes(corpus, t
     # second: the last ones may not be in it yet)
 
     rerun = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(out), "--json",
-                            "--batch-size", "8", "--workers", "2"],
+                            "--batch-size", "40", "--workers", "2"],
                            capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     summary = json.loads(rerun.stdout)
@@ -161,7 +161,7 @@ def test_sigkill_at_any_moment(corpus, tmp_path):
 
 def test_second_grade_on_same_results_stops_at_once(corpus, tmp_path):
     out = tmp_path / "results"
-    first = _start(corpus, out, "--batch-size", "4")
+    first = _start(corpus, out, "--batch-size", "12")  # (ten batches: seconds of work left)
     lock = out / "_lock"
     _wait_for(lambda: lock.exists() and lock.read_text().strip() != "")
     started = time.monotonic()
