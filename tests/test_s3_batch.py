@@ -273,13 +273,13 @@ def test_a_first_grade_on_s3_reads_a_sample_of_the_runs_found_first(
     def graded(results: str) -> tuple[list[str], dict]:
         clause_analysis._READ.clear()  # as a fresh process: only kept readings to go by
         summary = grade.grade_runs(runs_bucket, f"s3://{s3_bucket}/{results}", default_grader(),
-                                   workers=1, batch_size=1, endpoint_url=s3_server)
+                                   workers=1, batch_size=2, endpoint_url=s3_server)
         kept = s3fs_client.ls(f"{s3_bucket}/{results}/_readings/{readings_version()}")
         return kept, {k: v for k, v in summary.as_dict().items()
                       if k not in ("grade_id", "results", "batches", "elapsed_s")}
 
     try:
-        # one run a batch: each batch that meets a program first reads its clauses
+        # two runs a batch: each batch that meets a program first reads its clauses
         monkeypatch.setattr(grade, "PREREAD_RUNS", 0)
         apart, without = graded("apart")
         assert len(apart) > 1
