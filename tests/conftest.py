@@ -11,6 +11,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 # a few lines a frame rather than a dozen, so the tail a failed test shows holds the frames
 # that matter (the framed one of an import failing in a subprocess was cut before its cause)
 os.environ.setdefault("TYPER_STANDARD_TRACEBACK", "1")
+# polars on one thread in the suite's processes (set before it is imported, and inherited by
+# the `rungrade` subprocesses), as in a grading worker: the suite runs a process per core, so
+# a pool of polars threads in each only competes for the same cores, and each thread a reading
+# runs on compiles the readers' regexes again (a clause reading: 1.3 CPU-seconds on one
+# thread, 2.2 on two). The tests of that setting itself start their processes without it.
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 from run_folders import write_run
 from s3_server import s3_bucket, s3_server, s3fs_client  # noqa: F401  (fixtures)

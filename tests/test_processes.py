@@ -33,3 +33,5 @@ def test_the_arena_count_is_added_to_what_the_allocator_is_told(monkeypatch):
     monkeypatch.delenv("_RJEM_MALLOC_CONF")
     monkeypatch.setenv("POLARS_MAX_THREADS", "4")
     assert worker_environment() == {"POLARS_MAX_THREADS": "4", "_RJEM_MALLOC_CONF": "narenas:1"}
+    monkeypatch.delenv("POLARS_MAX_THREADS")  # (the suite sets it: see conftest.py)
+    assert worker_environment()["POLARS_MAX_THREADS"] == "1"
