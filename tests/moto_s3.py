@@ -9,9 +9,18 @@ answers them, without the guessing.
 
 from __future__ import annotations
 
+import socket
+
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
 from werkzeug.serving import make_server
+
+
+def free_port() -> int:
+    """A loopback port free now, for a server to take."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class S3Server(ThreadedMotoServer):

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from moto_s3 import S3Server
+from moto_s3 import S3Server, free_port
 
 logging.getLogger("werkzeug").setLevel(logging.CRITICAL)
 
@@ -29,12 +29,6 @@ ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDe
 
 class ConnectionCut(Exception):
     """Raised inside the server after it reset the client's connection."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class FaultyS3Server(S3Server):

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import uuid
 
 import pytest
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def s3_server():
     """The endpoint URL of a moto S3 server that lives for the whole session."""
-    from moto_s3 import S3Server
+    from moto_s3 import S3Server, free_port
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
-    port = _free_port()
+    port = free_port()
     server = S3Server(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
