@@ -116,9 +116,10 @@ def clause_frame(clauses: pl.DataFrame, services: pl.DataFrame,
     ones its checks read, only where they read them. The joins are one polars query: a shard
     of few runs pays for one plan, not for seventy steps.
     """
+    # (the judged text set in place before the query: a Series in a lazy query is a literal
+    # that its optimiser hashes and compares, the whole column, wherever the query names it)
     outputs = (
-        bindings.lazy().with_columns(
-            _judged_texts(bindings).alias("text"),  # (one column of text, as it is judged)
+        bindings.with_columns(_judged_texts(bindings).alias("text")).lazy().with_columns(
             normalised(pl.col("name")).alias("output_key"),
             pl.col("text").str.contains(r"\S").alias("_nonempty"),
         )
