@@ -18,6 +18,7 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -485,6 +486,7 @@ SHARD_RUNS = 600  # at most this many runs read and graded per task (memory foll
 SHARD_BYTES = 128 << 20  # what a task holds before it grades what it has read (see _held)
 ROW_BYTES = 1 << 10  # a source row's own size, text aside, about (measured: 1.4 KB)
 PREREAD_RUNS = 64  # runs of a first grade whose clauses are read before any shard's
+PREREAD_WAIT = 300.0  # seconds at most a shard waits for that reading (then reads its own)
 
 
 @dataclass(frozen=True)
@@ -510,6 +512,9 @@ class Job:
     validate: bool
     full: bool
     shard_bytes: int = SHARD_BYTES
+    # A local file that exists while a first grade's sample is read (`_preread_task`): a
+    # shard reads its runs meanwhile and waits for it to go before it reads any clause.
+    preread_mark: str | None = None
 
 
 _WORKER: dict = {}  # per-process state: the graders (and a judge, in-process only)
@@ -691,6 +696,8 @@ def _grade_task(job: Job, batch_id: str, part: int, refs: list[RunRef],
         source = _frames(rows)
         printed = dict(source["runs"].select("run_uri", "fingerprint").iter_rows())  # as read
         listings = [row for ref in refs if (row := _listing_row(ref, printed.get(ref.uri)))]
+        if job.preread_mark:
+            _after_preread(job.preread_mark)
         with shared_readings(KeptReadings(store)):
             try:
                 parts = graded(source)
@@ -785,6 +792,36 @@ def _preread_task(job: Job, refs: list[RunRef] | None) -> None:
                          measured=False)
     except RUN_ERRORS:  # the shards read what this could not
         pass
+
+
+def _after_preread(mark: str, limit: float = PREREAD_WAIT) -> None:
+    """Wait while the file `mark` exists (`Job.preread_mark`), `limit` seconds at most: the
+    sample's clauses are being read and kept, and a shard that read its clauses beside that
+    reading would pay the same second of CPU again. The grading process removes the file
+    when that task ends, however it ends; past the limit the shard reads what it needs."""
+    deadline = time.monotonic() + limit
+    while os.path.exists(mark) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _preread_mark(engine: Engine | _Engine) -> str | None:
+    """A new file for `Job.preread_mark`, where the shards run in local worker processes,
+    which see this machine's files (not in this process, not on Dask); else None, and the
+    first batch's shards start once the sample's clauses are read."""
+    if not isinstance(engine, _Engine) or engine.grade_inline:
+        return None
+    try:
+        handle, path = tempfile.mkstemp(prefix="rungrade-preread-")
+    except OSError:  # (no temporary folder to write in)
+        return None
+    os.close(handle)
+    return path
+
+
+def _unlink(path: str | None) -> None:
+    if path:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _preread_sample(refs: Iterable[RunRef]) -> list[RunRef]:
@@ -1344,6 +1381,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         found: Iterable[RunRef] = runs
         preread = None  # held until the end: Dask forgets a task nobody holds
         read_first = False  # the first batch waits for `preread`
+        mark = None  # or its shards read their runs meanwhile (`Job.preread_mark`)
         # per batch: (shard refs, pool generation, future) of each shard
         inflight: deque[tuple[str, list[tuple[list[RunRef], int, Future]]]] = deque()
 
@@ -1437,8 +1475,13 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
             if (full or not known) and PREREAD_RUNS:  # a first grade: its first task reads
                 found, sample = _sampled(bucket, runs)   # the clauses of a sample of the runs
                 if sample is None or sample:
+                    mark = _preread_mark(engine)
                     preread = engine.submit_grade(_preread_task, job, sample)
-                    read_first = True
+                    if mark:
+                        preread.add_done_callback(lambda _: _unlink(mark))
+                        job = dataclasses.replace(job, preread_mark=mark)
+                    else:
+                        read_first = True
             pending: list[RunRef] = []
             for status, ref in _classified(engine, bucket, found, job, known, index, listed):
                 if len(listed) >= LISTED_KEPT_EVERY:
@@ -1477,6 +1520,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
                     finish()
         except BaseException:
             engine.close(cancel=True)
+            _unlink(mark)
             for batch_id, _ in inflight:
                 with contextlib.suppress(OSError):  # the next grade removes what is left
                     abandon(batch_id, [])
@@ -1484,6 +1528,7 @@ def grade_runs(runs_uri: str, results_uri: str, grader: Grader, *, batch_size: i
         if preread is not None:
             with contextlib.suppress(Exception):  # long done; its failure changes nothing
                 preread.result()
+            _unlink(mark)
         summary.unlisted = list(bucket.unlisted)  # (discovery is over)
         # every batch is in: the workers stop while the catalog is written
         closing = threading.Thread(target=engine.close, name="rungrade-engine-close")

@@ -3,7 +3,11 @@ by every worker of later grades instead of being read again."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +23,7 @@ from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 
 RUNS = 16
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 CLAUSES = pl.DataFrame(
     {"description": ["a JSON object with `score` (0-100) and `reason`", "at most 50 words",
                      "a bulleted list of 3-5 risks"],
@@ -212,6 +217,64 @@ def test_a_small_first_grade_on_several_workers_reads_its_clauses_once(
     summary = grade_runs(str(runs), str(tmp_path / "results"), default_grader(), workers=2)
     assert summary.graded + summary.refused == 40
     assert len(_kept(tmp_path / "results")) == 1
+
+
+SLOW_SAMPLE = '''
+import os
+import time
+
+import pipeline.grade as grade
+from pipeline.checks import default_grader
+
+_preread, _read_run = grade._preread_task, grade.read_run
+
+
+def _note(what):
+    with open({log!r}, "a") as log:
+        log.write(f"{{what}} {{os.getpid()}} {{time.monotonic()}}\\n")
+
+
+def _slow_preread(job, refs):
+    _note("sample-started")
+    _preread(job, refs)
+    time.sleep(1.5)  # a sample that takes its time to read
+    _note("sample-read")
+
+
+def _reading(*args, **kwargs):
+    _note("run-read")
+    return _read_run(*args, **kwargs)
+
+
+grade._preread_task = _slow_preread
+grade.read_run = _reading
+grader = default_grader("overlap.contract.grader/v1")
+'''
+
+
+def test_a_first_grades_shards_read_their_runs_while_the_sample_is_read(
+        corpus: Path, tmp_path: Path):
+    # The first batch's shards no longer wait in the grading process for the sample's
+    # reading: the other worker reads its shard's runs meanwhile (a core idled for about a
+    # second of every first grade), then waits for the sample's clauses before reading any.
+    log, grader = tmp_path / "events.log", tmp_path / "slow_sample.py"
+    grader.write_text(SLOW_SAMPLE.format(log=str(log)))
+    temp = tmp_path / "tmp"  # (where the grade keeps the file its shards wait on)
+    temp.mkdir()
+    done = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(tmp_path / "results"),
+                           "--json", "--workers", "2", "--grader", str(grader)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["found"] == RUNS == summary["graded"] + summary["refused"]
+    events = [line.split() for line in log.read_text().splitlines()]
+    [(_, sampler, _)] = [e for e in events if e[0] == "sample-started"]
+    [(_, _, read)] = [e for e in events if e[0] == "sample-read"]
+    shard_reads = [float(at) for what, pid, at in events if what == "run-read" and pid != sampler]
+    assert shard_reads and min(shard_reads) < float(read)  # read beside the sample
+    assert len(_kept(tmp_path / "results")) == 1  # and its clauses read once, by the sample
+    assert not list(temp.iterdir())
 
 
 def test_a_first_grade_reads_the_ledger_graders_clauses_with_the_sample(
