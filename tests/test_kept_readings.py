@@ -226,12 +226,12 @@ import time
 import pipeline.grade as grade
 from pipeline.checks import default_grader
 
-_preread, _read_run = grade._preread_task, grade.read_run
+_preread, _read_run, _wait = grade._preread_task, grade.read_run, grade._after_preread
 
 
-def _note(what):
+def _note(what, on=""):
     with open({log!r}, "a") as log:
-        log.write(f"{{what}} {{os.getpid()}} {{time.monotonic()}}\\n")
+        log.write(f"{{what}} {{os.getpid()}} {{time.monotonic()}} {{on}}\\n")
 
 
 def _slow_preread(job, refs):
@@ -246,8 +246,14 @@ def _reading(*args, **kwargs):
     return _read_run(*args, **kwargs)
 
 
+def _waiting(mark, *args, **kwargs):
+    _note("wait", mark)
+    return _wait(mark, *args, **kwargs)
+
+
 grade._preread_task = _slow_preread
 grade.read_run = _reading
+grade._after_preread = _waiting
 grader = default_grader("overlap.contract.grader/v1")
 '''
 
@@ -259,22 +265,22 @@ def test_a_first_grades_shards_read_their_runs_while_the_sample_is_read(
     # second of every first grade), then waits for the sample's clauses before reading any.
     log, grader = tmp_path / "events.log", tmp_path / "slow_sample.py"
     grader.write_text(SLOW_SAMPLE.format(log=str(log)))
-    temp = tmp_path / "tmp"  # (where the grade keeps the file its shards wait on)
-    temp.mkdir()
     done = subprocess.run([RUNGRADE, "grade", str(corpus), "--out", str(tmp_path / "results"),
                            "--json", "--workers", "2", "--grader", str(grader)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TMPDIR": str(temp)})
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["found"] == RUNS == summary["graded"] + summary["refused"]
-    events = [line.split() for line in log.read_text().splitlines()]
-    [(_, sampler, _)] = [e for e in events if e[0] == "sample-started"]
-    [(_, _, read)] = [e for e in events if e[0] == "sample-read"]
-    shard_reads = [float(at) for what, pid, at in events if what == "run-read" and pid != sampler]
+    events = [line.split(" ", 3) for line in log.read_text().splitlines()]
+    [(_, sampler, _, _)] = [e for e in events if e[0] == "sample-started"]
+    [(_, _, read, _)] = [e for e in events if e[0] == "sample-read"]
+    shard_reads = [float(at) for what, pid, at, _ in events
+                   if what == "run-read" and pid != sampler]
+    marks = {on for what, _, _, on in events if what == "wait"}
     assert shard_reads and min(shard_reads) < float(read)  # read beside the sample
     assert len(_kept(tmp_path / "results")) == 1  # and its clauses read once, by the sample
-    assert not list(temp.iterdir())
+    # the shards waited on one file, which is gone with the sample's reading
+    assert len(marks) == 1 and not os.path.exists(marks.pop())
 
 
 def test_a_first_grade_reads_the_ledger_graders_clauses_with_the_sample(
