@@ -59,6 +59,7 @@ def worker_environ() -> Iterator[dict[str, str]]:
 def process_context():
     """The multiprocessing context of grading workers, with its fork server running."""
     ctx = multiprocessing.get_context("forkserver")
+    _socket_folder()
     # DuckDB and pyarrow too (DuckDB reads polars frames through pyarrow): the grading code
     # imports them on first use, which in a worker is its first shard
     ctx.set_forkserver_preload(["pipeline.fork_server", "pipeline.grade", "duckdb", "pyarrow"])
@@ -84,6 +85,29 @@ def process_context():
             signal.signal(signal.SIGINT, previous[1])
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return ctx
+
+
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108, with a final NUL)
+SOCKET_NAME = len("/pymp-12345678/listener-12345678")  # what multiprocessing adds to it
+
+
+def _socket_folder() -> None:
+    """Have multiprocessing keep this process's sockets (the fork server's) in /tmp when the
+    temporary folder's path is too long for one: under a TMPDIR of more than 75 bytes the
+    grade ended with a traceback (`AF_UNIX path too long`) before it graded anything. The
+    folder is taken once per process (`multiprocessing.util.get_temp_dir`): taken here first.
+    """
+    import tempfile
+    from multiprocessing import util
+
+    if (len(os.fsencode(tempfile.gettempdir())) + SOCKET_NAME <= SOCKET_PATH_MAX
+            or not os.access("/tmp", os.W_OK | os.X_OK)):
+        return
+    previous, tempfile.tempdir = tempfile.tempdir, "/tmp"
+    try:
+        util.get_temp_dir()
+    finally:
+        tempfile.tempdir = previous
 
 
 # What a worker forked from the server raises while it reads what the process that asked for

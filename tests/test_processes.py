@@ -4,12 +4,19 @@ it was."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import polars as pl
+from conftest import SAMPLE_RUNS
 
 from pipeline.processes import process_context, worker_environment
+
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 def test_grading_workers_start_with_the_worker_environment():
@@ -35,3 +42,20 @@ def test_the_arena_count_is_added_to_what_the_allocator_is_told(monkeypatch):
     assert worker_environment() == {"POLARS_MAX_THREADS": "4", "_RJEM_MALLOC_CONF": "narenas:1"}
     monkeypatch.delenv("POLARS_MAX_THREADS")  # (the suite sets it: see conftest.py)
     assert worker_environment()["POLARS_MAX_THREADS"] == "1"
+
+
+def test_a_grade_starts_its_workers_under_a_temporary_folder_too_long_for_a_socket(
+        tmp_path: Path):
+    # The fork server listens on a Unix socket in the temporary folder, whose path may hold
+    # 107 bytes: under a longer TMPDIR the grade ended with `AF_UNIX path too long` and a
+    # traceback, exit 1, before it graded anything. Its socket now goes to /tmp.
+    deep = tmp_path / ("t" * 60) / ("m" * 60)
+    deep.mkdir(parents=True)
+    done = subprocess.run([RUNGRADE, "grade", str(SAMPLE_RUNS), "--out", str(tmp_path / "out"),
+                           "--workers", "2", "--json"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "TMPDIR": str(deep)})
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["found"] == summary["graded"] + summary["refused"] > 0
+    assert summary["graded"] > 0
+
