@@ -12,14 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .processes import worker_environ
+from .processes import stops_held_while_starting, worker_environ
 
 if TYPE_CHECKING:
     from .checks.grader import Grader
@@ -132,10 +130,20 @@ class DaskEngine:
     def __init__(self, spec: DaskSpec, grader: Grader,
                  ledger_graders: tuple[LedgerGrader, ...], judge: Judge | None):
         try:
-            from distributed import Client, LocalCluster
+            import distributed  # noqa: F401
         except ImportError as exc:
             raise EngineError(f"--engine dask needs Dask: {DASK_INSTALL_HINT}") from exc
         self.cluster = None
+        try:
+            self._start(spec, grader, ledger_graders, judge)
+        except BaseException:  # (a Ctrl-C held while the cluster started comes right after)
+            self.close()
+            raise
+
+    def _start(self, spec: DaskSpec, grader: Grader, ledger_graders: tuple[LedgerGrader, ...],
+               judge: Judge | None) -> None:
+        from distributed import Client, LocalCluster
+
         if spec.scheduler:
             try:
                 self.client = Client(spec.scheduler, timeout="20s")
@@ -158,7 +166,7 @@ class DaskEngine:
             # nanny takes each variable its config names from this process's environment if
             # it is there (polars has set its allocator's), as it is made, for every start
             # of its worker.
-            with _stop_signals_ignored(), worker_environ() as environ, dask.config.set(
+            with stops_held_while_starting(), worker_environ() as environ, dask.config.set(
                     {**LOCAL_CLUSTER_CONFIG,
                      **{f"distributed.nanny.pre-spawn-environ.{name}": value
                         for name, value in environ.items()}}):
@@ -239,19 +247,3 @@ def _stop_signals_ignored_on_workers():
                 lambda record: not record.getMessage().startswith(HEARTBEAT_LOST))
 
     return StopSignalsIgnored()
-
-
-@contextlib.contextmanager
-def _stop_signals_ignored():
-    """Processes started inside ignore SIGTERM and SIGINT from birth (ignored signals survive
-    exec), so a stop sent to the whole process group reaches only the grading process."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
-                signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous[0])
-        signal.signal(signal.SIGINT, previous[1])

@@ -64,27 +64,47 @@ def process_context():
     # imports them on first use, which in a worker is its first shard
     ctx.set_forkserver_preload(["pipeline.fork_server", "pipeline.grade", "duckdb", "pyarrow"])
     if threading.current_thread() is threading.main_thread():
-        # The server and its workers ignore SIGTERM and SIGINT from birth (ignored signals
-        # survive exec): a stop sent to the whole process group is this process's to answer.
-        # They are blocked here while it starts the server: one that comes meanwhile waits,
-        # and is answered once its handler is back (ignored, as before, a Ctrl-C in those
-        # milliseconds was lost and the grade went on to its end).
-        from multiprocessing import forkserver, resource_tracker
+        from multiprocessing import forkserver
 
-        # (started first, as the server would: starting it unblocks these signals)
-        resource_tracker.ensure_running()
-        stops = {signal.SIGTERM, signal.SIGINT}
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-        previous = (signal.signal(signal.SIGTERM, signal.SIG_IGN),
-                    signal.signal(signal.SIGINT, signal.SIG_IGN))
-        try:
-            with worker_environ():  # the server's, which its workers inherit
-                forkserver.ensure_running()
-        finally:
-            signal.signal(signal.SIGTERM, previous[0])
-            signal.signal(signal.SIGINT, previous[1])
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        # (a Ctrl-C in those milliseconds was lost, ignored, and the grade went on to its end)
+        with stops_held_while_starting(), worker_environ():  # (the server's, for its workers)
+            forkserver.ensure_running()
     return ctx
+
+
+STOPS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def stops_held_while_starting() -> Iterator[None]:
+    """Processes started inside (by this thread, or by threads started inside) are born with
+    SIGTERM and SIGINT blocked, and keep them so (a mask survives fork and exec): a stop
+    sent to the whole process group is this process's alone to answer. This process holds
+    one that comes meanwhile, and answers it as the block ends, with its own handler.
+
+    Before, the two were ignored meanwhile (ignored signals survive exec too), and one that
+    came was lost: the grade went on to its end. Blocking them here alone was not enough:
+    the kernel gives a stop to any thread that does not block it (polars' own threads, say),
+    and that thread dropped an ignored one. Here they keep a handler that any thread may
+    run, which notes the stop; the main thread answers it once the block ends. In the main
+    thread only (handlers are set there); elsewhere nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # (its start unblocks these signals: started first)
+    came: list[int] = []
+    previous = [signal.signal(stop, lambda signum, _: came.append(signum)) for stop in STOPS]
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for stop, handler in zip(STOPS, previous, strict=True):
+            signal.signal(stop, handler)
+        for stop in dict.fromkeys(came):  # (each once, in the order they came)
+            signal.raise_signal(stop)
 
 
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108, with a final NUL)

@@ -395,3 +395,47 @@ def test_a_local_clusters_workers_say_nothing_of_a_heartbeat_the_closing_cluster
     assert "a worker's own error: kept" in done.stderr  # the workers' log is shown
     assert "heartbeat" not in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert "unaware" not in done.stderr, done.stderr
+
+
+STOP_WHILE_STARTING = '''
+import contextlib
+import os
+import signal
+
+import pipeline.engines as engines
+from pipeline.checks import default_grader
+
+_held = engines.stops_held_while_starting
+
+
+@contextlib.contextmanager
+def _stopped_inside():
+    with _held():
+        os.kill(os.getpid(), getattr(signal, os.environ["STOP_WITH"]))  # as the cluster starts
+        yield
+
+
+engines.stops_held_while_starting = _stopped_inside
+grader = default_grader("stopwhilestarting.contract.grader/v1")
+'''
+
+
+@pytest.mark.parametrize("stop, code, said", [("SIGINT", 130, "interrupted"),
+                                              ("SIGTERM", 143, "stopped by SIGTERM")])
+def test_a_stop_that_comes_while_the_local_cluster_starts_is_answered(
+        corpus: Path, tmp_path: Path, stop: str, code: int, said: str):
+    # The grading process ignored SIGINT and SIGTERM while the LocalCluster started (0.6-1 s),
+    # so that its workers are born ignoring them: a Ctrl-C or a scheduler's SIGTERM then was
+    # lost, and the grade went on to its end. They are now held and answered once the
+    # cluster is up. The grader file sends the signal from inside that window.
+    grader = tmp_path / "stop_grader.py"
+    grader.write_text(STOP_WHILE_STARTING)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "rungrade"), "grade", str(corpus / "samples"),
+         "--out", str(tmp_path / "results"), "--engine", "dask", "--workers", "2",
+         "--grader", str(grader)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "STOP_WITH": stop})
+    assert done.returncode == code, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "results" / "_commits").exists() or not any(
+        (tmp_path / "results" / "_commits").iterdir())  # nothing was graded
