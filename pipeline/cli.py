@@ -201,6 +201,17 @@ def _output_failed() -> None:
 _COMMAND_STARTED: list[str] = []  # the command whose code runs (see `main`)
 
 
+def _sigterm_to_the_command() -> None:
+    """SIGTERM as a command starts: its default again (the process ends by it), where the
+    console entry point answered it while rungrade loaded (`entry.stopped_early`); `grade`
+    and the commands that write results set their own at once."""
+    from .entry import stopped_early
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is stopped_early):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _command():
     """`app.command()`, where Ctrl-C that no part of the command answers (while it starts,
     loads a grader, prints) ends it with exit 130 and one line saying so (typer ended it
@@ -210,6 +221,7 @@ def _command():
         @functools.wraps(command)
         def run(*args, **kwargs):
             _COMMAND_STARTED.append(command.__name__)
+            _sigterm_to_the_command()
             for stream in (sys.stdout, sys.stderr):  # (a character the terminal's encoding
                 with contextlib.suppress(AttributeError, ValueError):  # lacks shows as ?)
                     stream.reconfigure(errors="replace")
@@ -349,60 +361,66 @@ def grade(
     could not be listed (every run found is graded first); 130 Ctrl-C; 141 the summary's
     reader closed the pipe (the grade is committed); 143 stopped by SIGTERM.
     """
-    if out_dir.startswith("-"):  # `--out --json`: the option's value is the next option
-        raise fail(f"--out {out_dir}: a results path starting with '-' reads as an option given "
-                   f"where the path was expected; for a folder of that name, give ./{out_dir}",
-                   exit_codes.USAGE)
-    if engine == "local" and not (judge_cmd or judge_url):
-        from .processes import start_early
-        # the workers' imports then run while this process does its own
-        start_early(runs, out_dir, full=full, workers=workers)
-    from .checks import GraderError, default_grader
-    from .engines import EngineError
-    from .grade import (
-        InterruptedAfterCommits,
-        MisplacedFolder,
-        default_ledger_graders,
-        grade_runs,
-    )
-    from .judging import JudgeConfigError, make_judge
-    from .store import ResultsLocked
-    from .user_grader import load_grader, load_ledger_graders, stamped_as
-
-    try:
-        grader = load_grader(grader_path) if grader_path else default_grader()
-        if grader_id:
-            grader = stamped_as(grader, grader_id)
-        ledger_graders = default_ledger_graders(tuple(
-            g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
-        judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,
-                           name=judge_name, api_key_env=judge_api_key_env,
-                           max_calls=judge_max_calls, timeout=judge_timeout,
-                           concurrency=judge_concurrency, batch_size=judge_batch_size,
-                           retries=judge_retries, endpoint_url=endpoint_url)
-    except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
-        raise fail(str(exc), exit_codes.USAGE) from exc
-
-    if engine not in ("local", "dask"):
-        raise fail(f"--engine must be 'local' or 'dask', not {engine!r}.", exit_codes.USAGE)
-    if scheduler and engine != "dask":
-        raise fail("--scheduler needs --engine dask.", exit_codes.USAGE)
-    relative = [p for p in (runs, out_dir) if scheduler and "://" not in p
-                and not Path(p).is_absolute()]
-    if relative:  # (a worker of that cluster reads and writes from a folder of its own)
-        raise fail(f"with --scheduler, give RUNS and --out as absolute paths (or s3:// "
-                   f"prefixes): the cluster's workers run in folders of their own, where "
-                   f"{relative[0]} is another place", exit_codes.USAGE)
-    if scheduler and workers:
-        raise fail("give --scheduler (a running cluster) or --workers (a local cluster of N "
-                   "processes), not both.", exit_codes.USAGE)
-    engine_factory = None
-    if engine == "dask":
-        from .engines import DaskSpec
-        engine_factory = DaskSpec(scheduler=scheduler, workers=workers)
-
-    progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
+    # first: a SIGTERM that comes while the grading code loads stops the grade before its
+    # first batch (the process ended by it, -15, where a script looks for 143)
     stop = _StopRequest()
+    try:
+        if out_dir.startswith("-"):  # `--out --json`: the option's value is the next option
+            raise fail(f"--out {out_dir}: a results path starting with '-' reads as an option "
+                       f"given where the path was expected; for a folder of that name, give "
+                       f"./{out_dir}", exit_codes.USAGE)
+        if engine == "local" and not (judge_cmd or judge_url):
+            from .processes import start_early
+            # the workers' imports then run while this process does its own
+            start_early(runs, out_dir, full=full, workers=workers)
+        from .checks import GraderError, default_grader
+        from .engines import EngineError
+        from .grade import (
+            InterruptedAfterCommits,
+            MisplacedFolder,
+            default_ledger_graders,
+            grade_runs,
+        )
+        from .judging import JudgeConfigError, make_judge
+        from .store import ResultsLocked
+        from .user_grader import load_grader, load_ledger_graders, stamped_as
+
+        try:
+            grader = load_grader(grader_path) if grader_path else default_grader()
+            if grader_id:
+                grader = stamped_as(grader, grader_id)
+            ledger_graders = default_ledger_graders(tuple(
+                g for path in ledger_grader_paths or [] for g in load_ledger_graders(path)))
+            judge = make_judge(out_dir, command=judge_cmd, url=judge_url, model=judge_model,
+                               name=judge_name, api_key_env=judge_api_key_env,
+                               max_calls=judge_max_calls, timeout=judge_timeout,
+                               concurrency=judge_concurrency, batch_size=judge_batch_size,
+                               retries=judge_retries, endpoint_url=endpoint_url)
+        except (GraderError, JudgeConfigError, FileNotFoundError, ImportError) as exc:
+            raise fail(str(exc), exit_codes.USAGE) from exc
+
+        if engine not in ("local", "dask"):
+            raise fail(f"--engine must be 'local' or 'dask', not {engine!r}.", exit_codes.USAGE)
+        if scheduler and engine != "dask":
+            raise fail("--scheduler needs --engine dask.", exit_codes.USAGE)
+        relative = [p for p in (runs, out_dir) if scheduler and "://" not in p
+                    and not Path(p).is_absolute()]
+        if relative:  # (a worker of that cluster reads and writes from a folder of its own)
+            raise fail(f"with --scheduler, give RUNS and --out as absolute paths (or s3:// "
+                       f"prefixes): the cluster's workers run in folders of their own, where "
+                       f"{relative[0]} is another place", exit_codes.USAGE)
+        if scheduler and workers:
+            raise fail("give --scheduler (a running cluster) or --workers (a local cluster of N "
+                       "processes), not both.", exit_codes.USAGE)
+        engine_factory = None
+        if engine == "dask":
+            from .engines import DaskSpec
+            engine_factory = DaskSpec(scheduler=scheduler, workers=workers)
+
+        progress = _progress_bar() if sys.stderr.isatty() and not as_json else None
+    except BaseException:
+        stop.restore()
+        raise
     options = dict(batch_size=batch_size, workers=workers, endpoint_url=endpoint_url,
                    validate=validate, full=full, ledger_graders=ledger_graders, judge=judge,
                    engine=engine_factory, should_stop=stop.is_set)

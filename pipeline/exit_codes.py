@@ -11,5 +11,8 @@ INTERRUPTED = 130  # Ctrl-C (SIGINT, 128 + 2): the batch in progress abandoned; 
 INTERRUPTED_EARLY = ("error: interrupted (Ctrl-C) before the command started; nothing was "
                      "done: run it again.\n")
 STOPPED = 143  # stopped by SIGTERM (128 + 15) at a batch boundary; rerun to finish
+# what a SIGTERM says before any command's code runs (while rungrade loads, reads arguments)
+STOPPED_EARLY = ("error: stopped by SIGTERM before the command started; nothing was done: run "
+                 "it again.\n")
 PIPE_CLOSED = 141  # what the command printed was cut short: its reader closed the pipe (a
 #                 `| head`), as SIGPIPE (128 + 13) would end it; its work (a grade's commit) stands

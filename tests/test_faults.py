@@ -394,6 +394,48 @@ def test_ctrl_c_while_the_command_loads_says_so(moment):
     assert done.stdout == ""
 
 
+# A SIGTERM at a known moment: a hook that sends it to the process itself there
+TERMINATED_WHILE = {
+    # the console entry point's imports: a SIGTERM there ended `rungrade` by the signal, -15
+    "loading": ("typer", ["sql", "results", "select 1"]),
+    # the grade's own imports of the grading code, before its handler was set: -15 too
+    "grade loading the grading code": ("pipeline.grade", ["grade", "RUNS", "--out", "OUT"]),
+    # a command without a stop of its own ends by the signal once it runs, as before
+    "sql running": ("pipeline.catalog", ["sql", "OUT", "select 1"]),
+}
+TERMINATE_AT = """
+import os, signal, sys
+class Terminated:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+sys.meta_path.insert(0, Terminated())
+sys.argv = ["rungrade", *{args!r}]
+from pipeline.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("moment", list(TERMINATED_WHILE))
+def test_a_sigterm_while_the_command_loads_exits_143(moment, tmp_path):
+    module, args = TERMINATED_WHILE[moment]
+    args = [{"RUNS": str(REPO / "data" / "runs"), "OUT": str(tmp_path / "out")}.get(a, a)
+            for a in args]
+    done = subprocess.run([sys.executable, "-c", TERMINATE_AT.format(module=module, args=args)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    if moment == "loading":
+        assert done.returncode == exit_codes.STOPPED, done.stderr
+        assert done.stderr == exit_codes.STOPPED_EARLY and done.stdout == ""
+    elif moment == "grade loading the grading code":  # stopped before its first batch
+        assert done.returncode == exit_codes.STOPPED, done.stderr
+        assert "stopped by SIGTERM after 0 committed batch(es)" in " ".join(done.stderr.split())
+        assert "Traceback" not in done.stderr
+    else:
+        assert done.returncode == -signal.SIGTERM, done.stderr
+        assert "before the command started" not in done.stderr
+
+
 @pytest.mark.parametrize("server", [True, False])
 def test_a_worker_start_its_grade_abandoned_leaves_no_traceback(server):
     # A Ctrl-C or a kill while workers start: the fork server's child, reading what the
