@@ -67,7 +67,7 @@ from .checks.verdicts import clause_verdicts
 from .compact import uncompacted
 from .names import shown
 from .numbers import rounded
-from .processes import process_context
+from .processes import process_context, start_resource_tracker
 from .reports import build_reports
 from .scoring import run_models
 from .sources.bucket import (
@@ -945,6 +945,7 @@ class _Engine:
 
     def submit_list(self, fn, *args) -> Future:
         if self.workers > 1 and self.list_pool is None:
+            start_resource_tracker()  # (before the pool's semaphores: see there)
             self.list_pool = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
                 initializer=_init_list_worker, initargs=(os.getpid(),))

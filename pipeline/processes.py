@@ -91,9 +91,7 @@ def stops_held_while_starting() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()  # (its start unblocks these signals: started first)
+    start_resource_tracker()  # (its start unblocks these signals: started first)
     came: list[int] = []
     previous = [signal.signal(stop, lambda signum, _: came.append(signum)) for stop in STOPS]
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
@@ -105,6 +103,31 @@ def stops_held_while_starting() -> Iterator[None]:
             signal.signal(stop, handler)
         for stop in dict.fromkeys(came):  # (each once, in the order they came)
             signal.raise_signal(stop)
+
+
+# The resource tracker's warnings (a filter's message holds no colon: "resource_tracker"
+# opens each of them, that of resources left behind among them)
+LEAKED = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+
+
+def start_resource_tracker() -> None:
+    """multiprocessing's resource tracker, started if it is not running, so that it never
+    warns of the semaphores of this process's pools that it removes when this process is
+    killed (`kill -9`, the OOM killer): a kill leaves the removal to it, and its warning
+    ("There appear to be 5 leaked semaphore objects to clean up at shutdown", with the line
+    of code that warned) came on standard error after the process had gone, under a
+    shell's prompt. It reads the filter from the environment it starts with."""
+    from multiprocessing import resource_tracker
+
+    before = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = f"{before},{LEAKED}" if before else LEAKED
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = before
 
 
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108, with a final NUL)
