@@ -27,8 +27,8 @@ def stopped_early(signum, frame) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, stopped_early)
     try:
+        signal.signal(signal.SIGTERM, stopped_early)
         from .cli import main as run
 
         run()
