@@ -40,20 +40,24 @@ def worker_environment() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def worker_environ() -> Iterator[dict[str, str]]:
-    """This process's environment set to `worker_environment` (which it yields) while
-    workers are started (they inherit it), then left as it was."""
-    environment = worker_environment()
-    before = {name: os.environ.get(name) for name in environment}
-    os.environ.update(environment)
+def environ_set(values: dict[str, str]) -> Iterator[dict[str, str]]:
+    """This process's environment with `values` (which it yields) while processes are
+    started (they inherit it), then left as it was."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
-        yield environment
+        yield values
     finally:
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def worker_environ() -> contextlib.AbstractContextManager[dict[str, str]]:
+    """`environ_set` with `worker_environment`, while workers are started."""
+    return environ_set(worker_environment())
 
 
 def process_context():
@@ -120,14 +124,8 @@ def start_resource_tracker() -> None:
     from multiprocessing import resource_tracker
 
     before = os.environ.get("PYTHONWARNINGS")
-    os.environ["PYTHONWARNINGS"] = f"{before},{LEAKED}" if before else LEAKED
-    try:
+    with environ_set({"PYTHONWARNINGS": f"{before},{LEAKED}" if before else LEAKED}):
         resource_tracker.ensure_running()
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONWARNINGS", None)
-        else:
-            os.environ["PYTHONWARNINGS"] = before
 
 
 SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (sun_path holds 108, with a final NUL)

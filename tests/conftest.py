@@ -23,6 +23,7 @@ from s3_server import s3_bucket, s3_server, s3fs_client  # noqa: F401  (fixtures
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_RUNS = REPO / "data" / "runs"
+RUNGRADE = str(Path(sys.executable).parent / "rungrade")  # the console script under test
 
 
 @pytest.fixture

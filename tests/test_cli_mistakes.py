@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from conftest import RUNGRADE
 from typer.testing import CliRunner
 
 from pipeline import exit_codes
@@ -32,7 +33,6 @@ from pipeline.cli import app
 from pipeline.store import GRADES
 
 REPO = Path(__file__).resolve().parent.parent
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 SAMPLE = REPO / "data" / "runs"
 
 

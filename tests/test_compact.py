@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from analyst_runs import HEAD_ID, write_strict_grader
+from conftest import RUNGRADE
 from typer.testing import CliRunner
 
 from pipeline import compact as compact_module
@@ -39,7 +40,6 @@ from pipeline.tables import TABLES
 
 RUNS = 24
 VIEWS = (*TABLES, *(model.rsplit("/", 1)[-1] for model in VIEW_MODELS))
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 def grade(runs: Path, out: Path, *extra: str) -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import RUNGRADE
 from nightly_changes import change_night, graded_state
 
 from pipeline import exit_codes
@@ -30,7 +31,6 @@ from pipeline.store import ResultsLocked, ResultStore
 from pipeline.synth import synthesize
 
 RUNS = 120
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import RUNGRADE
 from typer.testing import CliRunner
 
 from pipeline.checks import default_grader
@@ -431,7 +432,7 @@ def test_a_stop_that_comes_while_the_local_cluster_starts_is_answered(
     grader = tmp_path / "stop_grader.py"
     grader.write_text(STOP_WHILE_STARTING)
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "rungrade"), "grade", str(corpus / "samples"),
+        [RUNGRADE, "grade", str(corpus / "samples"),
          "--out", str(tmp_path / "results"), "--engine", "dask", "--workers", "2",
          "--grader", str(grader)],
         capture_output=True, text=True, timeout=300, env={**os.environ, "STOP_WITH": stop})

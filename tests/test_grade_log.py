@@ -14,7 +14,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from datetime import datetime
 from importlib import metadata
@@ -24,6 +23,7 @@ import duckdb
 import polars as pl
 import pyarrow
 import pytest
+from conftest import RUNGRADE
 from test_faults import QUERY_INTERRUPTED
 
 from pipeline import grade
@@ -35,7 +35,6 @@ from pipeline.store import ResultStore, new_batch_id
 from pipeline.synth import synthesize
 
 RUNS = 24
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from conftest import SAMPLE_RUNS
+from conftest import RUNGRADE, SAMPLE_RUNS
 from run_folders import BINDINGS, RESEARCHER, STATE, WRITER, write_run
 from typer.testing import CliRunner
 
@@ -43,7 +43,6 @@ SECRET = "OUTSIDE-THE-ROOT-7f3a9c"  # planted outside the runs root; must never 
 HUGE = 200 << 20
 MANY = 10_000
 REPO = Path(__file__).resolve().parent.parent
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 # YAML that would run a command if it were ever loaded with an unsafe loader.
 PYTHON_TAG = """---

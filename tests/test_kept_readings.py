@@ -7,12 +7,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import SAMPLE_RUNS
+from conftest import RUNGRADE, SAMPLE_RUNS
 from polars.testing import assert_frame_equal
 
 from pipeline.catalog import connect
@@ -23,7 +22,6 @@ from pipeline.store import ResultStore
 from pipeline.synth import synthesize
 
 RUNS = 16
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 CLAUSES = pl.DataFrame(
     {"description": ["a JSON object with `score` (0-100) and `reason`", "at most 50 words",
                      "a bulleted list of 3-5 risks"],

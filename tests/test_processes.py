@@ -7,16 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import polars as pl
-from conftest import SAMPLE_RUNS
+from conftest import RUNGRADE, SAMPLE_RUNS
 
 from pipeline.processes import process_context, worker_environment
-
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 
 
 def test_grading_workers_start_with_the_worker_environment():

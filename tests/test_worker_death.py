@@ -12,17 +12,16 @@ import contextlib
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import RUNGRADE
 from test_faults import refusing_writes
 
 from pipeline import exit_codes
 from pipeline.catalog import connect
 from pipeline.synth import synthesize
 
-RUNGRADE = str(Path(sys.executable).parent / "rungrade")
 RUNS = 30
 POISON_GRADER = '''
 import multiprocessing
